@@ -1,0 +1,298 @@
+// cudaMallocHost, cudaHostAlloc (every flag combination), cudaHostGetFlags,
+// cudaHostGetDevicePointer on allocated memory, pointer attributes and cudaFreeHost.
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "fixtures/child_process.h"
+#include "fixtures/flags.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/seed.h"
+#include "kernels/access_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{1} << 20;
+
+class HostAllocFlagsTest : public GpuTest, public ::testing::WithParamInterface<unsigned> {
+ protected:
+  unsigned flags() const { return GetParam(); }
+  bool write_combined() const { return (flags() & cudaHostAllocWriteCombined) != 0; }
+  uint32_t pattern_seed() const { return static_cast<uint32_t>(RunSeed() * 31 + flags()); }
+};
+
+TEST_P(HostAllocFlagsTest, AllocationSucceedsAndIsAlignedForAnyType) {
+  PAGELOCK_RULE("R08,P01,R19");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  ASSERT_NE(p, nullptr);
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  EXPECT_EQ(addr % alignof(std::max_align_t), 0u) << "pointer " << p;
+  RecordProperty("alignment_bytes", std::to_string(addr & (~addr + 1)));  // observed, not asserted
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, GetFlagsReturnsAtLeastTheRequestedBits) {
+  PAGELOCK_RULE("R56,R57");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  unsigned got = 0xdeadbeef;
+  EXPECT_CUDA_OK(cudaHostGetFlags(&got, p));
+  RecordProperty("host_get_flags", std::to_string(got));
+  EXPECT_EQ(got & flags(), flags()) << "requested " << HostAllocFlagsName(flags()) << ", got 0x"
+                                    << std::hex << got;
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, PointerAttributesDescribePinnedHostMemory) {
+  PAGELOCK_RULE("R72,R03");
+  char* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  void* dev = nullptr;
+  EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
+  cudaPointerAttributes a{};
+  ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(a.hostPointer, p);
+  EXPECT_EQ(a.devicePointer, dev);
+  cudaPointerAttributes interior{};
+  ASSERT_CUDA_OK(cudaPointerGetAttributes(&interior, p + 4096));
+  EXPECT_EQ(interior.type, cudaMemoryTypeHost);
+  EXPECT_EQ(interior.hostPointer, p + 4096);
+  EXPECT_EQ(interior.devicePointer, static_cast<char*>(dev) + 4096);
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, DevicePointerIsTheHostPointerUnlessWriteCombined) {
+  PAGELOCK_RULE("R51,R14,R15");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  void* dev = nullptr;
+  EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
+  EXPECT_NE(dev, nullptr);
+  RecordProperty("device_pointer_equals_host_pointer", dev == p ? "yes" : "no");
+  if (!write_combined()) {
+    EXPECT_EQ(dev, p) << "R14: under UVA, non-write-combined pinned memory has one address";
+  }
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, InteriorPointersAndLastByteMapToBasePlusOffset) {
+  PAGELOCK_RULE("R53");
+  char* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  char* base = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&base), p, 0));
+  for (size_t offset : {size_t{1}, size_t{4096}, kSize / 2 + 3, kSize - 1}) {
+    char* dev = nullptr;
+    EXPECT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p + offset, 0));
+    EXPECT_EQ(dev, base + offset) << "offset " << offset;
+  }
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, OnePastTheEndHasNoDevicePointer) {
+  PAGELOCK_RULE("R52");
+  char* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  void* dev = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, p + kSize, 0));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_P(HostAllocFlagsTest, KernelReadsAndWritesEveryByteThroughTheDevicePointer) {
+  PAGELOCK_RULE("R14,R77");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
+  unsigned long long* mismatches = nullptr;
+  ASSERT_CUDA_OK(cudaMalloc(&mismatches, sizeof *mismatches));
+  ASSERT_CUDA_OK(cudaMemset(mismatches, 0, sizeof *mismatches));
+
+  // Host writes, device reads.
+  HostFillPattern(p, kSize, pattern_seed());
+  ASSERT_CUDA_OK(LaunchCountPatternMismatches(dev, kSize, pattern_seed(), mismatches));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  unsigned long long device_saw_bad = ~0ull;
+  ASSERT_CUDA_OK(cudaMemcpy(&device_saw_bad, mismatches, sizeof device_saw_bad, cudaMemcpyDefault));
+  EXPECT_EQ(device_saw_bad, 0u) << "bytes the device read differently from what the host wrote";
+
+  // Device reads and writes every byte; host reads.
+  ASSERT_CUDA_OK(LaunchInvertBytes(dev, kSize));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(HostCountPatternMismatches(p, kSize, pattern_seed(), 0xff), 0u)
+      << "bytes the host read differently from what the device wrote";
+
+  EXPECT_CUDA_OK(cudaFree(mismatches));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFlagCombinations, HostAllocFlagsTest,
+                         ::testing::ValuesIn(AllHostAllocFlagCombinations()),
+                         [](const ::testing::TestParamInfo<unsigned>& info) {
+                           return HostAllocFlagsName(info.param);
+                         });
+
+class HostAllocTest : public GpuTest {};
+
+TEST_F(HostAllocTest, MallocHostBehavesLikeHostAllocWithDefaultFlags) {
+  PAGELOCK_RULE("R04,R07");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaMallocHost(&p, kSize));
+  unsigned got = 0xdeadbeef;
+  EXPECT_CUDA_OK(cudaHostGetFlags(&got, p));
+  RecordProperty("host_get_flags", std::to_string(got));
+  EXPECT_EQ(got & (cudaHostAllocWriteCombined), 0u) << "cudaMallocHost memory is not write-combined";
+  cudaPointerAttributes a{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_F(HostAllocTest, GetDevicePointerRejectsNonZeroFlags) {
+  PAGELOCK_RULE("R50");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, cudaHostAllocMapped));
+  void* dev = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, p, 1));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_F(HostAllocTest, GetFlagsOfUnpinnedMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R56");
+  void* m = std::malloc(kSize);
+  unsigned got = 0;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetFlags(&got, m));
+  std::free(m);
+}
+
+class HostAllocUnknownFlagTest : public GpuTest, public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(HostAllocUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
+  PAGELOCK_RULE("R09");
+  void* p = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostAlloc(&p, kSize, GetParam()));
+  if (p) cudaFreeHost(p);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bits, HostAllocUnknownFlagTest,
+                         ::testing::Values(0x8u, 0x10u, 0x80000000u, 0x8u | cudaHostAllocMapped),
+                         [](const ::testing::TestParamInfo<unsigned>& info) {
+                           return HostAllocFlagsName(info.param);
+                         });
+
+TEST_F(HostAllocTest, NullOutPointerReturnsInvalidValue) {
+  PAGELOCK_RULE("R05");
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostAlloc(nullptr, kSize, 0));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaMallocHost(nullptr, kSize));
+}
+
+TEST_F(HostAllocTest, ZeroSizeSucceedsAndItsResultCanBeFreed) {
+  PAGELOCK_RULE("R11");
+  void* const sentinel = reinterpret_cast<void*>(uintptr_t{0x10});
+  for (int use_malloc_host = 0; use_malloc_host < 2; ++use_malloc_host) {
+    void* p = sentinel;
+    EXPECT_CUDA_OK(use_malloc_host ? cudaMallocHost(&p, 0) : cudaHostAlloc(&p, 0, 0));
+    // The pointer value differs between runtime versions (R11); record which one this is.
+    const char* outcome = p == nullptr ? "null" : (p == sentinel ? "unchanged" : "allocated");
+    RecordProperty(use_malloc_host ? "malloc_host_zero_size_pointer" : "host_alloc_zero_size_pointer",
+                   outcome);
+    if (p != sentinel) {
+      EXPECT_CUDA_OK(cudaFreeHost(p));
+    }
+  }
+}
+
+class HostAllocImpossibleSizeTest : public GpuTest, public ::testing::WithParamInterface<size_t> {};
+
+TEST_P(HostAllocImpossibleSizeTest, FailsWithMemoryAllocationAndIsNotSticky) {
+  PAGELOCK_RULE("R06,R87");
+  void* p = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorMemoryAllocation, cudaHostAlloc(&p, GetParam(), 0));
+  if (p) cudaFreeHost(p);
+  void* q = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&q, kSize, 0)) << "the failure was sticky";
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_CUDA_OK(cudaFreeHost(q));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, HostAllocImpossibleSizeTest,
+                         ::testing::Values(size_t{1} << 50, SIZE_MAX),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return info.param == SIZE_MAX ? std::string("size_max")
+                                                          : std::string("two_pow_50");
+                         });
+
+TEST_F(HostAllocTest, FailedCallStaysTheLastErrorUntilRead) {
+  PAGELOCK_RULE("R87,R49");
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(nullptr, kSize, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue) << "peek must not reset";
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "get must reset";
+}
+
+TEST_F(HostAllocTest, FreeHostOfNullSucceeds) {
+  PAGELOCK_RULE("R20");
+  EXPECT_CUDA_OK(cudaFreeHost(nullptr));
+}
+
+// Misuse of cudaFreeHost can corrupt the allocator's state, so each runs in a fresh process.
+PAGELOCK_SCENARIO(FreeHostInteriorPointer) {
+  char* p = nullptr;
+  report.Error("alloc", cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, 0));
+  report.Error("free_interior", cudaFreeHost(p + 4096));
+  report.Error("free_base", cudaFreeHost(p));
+}
+
+PAGELOCK_SCENARIO(FreeHostMallocMemory) {
+  void* m = std::malloc(kSize);
+  report.Error("free_malloc", cudaFreeHost(m));
+  std::free(m);
+  void* p = nullptr;
+  report.Error("alloc_after", cudaHostAlloc(&p, kSize, 0));
+  report.Error("free_after", cudaFreeHost(p));
+}
+
+PAGELOCK_SCENARIO(FreeHostTwice) {
+  void* p = nullptr;
+  report.Error("alloc", cudaHostAlloc(&p, kSize, 0));
+  report.Error("first_free", cudaFreeHost(p));
+  report.Error("second_free", cudaFreeHost(p));
+}
+
+TEST_F(HostAllocTest, FreeHostOfInteriorPointerReturnsInvalidValue) {
+  PAGELOCK_RULE("R22");
+  ChildResult r = RunScenario("FreeHostInteriorPointer");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("alloc"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("free_interior"), ErrName(cudaErrorInvalidValue));
+  EXPECT_EQ(r.Get("free_base"), ErrName(cudaSuccess)) << "a rejected free must not free the block";
+}
+
+TEST_F(HostAllocTest, FreeHostOfMallocMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R21");
+  ChildResult r = RunScenario("FreeHostMallocMemory");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("free_malloc"), ErrName(cudaErrorInvalidValue));
+  EXPECT_EQ(r.Get("alloc_after"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("free_after"), ErrName(cudaSuccess));
+}
+
+TEST_F(HostAllocTest, FreeHostTwiceReturnsInvalidValue) {
+  PAGELOCK_RULE("R23");
+  ChildResult r = RunScenario("FreeHostTwice");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("first_free"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("second_free"), ErrName(cudaErrorInvalidValue));
+}
+
+}  // namespace
+}  // namespace pagelock
