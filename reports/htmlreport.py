@@ -1,0 +1,196 @@
+"""Self-contained HTML report of one run: no network resources, every test-provided string
+escaped, filters and search in a few lines of inline JavaScript."""
+
+import html
+import json
+import re
+
+from reports import results as model
+
+STATUS_COLORS = {
+    "PASS": "#2e7d32", "WARN": "#b7791f", "NOT_SUPPORTED": "#546e7a", "SKIP": "#78909c",
+    "FAIL": "#c62828", "TIMEOUT": "#6a1b9a", "CRASH": "#b71c1c", "INFRA_ERROR": "#37474f",
+    "MISSING": "#ef6c00", "EXPECTED_FAIL": "#8d6e63", "KNOWN_FLAKE": "#8d6e63",
+    "FLAKE": "#f9a825", "UNEXPECTED_PASS": "#0277bd", "REGRESSION": "#d50000",
+    "FIXED": "#00897b", "NEW": "#5c6bc0", "DROPPED": "#ff7043",
+}
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
+h1{margin:0 0 .2em 0} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.verdict{font-size:1.4em;font-weight:bold;padding:.4em .8em;border-radius:6px;display:inline-block;color:#fff}
+.counts span{display:inline-block;margin:.2em .4em .2em 0;padding:.2em .6em;border-radius:4px;color:#fff;font-weight:600}
+table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f4f4f4} .st{color:#fff;font-weight:600;border-radius:3px;padding:0 .4em;white-space:nowrap}
+.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
+pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;overflow:auto;margin:.3em 0}
+.filters button{margin:.1em;border:1px solid #aaa;background:#fff;border-radius:4px;padding:.2em .6em;cursor:pointer}
+.filters button.on{background:#333;color:#fff}
+#search{padding:.3em;width:24em} .hidden{display:none} .small{color:#666;font-size:.85em}
+.matrix td{text-align:center;min-width:2.5em}
+"""
+
+JS = """
+(function(){
+  var active = {};
+  function apply(){
+    var q = document.getElementById('search').value.toLowerCase();
+    var any = Object.keys(active).length > 0;
+    var rows = document.querySelectorAll('tr.case');
+    var shown = 0;
+    rows.forEach(function(r){
+      var ok = (!any || active[r.dataset.status]) && (!q || r.dataset.text.indexOf(q) >= 0);
+      r.classList.toggle('hidden', !ok);
+      var d = document.getElementById('d-' + r.dataset.idx);
+      if (d) d.classList.toggle('hidden', !ok);
+      if (ok) shown++;
+    });
+    document.getElementById('shown').textContent = shown;
+  }
+  document.querySelectorAll('.filters button[data-status]').forEach(function(b){
+    b.addEventListener('click', function(){
+      var s = b.dataset.status;
+      if (active[s]) { delete active[s]; b.classList.remove('on'); }
+      else { active[s] = true; b.classList.add('on'); }
+      apply();
+    });
+  });
+  document.getElementById('clear').addEventListener('click', function(){
+    active = {}; document.querySelectorAll('.filters button').forEach(function(b){b.classList.remove('on');});
+    document.getElementById('search').value = ''; apply();
+  });
+  document.getElementById('search').addEventListener('input', apply);
+  apply();
+})();
+"""
+
+
+def esc(s):
+    return html.escape(str(s), quote=True)
+
+
+def badge(status):
+    return f'<span class="st" style="background:{STATUS_COLORS.get(status, "#555")}">{esc(status)}</span>'
+
+
+def _param_of(case):
+    """The flag-combination part of a parameterized case name ('.../portable_mapped')."""
+    if "/" in case.name:
+        return case.name.rsplit("/", 1)[1]
+    return None
+
+
+def matrix_section(cases):
+    """API family x parameter (flag combination) matrix of worst status."""
+    cells, params, families = {}, [], []
+    order = {s: i for i, s in enumerate(model.STATUSES)}
+    for c in cases:
+        p = _param_of(c)
+        if p is None:
+            continue
+        row = f"{c.family}: {c.suite.split('/')[-1]}.{c.name.rsplit('/', 1)[0]}"
+        if p not in params:
+            params.append(p)
+        if row not in families:
+            families.append(row)
+        prev = cells.get((row, p))
+        if prev is None or order.get(c.status, 0) > order.get(prev, 0):
+            cells[(row, p)] = c.status
+    if not cells:
+        return ""
+    out = ['<h2>Matrix: test &times; parameter</h2><table class="matrix"><tr><th>test</th>']
+    out += [f"<th>{esc(p)}</th>" for p in params]
+    out.append("</tr>")
+    for r in families:
+        out.append(f"<tr><td style='text-align:left'>{esc(r)}</td>")
+        for p in params:
+            s = cells.get((r, p))
+            out.append(f"<td>{badge(s) if s else ''}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def render(run, title="pagelock report", verdict=None, extra_sections=(), comparison_status=None,
+           seed=None):
+    """run: results.Run. verdict: (text, color) or None. comparison_status: {case id: status}
+    from a comparison against expectations and baseline (shown next to the raw status)."""
+    counts = run.counts()
+    statuses = [s for s in model.STATUSES if counts.get(s)]
+    comp_counts = {}
+    for s in (comparison_status or {}).values():
+        comp_counts[s] = comp_counts.get(s, 0) + 1
+    fp = run.fingerprint
+    seed = seed or fp.get("seed")
+    h = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
+         f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
+    if verdict:
+        h.append(f"<div class='verdict' style='background:{verdict[1]}'>{esc(verdict[0])}</div>")
+    h.append("<div class='counts'>")
+    for s in statuses:
+        h.append(f"<span style='background:{STATUS_COLORS[s]}'>{esc(s)} {counts[s]}</span>")
+    for s, n in sorted(comp_counts.items()):
+        h.append(f"<span style='background:{STATUS_COLORS.get(s, '#555')}'>{esc(s)} {n}</span>")
+    h.append("</div>")
+    summary = model.format_counts(counts).splitlines()[-1]
+    h.append(f"<p class='small'>{esc(summary)} &middot; {len(run.cases)} cases")
+    if seed:
+        h.append(f" &middot; seed <span class='mono'>{esc(seed)}</span>")
+    h.append("</p>")
+
+    h.append("<h2>Machine</h2><table>")
+    keys = [k for k in fp if not re.match(r"gpu\d+_cudaDevAttr", k)]
+    for k in keys:
+        h.append(f"<tr><th>{esc(k)}</th><td class='mono'>{esc(fp[k])}</td></tr>")
+    h.append("</table>")
+    attrs = sorted(k for k in fp if re.match(r"gpu\d+_cudaDevAttr", k))
+    if attrs:
+        h.append("<details><summary>Device attributes</summary><table>")
+        for k in attrs:
+            h.append(f"<tr><th>{esc(k)}</th><td class='mono'>{esc(fp[k])}</td></tr>")
+        h.append("</table></details>")
+    if run.problems:
+        h.append("<h2>Problems reading results</h2><ul>")
+        h += [f"<li>{esc(p)}</li>" for p in run.problems]
+        h.append("</ul>")
+    for sec in extra_sections:
+        h.append(sec)
+    h.append(matrix_section(run.cases))
+
+    h.append("<h2>Cases</h2><div class='filters'>")
+    for s in statuses + sorted(comp_counts):
+        h.append(f"<button data-status='{esc(s)}'>{esc(s)}</button>")
+    h.append("<button id='clear'>all</button> <input id='search' type='search' "
+             "placeholder='search id, message, reason'> <span class='small'><span id='shown'></span> shown</span></div>")
+    h.append("<table id='cases'><tr><th>status</th><th>case</th><th>s</th><th>reason / message</th></tr>")
+    for i, c in enumerate(sorted(run.cases, key=lambda c: (model.STATUSES.index(c.status) * -1 if c.status in model.FAILING else 0, c.id))):
+        comp = (comparison_status or {}).get(c.id)
+        status_key = comp or c.status
+        text = " ".join([c.id, c.status, comp or "", c.message, c.reason,
+                         c.properties.get("rules", "")]).lower()
+        detail = c.reason or c.message.split("\n")[0]
+        h.append(f"<tr class='case' data-idx='{i}' data-status='{esc(status_key)}' data-text='{esc(text)}'>"
+                 f"<td>{badge(c.status)}{(' ' + badge(comp)) if comp and comp != c.status else ''}</td>"
+                 f"<td class='mono'>{esc(c.id)}</td><td>{c.seconds:.3f}</td>"
+                 f"<td>{esc(detail[:300])}")
+        more = []
+        if c.message:
+            more.append(f"<b>message</b><pre>{esc(c.message)}</pre>")
+        rules = c.properties.get("rules")
+        if rules:
+            more.append(f"<b>rules</b> <span class='mono'>{esc(rules)}</span><br>")
+        if c.status in model.FAILING or c.status == "WARN":
+            more.append(f"<b>replay</b> <pre>{esc(c.replay_command(seed))}</pre>")
+        for k, v in c.properties.items():
+            if k in ("rules",):
+                continue
+            if k in ("log_tail", "child_log"):
+                more.append(f"<b>{esc(k)}</b><pre>{esc(v)}</pre>")
+            else:
+                more.append(f"<span class='mono'>{esc(k)} = {esc(v)}</span><br>")
+        if more:
+            h.append(f"<details><summary>details</summary>{''.join(more)}</details>")
+        h.append("</td></tr>")
+    h.append("</table>")
+    h.append(f"<script>{JS}</script></body></html>")
+    return "".join(h)

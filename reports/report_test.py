@@ -1,0 +1,153 @@
+"""Reading testlogs trees (including broken ones) and rendering the HTML report."""
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import time
+import unittest
+import zipfile
+
+from reports import htmlreport
+from reports import report
+from reports import results as model
+
+GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="3" name="AllTests" seed="42" gpu0_name="NVIDIA H200" device_status="usable">
+  <testsuite name="S" tests="3">
+    <testcase name="Ok" status="run" result="completed" time="0.5" classname="S" rules="R01"/>
+    <testcase name="Bad" status="run" result="completed" time="0.1" classname="S">
+      <failure message="x.cc:1&#x0A;boom" type=""><![CDATA[x.cc:1
+boom]]></failure>
+    </testcase>
+    <testcase name="Ns" status="run" result="skipped" time="0" classname="S">
+      <skipped message="f.cc:8&#x0A;NotSupported: cudaDevAttrX=0 (need 1)"><![CDATA[f.cc:8
+NotSupported: cudaDevAttrX=0 (need 1)]]></skipped>
+    </testcase>
+  </testsuite>
+</testsuites>
+"""
+
+BAZEL_CRASH_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="suites/a/a_test" tests="1" failures="0" errors="1">
+<testcase name="suites/a/a_test" status="run" duration="1" time="1"><error message="exited with error code 139"></error></testcase>
+</testsuite></testsuites>
+"""
+
+JOURNAL = [
+    {"event": "start", "case": "S.First"},
+    {"event": "end", "case": "S.First", "status": "PASS", "seconds": 0.2, "message": "", "properties": {"rules": "R04"}},
+    {"event": "start", "case": "S.Second"},
+]
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class LoadTest(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def test_gtest_xml_statuses_reasons_and_fingerprint(self):
+        write(os.path.join(self.root, "suites/a/a_test/test.xml"), GTEST_XML)
+        run = model.load_testlogs(self.root)
+        by = {c.name: c for c in run.cases}
+        self.assertEqual(by["Ok"].status, "PASS")
+        self.assertEqual(by["Ok"].properties["rules"], "R01")
+        self.assertEqual(by["Bad"].status, "FAIL")
+        self.assertIn("boom", by["Bad"].message)
+        self.assertEqual(by["Ns"].status, "NOT_SUPPORTED")
+        self.assertEqual(by["Ns"].reason, "cudaDevAttrX=0 (need 1)")
+        self.assertEqual(by["Ok"].id, "suites/a:a_test/S.Ok")
+        self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
+        self.assertEqual(run.fingerprint["seed"], "42")
+
+    def test_bazel_written_xml_and_zipped_journal_blame_the_running_case(self):
+        tdir = os.path.join(self.root, "suites/a/a_test")
+        write(os.path.join(tdir, "test.xml"), BAZEL_CRASH_XML)
+        write(os.path.join(tdir, "test.log"), "Segmentation fault\n")
+        os.makedirs(os.path.join(tdir, "test.outputs"))
+        with zipfile.ZipFile(os.path.join(tdir, "test.outputs", "outputs.zip"), "w") as z:
+            z.writestr("pagelock_journal.jsonl", "\n".join(json.dumps(e) for e in JOURNAL) + "\n")
+        run = model.load_testlogs(self.root)
+        by = {c.gtest_name: c for c in run.cases}
+        self.assertEqual(by["S.First"].status, "PASS")
+        self.assertEqual(by["S.Second"].status, "CRASH")
+        self.assertIn("exited with error code 139", by["S.Second"].message)
+
+    def test_truncated_xml_without_journal_is_a_crash_of_the_binary(self):
+        tdir = os.path.join(self.root, "suites/b/b_test")
+        write(os.path.join(tdir, "test.xml"), GTEST_XML[: len(GTEST_XML) // 2])
+        run = model.load_testlogs(self.root)
+        self.assertEqual(len(run.cases), 1)
+        self.assertEqual(run.cases[0].status, "CRASH")
+        self.assertIn("truncated or malformed", run.cases[0].message)
+        self.assertTrue(run.problems)
+
+    def test_bazel_timeout_log_makes_a_timeout(self):
+        tdir = os.path.join(self.root, "suites/c/c_test")
+        write(os.path.join(tdir, "test.xml"), BAZEL_CRASH_XML.replace("exited with error code 139", "timed out"))
+        write(os.path.join(tdir, "test.log"), "-- Test timed out at 2026-11-30 --\n")
+        write(os.path.join(tdir, "test.outputs", "pagelock_journal.jsonl"),
+              "\n".join(json.dumps(e) for e in JOURNAL) + "\n")
+        by = {c.gtest_name: c for c in model.load_testlogs(self.root).cases}
+        self.assertEqual(by["S.Second"].status, "TIMEOUT")
+
+    def test_log_without_xml_is_not_lost(self):
+        write(os.path.join(self.root, "suites/d/d_test/test.log"), "killed\n")
+        run = model.load_testlogs(self.root)
+        self.assertEqual([c.status for c in run.cases], ["CRASH"])
+
+    def test_very_large_xml_loads_quickly(self):
+        n = 20000
+        cases = "".join(f'<testcase name="C{i}" status="run" result="completed" time="0" classname="Big"/>'
+                        for i in range(n))
+        write(os.path.join(self.root, "suites/e/e_test/test.xml"),
+              f'<testsuites name="AllTests"><testsuite name="Big">{cases}</testsuite></testsuites>')
+        start = time.monotonic()
+        run = model.load_testlogs(self.root)
+        self.assertEqual(len(run.cases), n)
+        self.assertLess(time.monotonic() - start, 20)
+
+    def test_counts_end_with_the_plain_closing_line(self):
+        text = model.format_counts({"PASS": 3, "CRASH": 1, "NOT_SUPPORTED": 2, "FAIL": 1})
+        self.assertEqual(text.splitlines()[-1], "3 passed, 2 failed, 2 skipped")
+
+
+class HtmlTest(unittest.TestCase):
+    def test_hostile_names_and_messages_are_escaped(self):
+        evil = "<script>alert('x')</script>"
+        run = model.Run({"gpu0_name": evil}, [
+            model.Case("//s/a:a_test", "S" + evil, "N" + evil, "FAIL", 0.1, "msg " + evil, "",
+                       {"rules": evil, "child_log": evil}),
+            model.Case("//s/a:a_test", "S", "ns", "NOT_SUPPORTED", 0, "", "reason " + evil)])
+        page = htmlreport.render(run, title="t" + evil)
+        self.assertNotIn(evil, page)
+        self.assertIn("&lt;script&gt;", page)
+        self.assertEqual(page.count("<script>"), 1)  # only the report's own
+        self.assertNotIn("http://", page)
+        self.assertNotIn("https://", page)
+
+    def test_report_cli_exit_codes(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([os.path.join(root, "absent")]), 2)
+            self.assertEqual(report.main([root]), 2)
+        self.assertIn("no test results", err.getvalue())
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(report.main([root, "--html", os.path.join(root, "r/index.html")]), 0)
+            self.assertEqual(report.main([root, "--strict"]), 3)
+        self.assertIn("1 passed, 1 failed, 1 skipped", out.getvalue())
+        with open(os.path.join(root, "r/index.html")) as f:
+            self.assertIn("cudaDevAttrX=0 (need 1)", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()

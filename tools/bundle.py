@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Builds a qualification bundle: optimized, stripped test binaries plus the runner and the report
+tool in one folder, for GPU machines that have no Bazel.
+
+  tools/bundle.py OUT_DIR [--archs sm_90] [--targets //suites/...]
+
+Then, on the GPU machine:
+  OUT_DIR/run --out RESULTS/testlogs          # runs the binaries (see tools/runner/runner.py)
+  python3 OUT_DIR/reports/report.py RESULTS/testlogs --html RESULTS/index.html
+
+Exit codes: 0 built; 1 the build failed; 2 bad usage.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Bazel's timeouts, by the test's timeout attribute or else its size.
+TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
+SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
+
+
+def bazel(*args, capture=True):
+    cmd = ["bazel", *args]
+    print("bundle: " + " ".join(cmd), file=sys.stderr, flush=True)
+    return subprocess.run(cmd, cwd=ROOT, check=True, text=True,
+                          stdout=subprocess.PIPE if capture else None)
+
+
+def query_tests(pattern):
+    xml = bazel("query", "--output=xml", f"kind(cc_test, tests({pattern}))").stdout
+    targets = []
+    for rule in ET.fromstring(xml).iter("rule"):
+        attrs = {a.get("name"): a for a in rule}
+        tags = [s.get("value") for s in attrs["tags"].iter("string")] if "tags" in attrs else []
+        size = attrs["size"].get("value") if "size" in attrs else "medium"
+        timeout = attrs["timeout"].get("value") if "timeout" in attrs else None
+        label = rule.get("name")
+        pkg, name = label[2:].split(":")
+        targets.append({"label": label, "path": f"bin/{pkg}/{name}", "tags": tags,
+                        "timeout_s": TIMEOUTS.get(timeout) or SIZE_TIMEOUTS.get(size, 300)})
+    return sorted(targets, key=lambda t: t["label"])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", help="bundle folder to (re)create")
+    p.add_argument("--archs", help="value for --//tools:cuda_archs, e.g. sm_90")
+    p.add_argument("--targets", default="//...", help="target pattern (default //...)")
+    args = p.parse_args(argv)
+    out = os.path.abspath(args.out)
+    if out == ROOT or ROOT.startswith(out + os.sep):
+        print(f"bundle: refusing to overwrite {out}", file=sys.stderr)
+        return 2
+    try:
+        targets = query_tests(args.targets)
+        if not targets:
+            print(f"bundle: no cc_test under {args.targets}", file=sys.stderr)
+            return 2
+        build = ["build", "--config=bundle"]
+        if args.archs:
+            build.append(f"--//tools:cuda_archs={args.archs}")
+        bazel(*build, *[t["label"] for t in targets], capture=False)
+        bin_dir = bazel("info", *build[1:], "bazel-bin").stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+                                capture_output=True).stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               text=True, capture_output=True).stdout.strip()
+    except subprocess.CalledProcessError as e:
+        print(f"bundle: bazel failed (exit {e.returncode})", file=sys.stderr)
+        return 1
+    shutil.rmtree(out, ignore_errors=True)
+    for t in targets:
+        pkg, name = t["label"][2:].split(":")
+        dst = os.path.join(out, t["path"])
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
+    for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
+                "reports/__init__.py", "reports/results.py", "reports/htmlreport.py",
+                "reports/report.py"]:
+        os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
+    run_sh = os.path.join(out, "run")
+    with open(run_sh, "w") as f:
+        f.write('#!/bin/sh\nexec python3 "$(dirname "$0")/tools/runner/runner.py" '
+                '--bundle "$(dirname "$0")" "$@"\n')
+    os.chmod(run_sh, os.stat(run_sh).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    info = {"commit": commit + ("-dirty" if dirty else ""),
+            "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "cuda_archs": args.archs or "default (see tools/BUILD.bazel)",
+            "compilation_mode": "opt, stripped"}
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"info": info, "targets": targets}, f, indent=1)
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
+    print(f"bundle: {len(targets)} test binaries in {out} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

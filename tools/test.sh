@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, then runs every test with Bazel. On a machine
+# without a GPU the device suites report NotSupported with the reason, and the harness's own
+# tests (fixtures, runner, report, qualify, browser) really run. Ends with the report tool's
+# summary of bazel-testlogs: counts by status and 'N passed, N failed, N skipped'.
+# Extra arguments go to `bazel test` (e.g. --config=lab on a GPU machine).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tools/install_deps.sh || exit $?
+bazel test //... "$@"
+rc=$?
+python3 reports/report.py bazel-testlogs/ || true
+exit $rc
