@@ -1,0 +1,238 @@
+// The ordering rules of cudaSetDeviceFlags(cudaDeviceMapHost), legacy and current, and the
+// other ways device/context flags are set and read. Every scenario changes process-global state,
+// so each runs in a fresh child process and the parent asserts on its report.
+// Rule ids refer to suites/rules.tsv; ByProfile picks the documented outcome for the versions found.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "fixtures/child_process.h"
+#include "fixtures/driver_api.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/profile.h"
+
+namespace pagelock {
+namespace {
+
+void ReportFlags(ScenarioReport& report, const std::string& key) {
+  unsigned flags = 0;
+  report.Error(key, cudaGetDeviceFlags(&flags));
+  report.Set(key + "_value", static_cast<long long>(flags));
+}
+
+void ReportMappedAccess(ScenarioReport& report) {
+  void* p = nullptr;
+  report.Error("host_alloc", cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
+  void* dev = nullptr;
+  report.Error("device_pointer", cudaHostGetDevicePointer(&dev, p, 0));
+  report.Error("free", cudaFreeHost(p));
+}
+
+// First CUDA call is the one named by the argument; then cudaSetDeviceFlags(MapHost).
+PAGELOCK_SCENARIO(MapHostAfterFirstCall) {
+  const std::string first = ScenarioArg();
+  void* p = nullptr;
+  if (first == "cudaFree0") report.Error("first", cudaFree(nullptr));
+  if (first == "cudaSetDevice") report.Error("first", cudaSetDevice(0));
+  if (first == "cudaHostAlloc") report.Error("first", cudaHostAlloc(&p, 4096, 0));
+  if (first == "none") report.Set("first", "none");
+  report.Error("set_flags", cudaSetDeviceFlags(cudaDeviceMapHost));
+  ReportFlags(report, "get_flags");
+  ReportMappedAccess(report);
+  if (p) cudaFreeHost(p);
+}
+
+PAGELOCK_SCENARIO(NoSetDeviceFlags) { ReportMappedAccess(report); }
+
+PAGELOCK_SCENARIO(GetFlagsFirst) { ReportFlags(report, "get_flags"); }
+
+// cudaSetDeviceFlags(arg) as the first call, then the context is created and the flags read.
+PAGELOCK_SCENARIO(SetFlags) {
+  const unsigned flags = static_cast<unsigned>(std::strtoul(ScenarioArg().c_str(), nullptr, 0));
+  report.Error("set_flags", cudaSetDeviceFlags(flags));
+  report.Error("create_context", cudaFree(nullptr));
+  ReportFlags(report, "get_flags");
+}
+
+PAGELOCK_SCENARIO(InitDeviceWithFlags) {
+  report.Error("init", cudaInitDevice(0, cudaDeviceScheduleBlockingSync, cudaInitDeviceFlagsAreValid));
+  report.Error("set_device", cudaSetDevice(0));
+  ReportFlags(report, "get_flags");
+  report.Error("init_bad_device", cudaInitDevice(1 << 20, 0, 0));
+}
+
+PAGELOCK_SCENARIO(PrimaryContextSetFlagsWhileActive) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) return report.Set("driver", d.error);
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  report.Cu("init", d.cuInit(0));
+  report.Cu("device", d.cuDeviceGet(&dev, 0));
+  report.Cu("retain", d.cuDevicePrimaryCtxRetain(&ctx, dev));
+  report.Cu("make_current", d.cuCtxSetCurrent(ctx));
+  report.Cu("set_flags", d.cuDevicePrimaryCtxSetFlags(dev, CU_CTX_SCHED_BLOCKING_SYNC));
+  unsigned flags = 0;
+  int active = 0;
+  report.Cu("get_state", d.cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  report.Set("state_flags", static_cast<long long>(flags));
+  report.Set("state_active", active);
+  report.Cu("release", d.cuDevicePrimaryCtxRelease(dev));
+}
+
+// A driver-API context (not the primary one) is current when the runtime is asked to set flags.
+PAGELOCK_SCENARIO(SetFlagsWithDriverContextCurrent) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) return report.Set("driver", d.error);
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  report.Cu("init", d.cuInit(0));
+  report.Cu("device", d.cuDeviceGet(&dev, 0));
+  report.Cu("create", d.cuCtxCreate(&ctx, nullptr, 0, dev));
+  report.Error("set_flags", cudaSetDeviceFlags(cudaDeviceMapHost | cudaDeviceScheduleSpin));
+  ReportFlags(report, "get_flags");
+  unsigned ctx_flags = 0;
+  report.Cu("ctx_get_flags", d.cuCtxGetFlags(&ctx_flags));
+  report.Set("ctx_flags", static_cast<long long>(ctx_flags));
+  report.Cu("destroy", d.cuCtxDestroy(ctx));
+}
+
+class DeviceFlagsTest : public GpuTest {
+ protected:
+  ChildResult Run(const char* scenario, const std::string& arg = "") {
+    return RunScenario(scenario, 60, {ScenarioArgEnv(arg)});
+  }
+};
+
+TEST_F(DeviceFlagsTest, MapHostBeforeAnyCallSucceedsAndMapsMemory) {
+  PAGELOCK_RULE("R54,R59");
+  ChildResult r = Run("MapHostAfterFirstCall", "none");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("set_flags"), ErrName(cudaSuccess));
+  EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & cudaDeviceMapHost, cudaDeviceMapHost);
+  EXPECT_EQ(r.Get("device_pointer"), ErrName(cudaSuccess));
+}
+
+class LateMapHostTest : public DeviceFlagsTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(LateMapHostTest, MapHostAfterTheContextExistsFollowsTheProfile) {
+  PAGELOCK_RULE("R59,R60,R61");
+  ChildResult r = Run("MapHostAfterFirstCall", GetParam());
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("first"), ErrName(cudaSuccess));
+  const cudaError_t expected = ByProfile(cudaErrorSetOnActiveProcess, cudaSuccess, cudaSuccess);
+  EXPECT_EQ(r.Get("set_flags"), ErrName(expected));
+  EXPECT_EQ(r.Get("device_pointer"), ErrName(cudaSuccess)) << "R54: mapping never needs the flag";
+}
+
+INSTANTIATE_TEST_SUITE_P(FirstCalls, LateMapHostTest,
+                         ::testing::Values("cudaFree0", "cudaSetDevice", "cudaHostAlloc"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST_F(DeviceFlagsTest, DevicePointerNeedsNoSetDeviceFlags) {
+  PAGELOCK_RULE("R54,R69");
+  ChildResult r = Run("NoSetDeviceFlags");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("host_alloc"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("device_pointer"), ErrName(cudaSuccess));
+}
+
+TEST_F(DeviceFlagsTest, GetDeviceFlagsBeforeInitialisationSucceeds) {
+  PAGELOCK_RULE("R65");
+  ChildResult r = Run("GetFlagsFirst");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
+  RecordProperty("flags_before_init", r.Get("get_flags_value"));
+  EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & ~0xffu, 0u) << "only cudaDeviceMask bits";
+}
+
+class SchedulingFlagTest : public DeviceFlagsTest, public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(SchedulingFlagTest, ValidFlagIsAcceptedAndReportedBack) {
+  PAGELOCK_RULE("R59,R62,R63,R65");
+  ChildResult r = Run("SetFlags", std::to_string(GetParam()));
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("set_flags"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
+  const unsigned got = std::stoul(r.Get("get_flags_value"));
+  RecordProperty("get_flags_value", std::to_string(got));
+  EXPECT_EQ(got & cudaDeviceScheduleMask, GetParam() & cudaDeviceScheduleMask);
+  if (GetParam() & cudaDeviceSyncMemops) EXPECT_EQ(got & cudaDeviceSyncMemops, cudaDeviceSyncMemops);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, SchedulingFlagTest,
+    ::testing::Values(cudaDeviceScheduleAuto, cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
+                      cudaDeviceScheduleBlockingSync, cudaDeviceMapHost | cudaDeviceScheduleSpin,
+                      cudaDeviceLmemResizeToMax, cudaDeviceSyncMemops),
+    [](const auto& info) {
+      switch (info.param) {
+        case cudaDeviceScheduleAuto: return std::string("auto");
+        case cudaDeviceScheduleSpin: return std::string("spin");
+        case cudaDeviceScheduleYield: return std::string("yield");
+        case cudaDeviceScheduleBlockingSync: return std::string("blocking_sync");
+        case cudaDeviceLmemResizeToMax: return std::string("lmem_resize_to_max");
+        case cudaDeviceSyncMemops: return std::string("sync_memops");
+        default: return std::string("map_host_spin");
+      }
+    });
+
+class InvalidDeviceFlagTest : public DeviceFlagsTest, public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(InvalidDeviceFlagTest, InvalidCombinationOrUnknownBitReturnsInvalidValue) {
+  PAGELOCK_RULE("R62,R64");
+  ChildResult r = Run("SetFlags", std::to_string(GetParam()));
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("set_flags"), ErrName(cudaErrorInvalidValue));
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, InvalidDeviceFlagTest,
+                         ::testing::Values(cudaDeviceScheduleSpin | cudaDeviceScheduleYield,
+                                           cudaDeviceScheduleSpin | cudaDeviceScheduleBlockingSync,
+                                           0x100u, 0x80000000u),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case 0x3u: return std::string("spin_yield");
+                             case 0x5u: return std::string("spin_blocking_sync");
+                             case 0x100u: return std::string("bit8");
+                             default: return std::string("bit31");
+                           }
+                         });
+
+TEST_F(DeviceFlagsTest, InitDeviceAppliesItsFlags) {
+  PAGELOCK_RULE("R67");
+  ChildResult r = Run("InitDeviceWithFlags");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("init"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
+  EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & cudaDeviceScheduleMask,
+            unsigned{cudaDeviceScheduleBlockingSync});
+  EXPECT_EQ(r.Get("init_bad_device"), ErrName(cudaErrorInvalidDevice));
+}
+
+TEST_F(DeviceFlagsTest, PrimaryContextFlagsCanBeSetWhileActive) {
+  PAGELOCK_RULE("R68");
+  ChildResult r = Run("PrimaryContextSetFlagsWhileActive");
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("driver"), "<missing>") << r.Get("driver");
+  EXPECT_EQ(r.Get("retain"), "CUDA_SUCCESS");
+  EXPECT_EQ(r.Get("set_flags"), ByProfile<std::string>("CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE",
+                                                       "CUDA_SUCCESS", "CUDA_SUCCESS"));
+  EXPECT_EQ(r.Get("state_active"), "1");
+  EXPECT_EQ(std::stoul(r.Get("state_flags")) & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_BLOCKING_SYNC});
+}
+
+TEST_F(DeviceFlagsTest, SetDeviceFlagsWithADriverContextCurrent) {
+  PAGELOCK_RULE("R66");
+  ChildResult r = Run("SetFlagsWithDriverContextCurrent");
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("driver"), "<missing>") << r.Get("driver");
+  EXPECT_EQ(r.Get("create"), "CUDA_SUCCESS");
+  RecordProperty("set_flags", r.Get("set_flags"));
+  RecordProperty("get_flags_value", r.Get("get_flags_value"));
+  RecordProperty("ctx_flags", r.Get("ctx_flags"));
+  EXPECT_EQ(r.Get("set_flags"), ErrName(cudaErrorSetOnActiveProcess));
+}
+
+}  // namespace
+}  // namespace pagelock

@@ -1,0 +1,199 @@
+// cudaHostGetDevicePointer on allocated and registered memory, the documented conditions for
+// "device pointer == host pointer", cudaPointerGetAttributes on every kind of pointer and
+// cudaMemcpyDefault with either alias. Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "fixtures/gpu_test.h"
+#include "fixtures/profile.h"
+#include "kernels/access_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{1} << 20;
+
+class DevicePointerTest : public GpuTest {};
+
+TEST_F(DevicePointerTest, RegisteredMemoryRejectsNonZeroFlags) {
+  PAGELOCK_RULE("R50");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
+  void* dev = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 1));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 0x80000000u));
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(DevicePointerTest, UnpinnedMemoryHasNoDevicePointer) {
+  PAGELOCK_RULE("R52,R83");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccess, 0));
+  std::vector<char> buf(kSize);
+  void* dev = nullptr;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 0));
+}
+
+TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffset) {
+  PAGELOCK_RULE("R53");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  char* base = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&base), buf.data(), 0));
+  for (size_t offset : {size_t{1}, size_t{4095}, kSize / 3, kSize - 1}) {
+    char* dev = nullptr;
+    EXPECT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), buf.data() + offset, 0));
+    EXPECT_EQ(dev, base + offset) << "offset " << offset;
+  }
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSaysSo) {
+  PAGELOCK_RULE("R45");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
+  std::vector<char> buf(kSize);
+  for (unsigned flags : {0u, unsigned{cudaHostRegisterMapped}, unsigned{cudaHostRegisterPortable}}) {
+    ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), flags));
+    void* dev = nullptr;
+    EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
+    EXPECT_EQ(dev, buf.data()) << "flags " << flags;
+    EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  }
+}
+
+TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHostPointers) {
+  PAGELOCK_RULE("R45");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 0));
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
+  void* dev = nullptr;
+  EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
+  EXPECT_NE(dev, nullptr);
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(DevicePointerTest, KernelCanUseTheHostPointerOfRegisteredMemoryDirectly) {
+  PAGELOCK_RULE("R45");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
+  std::vector<unsigned char> buf(kSize);
+  HostFillPattern(buf.data(), buf.size(), 99);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  ASSERT_CUDA_OK(LaunchInvertBytes(buf.data(), buf.size()));  // no cudaHostGetDevicePointer
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(HostCountPatternMismatches(buf.data(), buf.size(), 99, 0xff), 0u);
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(DevicePointerTest, WriteCombinedMemoryWorksThroughItsDevicePointer) {
+  PAGELOCK_RULE("R15,R16");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, cudaHostAllocWriteCombined | cudaHostAllocMapped));
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
+  RecordProperty("device_pointer_equals_host_pointer", dev == p ? "yes" : "no");
+  ASSERT_CUDA_OK(LaunchFillPattern(dev, kSize, 5));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(HostCountPatternMismatches(p, kSize, 5), 0u) << "R16: WC reads are slow, not wrong";
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+class PointerAttributesTest : public GpuTest {};
+
+TEST_F(PointerAttributesTest, RegisteredMemoryIsHostTypeOnTheCurrentDevice) {
+  PAGELOCK_RULE("R72");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
+  cudaPointerAttributes a{};
+  ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, buf.data() + 100));
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(a.hostPointer, buf.data() + 100);
+  EXPECT_EQ(a.devicePointer, static_cast<char*>(dev) + 100);
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(PointerAttributesTest, UnregisteredHostMemoryFollowsTheProfile) {
+  PAGELOCK_RULE("R71");
+  std::vector<char> buf(kSize);
+  cudaPointerAttributes a{};
+  const cudaError_t expected = ByProfile(cudaErrorInvalidValue, cudaSuccess, cudaSuccess);
+  EXPECT_CUDA_ERROR(expected, cudaPointerGetAttributes(&a, buf.data()));
+  if (expected == cudaSuccess) {
+    EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);
+    EXPECT_EQ(a.devicePointer, nullptr);
+  }
+}
+
+TEST_F(PointerAttributesTest, DeviceMemoryIsDeviceTypeWithoutHostAlias) {
+  PAGELOCK_RULE("R72");
+  void* d = nullptr;
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  cudaPointerAttributes a{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, d));
+  EXPECT_EQ(a.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(a.devicePointer, d);
+  EXPECT_EQ(a.hostPointer, nullptr);
+  EXPECT_CUDA_OK(cudaFree(d));
+}
+
+TEST_F(PointerAttributesTest, ManagedMemoryIsManagedTypeWithBothAliases) {
+  PAGELOCK_RULE("R72");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrManagedMemory, 1));
+  void* m = nullptr;
+  ASSERT_CUDA_OK(cudaMallocManaged(&m, 4096));
+  cudaPointerAttributes a{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, m));
+  EXPECT_EQ(a.type, cudaMemoryTypeManaged);
+  EXPECT_EQ(a.devicePointer, m);
+  EXPECT_EQ(a.hostPointer, m);
+  EXPECT_CUDA_OK(cudaFree(m));
+}
+
+TEST_F(PointerAttributesTest, NullAttributesStructReturnsInvalidValue) {
+  PAGELOCK_RULE("R74");
+  std::vector<char> buf(64);
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaPointerGetAttributes(nullptr, buf.data()));
+}
+
+TEST_F(PointerAttributesTest, ReservedTailIsZero) {
+  PAGELOCK_RULE("R03");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, 0));
+  cudaPointerAttributes a;
+  std::memset(&a, 0xab, sizeof a);
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+// cudaMemcpyDefault infers the direction from either alias of pinned memory (R75).
+class MemcpyDefaultTest : public GpuTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(MemcpyDefaultTest, CopiesWithEitherAliasOfRegisteredMemory) {
+  PAGELOCK_RULE("R75");
+  const bool use_device_alias = GetParam();
+  std::vector<unsigned char> buf(kSize), back(kSize);
+  HostFillPattern(buf.data(), kSize, 11);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), kSize, cudaHostRegisterMapped));
+  void* alias = buf.data();
+  if (use_device_alias) ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alias, buf.data(), 0));
+  void* d = nullptr;
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  EXPECT_CUDA_OK(cudaMemcpy(d, alias, kSize, cudaMemcpyDefault));
+  EXPECT_CUDA_OK(LaunchInvertBytes(d, kSize));
+  EXPECT_CUDA_OK(cudaMemcpy(alias, d, kSize, cudaMemcpyDefault));
+  EXPECT_EQ(HostCountPatternMismatches(buf.data(), kSize, 11, 0xff), 0u);
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Aliases, MemcpyDefaultTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "device_alias" : "host_alias"; });
+
+}  // namespace
+}  // namespace pagelock

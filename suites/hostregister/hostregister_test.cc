@@ -1,0 +1,301 @@
+// cudaHostRegister / cudaHostUnregister: every valid flag combination on every kind of host
+// memory, overlap and misuse errors, read-only registrations and IoMemory.
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fixtures/child_process.h"
+#include "fixtures/flags.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/host_memory.h"
+#include "fixtures/seed.h"
+#include "kernels/access_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{1} << 20;
+constexpr unsigned kP = cudaHostRegisterPortable, kM = cudaHostRegisterMapped,
+                   kRO = cudaHostRegisterReadOnly;
+
+// Device reads of the host's bytes, then (unless read-only) a device write the host must see.
+void ExpectRoundTrip(void* host, size_t n, bool device_may_write, uint32_t seed) {
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, host, 0));
+  unsigned long long* bad = nullptr;
+  ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+  ASSERT_CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
+  ASSERT_CUDA_OK(LaunchCountPatternMismatches(dev, n, seed, bad));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  unsigned long long device_bad = ~0ull;
+  ASSERT_CUDA_OK(cudaMemcpy(&device_bad, bad, sizeof device_bad, cudaMemcpyDefault));
+  EXPECT_EQ(device_bad, 0u) << "bytes the device read differently from what the host wrote";
+  EXPECT_CUDA_OK(cudaFree(bad));
+  if (device_may_write) {
+    ASSERT_CUDA_OK(LaunchInvertBytes(dev, n));
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(HostCountPatternMismatches(host, n, seed, 0xff), 0u);
+  }
+}
+
+class HostRegisterTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  }
+};
+
+class HostRegisterMatrixTest
+    : public HostRegisterTest,
+      public ::testing::WithParamInterface<std::tuple<HostMemoryKind, unsigned>> {};
+
+TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer) {
+  PAGELOCK_RULE("R26,R28,R29,R33,R42,R45");
+  const auto [kind, flags] = GetParam();
+  if (flags & kRO) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  auto region = HostRegion::Make(kind, kSize);
+  if (!region->data()) GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  const uint32_t seed = static_cast<uint32_t>(RunSeed()) ^ flags;
+  HostFillPattern(region->data(), region->size(), seed);
+  ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), flags));
+  cudaPointerAttributes a{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, region->data()));
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  void* dev = nullptr;
+  EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, region->data(), 0));
+  if (device().Attr(cudaDevAttrCanUseHostPointerForRegisteredMem) == 1) {
+    EXPECT_EQ(dev, region->data()) << "R45: attr 91 = 1 means one address for host and device";
+  }
+  ExpectRoundTrip(region->data(), region->size(), (flags & kRO) == 0, seed);
+  EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  a = cudaPointerAttributes{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, region->data()));
+  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "R33: unregistered memory is pageable again";
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, region->data(), 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    KindsAndFlags, HostRegisterMatrixTest,
+    ::testing::Combine(::testing::ValuesIn(RegistrableKinds()),
+                       ::testing::Values(0u, kP, kM, kP | kM, kRO, kP | kRO, kM | kRO, kP | kM | kRO)),
+    [](const auto& info) {
+      return KindName(std::get<0>(info.param)) + "_" + HostRegisterFlagsName(std::get<1>(info.param));
+    });
+
+TEST_F(HostRegisterTest, StackMemoryRoundTrips) {
+  PAGELOCK_RULE("R26,R29");
+  alignas(64) unsigned char stack[3 * 4096 + 123];
+  HostFillPattern(stack, sizeof stack, 77);
+  ASSERT_CUDA_OK(cudaHostRegister(stack, sizeof stack, 0));
+  ExpectRoundTrip(stack, sizeof stack, true, 77);
+  EXPECT_CUDA_OK(cudaHostUnregister(stack));
+}
+
+TEST_F(HostRegisterTest, ReadOnlyMappingRegistersWithTheReadOnlyFlag) {
+  PAGELOCK_RULE("R42");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
+  ASSERT_NE(region->data(), nullptr) << region->unavailable();
+  ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), kRO));
+  ExpectRoundTrip(region->data(), region->size(), false, 0);  // zero-filled: pattern irrelevant
+  EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+}
+
+TEST_F(HostRegisterTest, ReadOnlyMappingWithoutTheReadOnlyFlagFails) {
+  PAGELOCK_RULE("R43");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0));
+  auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
+  ASSERT_NE(region->data(), nullptr) << region->unavailable();
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(region->data(), region->size(), 0));
+}
+
+TEST_F(HostRegisterTest, ReadOnlyFlagWithoutSupportReturnsNotSupported) {
+  PAGELOCK_RULE("R42");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 0));
+  std::vector<char> buf(kSize);
+  EXPECT_CUDA_ERROR(cudaErrorNotSupported, cudaHostRegister(buf.data(), buf.size(), kRO));
+}
+
+// Exact re-registration and every kind of overlap with an existing registration (R30, R31).
+class HostRegisterOverlapTest : public HostRegisterTest,
+                                public ::testing::WithParamInterface<std::tuple<const char*, long, long>> {};
+
+TEST_P(HostRegisterOverlapTest, OverlappingRegistrationReturnsAlreadyRegistered) {
+  PAGELOCK_RULE("R30,R31");
+  const auto [name, start_pages, end_pages] = GetParam();
+  const size_t page = PageSize();
+  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, 16 * page);
+  char* base = static_cast<char*>(region->data());
+  char* first = base + 4 * page;  // the existing registration covers pages [4, 12)
+  ASSERT_CUDA_OK(cudaHostRegister(first, 8 * page, 0));
+  char* second = first + start_pages * static_cast<long>(page);
+  const size_t len = static_cast<size_t>(end_pages - start_pages) * page;
+  EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, cudaHostRegister(second, len, 0))
+      << name;
+  EXPECT_CUDA_OK(cudaHostUnregister(first));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Overlaps, HostRegisterOverlapTest,
+    ::testing::Values(std::make_tuple("exact", 0L, 8L), std::make_tuple("head", -2L, 2L),
+                      std::make_tuple("tail", 6L, 10L), std::make_tuple("interior", 2L, 4L),
+                      std::make_tuple("enclosing", -2L, 10L), std::make_tuple("first_page", 0L, 1L),
+                      std::make_tuple("last_page", 7L, 8L)),
+    [](const auto& info) { return std::string(std::get<0>(info.param)); });
+
+TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
+  PAGELOCK_RULE("R32");
+  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, PageSize());
+  char* p = static_cast<char*>(region->data());
+  ASSERT_CUDA_OK(cudaHostRegister(p, 256, 0));
+  EXPECT_CUDA_OK(cudaHostRegister(p + 1024, 256, 0));
+  EXPECT_CUDA_OK(cudaHostUnregister(p + 1024));
+  EXPECT_CUDA_OK(cudaHostUnregister(p));
+}
+
+TEST_F(HostRegisterTest, UnregisteringAnInteriorPointerReturnsInvalidValue) {
+  PAGELOCK_RULE("R34");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostUnregister(buf.data() + 4096));
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data())) << "the rejected call must not unregister";
+}
+
+TEST_F(HostRegisterTest, UnregisteringNeverRegisteredMemoryReturnsNotRegistered) {
+  PAGELOCK_RULE("R35");
+  std::vector<char> buf(kSize);
+  EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(buf.data()));
+}
+
+TEST_F(HostRegisterTest, UnregisteringTwiceReturnsNotRegistered) {
+  PAGELOCK_RULE("R36");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(buf.data()));
+}
+
+TEST_F(HostRegisterTest, UnregisteringNullReturnsInvalidValue) {
+  PAGELOCK_RULE("R37");
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostUnregister(nullptr));
+}
+
+TEST_F(HostRegisterTest, UnregisteringHostAllocMemoryIsRejected) {
+  PAGELOCK_RULE("R38");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
+  EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(p));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsAlreadyRegistered) {
+  PAGELOCK_RULE("R41");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
+  EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, cudaHostRegister(p, kSize, 0));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_F(HostRegisterTest, RegisteringDeviceMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R40");
+  void* d = nullptr;
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(d, kSize, 0));
+  EXPECT_CUDA_OK(cudaFree(d));
+}
+
+TEST_F(HostRegisterTest, NullOrZeroSizeReturnsInvalidValue) {
+  PAGELOCK_RULE("R39");
+  std::vector<char> buf(kSize);
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(nullptr, kSize, 0));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(buf.data(), 0, 0));
+}
+
+class HostRegisterUnknownFlagTest : public HostRegisterTest,
+                                    public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(HostRegisterUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
+  PAGELOCK_RULE("R26");
+  std::vector<char> buf(kSize);
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(buf.data(), buf.size(), GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
+                         ::testing::Values(0x10u, 0x80000000u, 0x10u | kM),
+                         [](const auto& info) { return HostRegisterFlagsName(info.param); });
+
+TEST_F(HostRegisterTest, IoMemoryFlagOnOrdinaryMemoryIsRejected) {
+  PAGELOCK_RULE("R44");
+  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue,
+                    cudaHostRegister(region->data(), region->size(), cudaHostRegisterIoMemory));
+}
+
+PAGELOCK_SCENARIO(RegisterPciBar) {
+  const std::string path = ScenarioArg();
+  int fd = open(path.c_str(), O_RDWR | O_SYNC);
+  const off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+  void* p = fd >= 0 && len > 0
+                ? mmap(nullptr, static_cast<size_t>(len), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  report.Set("mmap", p == MAP_FAILED ? "failed" : "ok");
+  if (p == MAP_FAILED) return;
+  report.Error("register", cudaHostRegister(p, static_cast<size_t>(len),
+                                            cudaHostRegisterIoMemory | cudaHostRegisterMapped));
+  report.Error("unregister", cudaHostUnregister(p));
+  munmap(p, static_cast<size_t>(len));
+  close(fd);
+}
+
+// Registering a real MMIO range (a PCI BAR) touches another device, so it only runs on a range
+// the operator designates: PAGELOCK_IOMEMORY_RESOURCE=/sys/bus/pci/devices/<bdf>/resource<N>.
+TEST_F(HostRegisterTest, IoMemoryFlagOnADesignatedPciBarSucceeds) {
+  PAGELOCK_RULE("R44");
+  const char* resource = std::getenv("PAGELOCK_IOMEMORY_RESOURCE");
+  if (!resource || !*resource) {
+    GTEST_SKIP() << "NotSupported: PAGELOCK_IOMEMORY_RESOURCE unset (no MMIO range designated)";
+  }
+  ChildResult r = RunScenario("RegisterPciBar", 60, {ScenarioArgEnv(resource)});
+  ASSERT_CHILD_COMPLETED(r);
+  if (r.Get("mmap") != "ok") GTEST_SKIP() << "NotSupported: mmap " << resource << ": " << r.Get("mmap");
+  EXPECT_EQ(r.Get("register"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("unregister"), ErrName(cudaSuccess));
+}
+
+
+// A GPU write into a read-only registration must fault; the fault is sticky, so a child runs it.
+PAGELOCK_SCENARIO(WriteToReadOnlyRegistration) {
+  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
+  report.Error("register", cudaHostRegister(region->data(), region->size(), kRO));
+  void* dev = nullptr;
+  report.Error("device_pointer", cudaHostGetDevicePointer(&dev, region->data(), 0));
+  report.Error("launch", LaunchInvertBytes(dev, region->size()));
+  report.Error("synchronize", cudaDeviceSynchronize());
+  const auto* bytes = static_cast<const unsigned char*>(region->data());
+  long long changed = 0;
+  for (size_t i = 0; i < region->size(); ++i) changed += bytes[i] != 0;  // mmap starts zeroed
+  report.Set("host_bytes_changed", changed);
+}
+
+TEST_F(HostRegisterTest, GpuWriteToReadOnlyRegistrationFaults) {
+  PAGELOCK_RULE("R42");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  ChildResult r = RunScenario("WriteToReadOnlyRegistration");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("register"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("launch"), ErrName(cudaSuccess));
+  EXPECT_EQ(r.Get("synchronize"), ErrName(cudaErrorIllegalAddress));
+  EXPECT_EQ(r.Get("host_bytes_changed"), "0");
+}
+
+}  // namespace
+}  // namespace pagelock

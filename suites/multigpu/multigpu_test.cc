@@ -1,0 +1,109 @@
+// Pinned and registered memory used from a device other than the one that allocated it:
+// Portable and default allocations (UVA makes both portable, R18) and registrations, through
+// kernels and copies on the second device. NotSupported with fewer than two GPUs.
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "fixtures/flags.h"
+#include "fixtures/gpu_test.h"
+#include "kernels/access_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{4} << 20;
+
+class MultiGpuTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireDeviceCount(2));
+  }
+  void TearDown() override {
+    if (!IsSkipped()) {  // the health check covers device 0; device 1 must be healthy too
+      EXPECT_CUDA_OK(cudaSetDevice(1));
+      EXPECT_CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_CUDA_OK(cudaSetDevice(0));
+    }
+    GpuTest::TearDown();
+  }
+
+  // On `device`: the device reads what the host wrote, inverts it, copies it through its own
+  // memory and back; the host checks every byte.
+  void ExpectUsableFrom(int device, void* host, size_t n, uint32_t seed) {
+    ASSERT_CUDA_OK(cudaSetDevice(device));
+    void* alias = nullptr;
+    ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alias, host, 0));
+    HostFillPattern(host, n, seed);
+    unsigned long long* bad = nullptr;
+    ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+    ASSERT_CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
+    ASSERT_CUDA_OK(LaunchCountPatternMismatches(alias, n, seed, bad));
+    unsigned long long device_bad = ~0ull;
+    ASSERT_CUDA_OK(cudaMemcpy(&device_bad, bad, sizeof device_bad, cudaMemcpyDefault));
+    EXPECT_EQ(device_bad, 0u) << "device " << device << " read other bytes than the host wrote";
+    ASSERT_CUDA_OK(LaunchInvertBytes(alias, n));
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(HostCountPatternMismatches(host, n, seed, 0xff), 0u);
+    void* d = nullptr;
+    ASSERT_CUDA_OK(cudaMalloc(&d, n));
+    EXPECT_CUDA_OK(cudaMemcpy(d, host, n, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(LaunchInvertBytes(d, n));
+    EXPECT_CUDA_OK(cudaMemcpy(host, d, n, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(HostCountPatternMismatches(host, n, seed), 0u);
+    EXPECT_CUDA_OK(cudaFree(d));
+    EXPECT_CUDA_OK(cudaFree(bad));
+    ASSERT_CUDA_OK(cudaSetDevice(0));
+  }
+};
+
+class MultiGpuHostAllocTest : public MultiGpuTest, public ::testing::WithParamInterface<unsigned> {};
+
+TEST_P(MultiGpuHostAllocTest, AllocationOnDeviceZeroIsUsableFromDeviceOne) {
+  PAGELOCK_RULE("R14,R18");
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, GetParam()));
+  ExpectUsableFrom(1, p, kSize, 1234 + GetParam());
+  ExpectUsableFrom(0, p, kSize, 4321 + GetParam());
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, MultiGpuHostAllocTest,
+                         ::testing::Values(0u, unsigned{cudaHostAllocPortable},
+                                           unsigned{cudaHostAllocMapped},
+                                           unsigned{cudaHostAllocPortable | cudaHostAllocMapped}),
+                         [](const auto& info) { return HostAllocFlagsName(info.param); });
+
+TEST_F(MultiGpuTest, RegistrationIsVisibleOnBothDevices) {
+  PAGELOCK_RULE("R28,R45");
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  std::vector<unsigned char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterPortable | cudaHostRegisterMapped));
+  ExpectUsableFrom(1, buf.data(), buf.size(), 77);
+  ExpectUsableFrom(0, buf.data(), buf.size(), 78);
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEitherDevice) {
+  PAGELOCK_RULE("R72");
+  ASSERT_CUDA_OK(cudaSetDevice(1));
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
+  for (int current : {0, 1}) {
+    ASSERT_CUDA_OK(cudaSetDevice(current));
+    cudaPointerAttributes a{};
+    EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+    EXPECT_EQ(a.type, cudaMemoryTypeHost);
+    EXPECT_EQ(a.device, 1) << "current device " << current;
+    EXPECT_NE(a.devicePointer, nullptr) << "usable on the current device " << current;
+  }
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+}  // namespace
+}  // namespace pagelock
