@@ -20,6 +20,8 @@ def _family():
     return native.package_name().split("/")[-1]
 
 def _cc_test(name, srcs, deps, tags, size, timeout, **kwargs):
+    # The sources, for tools/spec_check.py's test (rules named by each test).
+    native.filegroup(name = name + ".srcs", srcs = srcs, visibility = ["//suites:__pkg__"])
     native.cc_test(
         name = name,
         srcs = srcs,
