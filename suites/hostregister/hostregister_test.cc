@@ -106,7 +106,7 @@ TEST_F(HostRegisterTest, ReadOnlyMappingRegistersWithTheReadOnlyFlag) {
   auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
   ASSERT_NE(region->data(), nullptr) << region->unavailable();
   ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), kRO));
-  ExpectRoundTrip(region->data(), region->size(), false, 0);  // zero-filled: pattern irrelevant
+  ExpectRoundTrip(region->data(), region->size(), false, kReadOnlyPatternSeed);
   EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
 }
 
@@ -162,6 +162,23 @@ TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
   EXPECT_CUDA_OK(cudaHostUnregister(p));
 }
 
+// Linux >= 6.5 refuses writable long-term pins of file-backed pages that need dirty tracking
+// (files on disk filesystems; tmpfs/shmem are exempt), so the driver cannot pin them.
+TEST_F(HostRegisterTest, WritableDiskFileMappingFollowsTheKernelPinningRule) {
+  PAGELOCK_RULE("P02");
+  auto region = HostRegion::Make(HostMemoryKind::kDiskFileMmap, kSize);
+  if (!region->data()) GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  const bool refused = KernelRefusesWritableFilePins();
+  RecordProperty("kernel_refuses_writable_file_pins", refused ? "yes" : "no");
+  EXPECT_CUDA_ERROR(refused ? cudaErrorInvalidValue : cudaSuccess,
+                    cudaHostRegister(region->data(), region->size(), 0));
+  if (!refused) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  EXPECT_CUDA_OK(cudaHostRegister(region->data(), region->size(), kRO))
+      << "read-only pins of file pages are allowed";
+  EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+}
+
 TEST_F(HostRegisterTest, UnregisteringAnInteriorPointerReturnsInvalidValue) {
   PAGELOCK_RULE("R34");
   std::vector<char> buf(kSize);
@@ -189,19 +206,19 @@ TEST_F(HostRegisterTest, UnregisteringNullReturnsInvalidValue) {
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostUnregister(nullptr));
 }
 
-TEST_F(HostRegisterTest, UnregisteringHostAllocMemoryIsRejected) {
+TEST_F(HostRegisterTest, UnregisteringHostAllocMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R38");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
-  EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(p));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostUnregister(p));
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
-TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsAlreadyRegistered) {
+TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R41");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
-  EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, cudaHostRegister(p, kSize, 0));
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(p, kSize, 0));
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
