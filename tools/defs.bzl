@@ -41,8 +41,8 @@ def _gpu_tags(tier, gpus):
         tags += ["multi_gpu", "requires-gpu:%d" % gpus, "exclusive"]
     return tags
 
-def gpu_test(name, srcs, deps = [], tier = "bat", gpus = 1, size = "medium", timeout = "moderate", **kwargs):
-    _cc_test(name, srcs, deps, _gpu_tags(tier, gpus), size, timeout, **kwargs)
+def gpu_test(name, srcs, deps = [], tier = "bat", gpus = 1, size = "medium", timeout = "moderate", tags = [], **kwargs):
+    _cc_test(name, srcs, deps, _gpu_tags(tier, gpus) + tags, size, timeout, **kwargs)
 
 def gpu_prop_test(name, srcs, deps = [], tier = "full", gpus = 1, **kwargs):
     _cc_test(name, srcs, deps + ["@rapidcheck"], _gpu_tags(tier, gpus) + ["prop"], "medium", "moderate", **kwargs)
