@@ -39,7 +39,8 @@ JS = """
     var rows = document.querySelectorAll('tr.case');
     var shown = 0;
     rows.forEach(function(r){
-      var ok = (!any || active[r.dataset.status]) && (!q || r.dataset.text.indexOf(q) >= 0);
+      var st = r.dataset.statuses.split(' ');
+      var ok = (!any || st.some(function(s){ return active[s]; })) && (!q || r.dataset.text.indexOf(q) >= 0);
       r.classList.toggle('hidden', !ok);
       var d = document.getElementById('d-' + r.dataset.idx);
       if (d) d.classList.toggle('hidden', !ok);
@@ -61,12 +62,40 @@ JS = """
   });
   document.getElementById('search').addEventListener('input', apply);
   apply();
+  // #selftest: exercises the filters and writes what it saw into #selftest (browser test).
+  if (location.hash === '#selftest') {
+    var out = {total: document.querySelectorAll('tr.case').length, filters: {}};
+    document.querySelectorAll('.filters button[data-status]').forEach(function(b){
+      b.click();
+      out.filters[b.dataset.status] = +document.getElementById('shown').textContent;
+      b.click();
+    });
+    var first = document.querySelector('tr.case');
+    var q = first ? first.dataset.text.split(' ')[0] : '';
+    document.getElementById('search').value = q;
+    document.getElementById('search').dispatchEvent(new Event('input'));
+    out.search = {query: q, shown: +document.getElementById('shown').textContent};
+    document.getElementById('clear').click();
+    out.after_clear = +document.getElementById('shown').textContent;
+    var pre = document.createElement('pre');
+    pre.id = 'selftest';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  }
 })();
 """
 
 
 def esc(s):
     return html.escape(str(s), quote=True)
+
+
+def first_line(message):
+    """The first line of a failure message that is not just a 'file:line' location."""
+    for line in message.splitlines():
+        if line.strip() and not re.fullmatch(r"\S+:\d+", line.strip()):
+            return line.strip()
+    return message.strip()
 
 
 def badge(status):
@@ -165,11 +194,11 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), compar
     h.append("<table id='cases'><tr><th>status</th><th>case</th><th>s</th><th>reason / message</th></tr>")
     for i, c in enumerate(sorted(run.cases, key=lambda c: (model.STATUSES.index(c.status) * -1 if c.status in model.FAILING else 0, c.id))):
         comp = (comparison_status or {}).get(c.id)
-        status_key = comp or c.status
+        status_key = c.status + (" " + comp if comp else "")
         text = " ".join([c.id, c.status, comp or "", c.message, c.reason,
                          c.properties.get("rules", "")]).lower()
-        detail = c.reason or c.message.split("\n")[0]
-        h.append(f"<tr class='case' data-idx='{i}' data-status='{esc(status_key)}' data-text='{esc(text)}'>"
+        detail = c.reason or first_line(c.message)
+        h.append(f"<tr class='case' data-idx='{i}' data-statuses='{esc(status_key)}' data-text='{esc(text)}'>"
                  f"<td>{badge(c.status)}{(' ' + badge(comp)) if comp and comp != c.status else ''}</td>"
                  f"<td class='mono'>{esc(c.id)}</td><td>{c.seconds:.3f}</td>"
                  f"<td>{esc(detail[:300])}")
@@ -194,3 +223,105 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), compar
     h.append("</table>")
     h.append(f"<script>{JS}</script></body></html>")
     return "".join(h)
+
+
+# ---------------------------------------------------------------------------------------------
+# Qualification report: verdict, run info, changes against expectations and baseline, metrics.
+
+def _table(headers, rows):
+    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def bar_chart(items, unit):
+    """Inline SVG horizontal bars: items = [(label, value)]."""
+    if not items:
+        return ""
+    width, bar_h, label_w = 760, 18, 330
+    top = max(v for _, v in items) or 1.0
+    h = len(items) * (bar_h + 6) + 10
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img'>"]
+    for i, (label, v) in enumerate(items):
+        y = 5 + i * (bar_h + 6)
+        w = max(1, (width - label_w - 90) * v / top)
+        parts.append(f"<text x='{label_w - 6}' y='{y + 13}' text-anchor='end' font-size='12'>{esc(label)}</text>"
+                     f"<rect x='{label_w}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='#1565c0'/>"
+                     f"<text x='{label_w + w + 4:.1f}' y='{y + 13}' font-size='12'>{v:.2f} {esc(unit)}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def sparkline(values, width=160, height=28):
+    if len(values) < 2:
+        return "<span class='small'>(one run)</span>"
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    pts = " ".join(f"{i * (width - 4) / (len(values) - 1) + 2:.1f},{height - 3 - (v - lo) * (height - 6) / span:.1f}"
+                   for i, v in enumerate(values))
+    last = pts.split(" ")[-1].split(",")
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
+            f"<polyline fill='none' stroke='#1565c0' stroke-width='1.5' points='{pts}'/>"
+            f"<circle cx='{last[0]}' cy='{last[1]}' r='2.5' fill='#c62828'/></svg>")
+
+
+def metrics_section(run, trends):
+    from reports.history import metrics_of
+    rows, groups = [], {}
+    for c in run.cases:
+        for name, v in sorted(metrics_of(c).items()):
+            unit = name.rsplit("_", 1)[1]
+            groups.setdefault(unit, []).append((name[: -len(unit) - 1], v))
+            t = trends.get(name, [])
+            spark = sparkline([x[2] for x in t]) if t else ""
+            rows.append([f"<span class='mono'>{esc(name)}</span>", f"{v:.3f}", esc(unit), esc(c.id), spark,
+                         esc(" ".join(f"{x[2]:.1f}" for x in t[-6:]))])
+    if not rows:
+        return ""
+    out = ["<h2>Metrics</h2><p class='small'>Medians of event-timed repetitions after warm-up; "
+           "trend over the last runs of this SKU from the history database.</p>"]
+    for unit, items in sorted(groups.items()):
+        out.append(bar_chart(items, unit))
+    out.append(_table(["metric", "value", "unit", "case", "trend", "last values"], rows))
+    return "".join(out)
+
+
+def render_qualification(run, info, comp, baseline, trends):
+    fp = run.fingerprint
+    sections = []
+    info_rows = [["run", esc(info.get("run_key", ""))], ["tier", esc(info.get("tier", ""))],
+                 ["harness commit", esc(info.get("bundle", {}).get("commit", ""))],
+                 ["rule profile applied", esc(fp.get("rule_profile", ""))],
+                 ["baseline", esc(info.get("baseline", ""))],
+                 ["expectations", esc(", ".join(f"{k} ({v[:12]})" for k, v in info.get("expectations", {}).items()) or "none")],
+                 ["retries of failed cases", esc(info.get("retries", ""))],
+                 ["command", f"<span class='mono'>{esc(info.get('command', ''))}</span>"]]
+    if info.get("label"):
+        info_rows.insert(0, ["change under test", esc(info["label"])])
+    sections.append("<h2>Run</h2>" + _table(["", ""], info_rows))
+
+    by_id = {c.id: c for c in run.cases}
+    order = ["REGRESSION", "FLAKE", "UNEXPECTED_PASS", "FIXED", "NEW", "EXPECTED_FAIL", "KNOWN_FLAKE"]
+    change_rows = []
+    for st in order:
+        for cid, s in sorted(comp.status.items()):
+            if s == st:
+                c = by_id[cid]
+                change_rows.append([badge(s), badge(c.status), f"<span class='mono'>{esc(cid)}</span>",
+                                    esc(c.properties.get("attempts", "")), esc(comp.notes.get(cid, ""))])
+    for cid in comp.dropped:
+        prev = next((c for c in baseline.cases if c.id == cid), None) if baseline else None
+        change_rows.append([badge("DROPPED"), badge(prev.status) if prev else "",
+                            f"<span class='mono'>{esc(cid)}</span>", "", "in the baseline, not in this run"])
+    sections.append("<h2>Against expectations and baseline</h2>" +
+                    (_table(["comparison", "now", "case", "attempts", "why"], change_rows)
+                     if change_rows else "<p>No differences: every case matches its expectation and the baseline.</p>"))
+    if comp.stale:
+        sections.append("<h2>Stale expectations</h2><ul>" + "".join(
+            f"<li class='mono'>{esc(e.source)}: {esc(e.kind)} {esc(e.pattern)} {esc(e.bug)}</li>" for e in comp.stale) + "</ul>")
+    sections.append(metrics_section(run, trends))
+    title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
+    return render(run, title=title, verdict=comp.verdict, extra_sections=sections,
+                  comparison_status=comp.status)

@@ -49,17 +49,17 @@ class RunnerTest(unittest.TestCase):
     def test_clean_run_reports_every_case_and_exits_zero(self):
         rc, cases, out = self.run_runner("")
         self.assertEqual(rc, 0, self.output)
-        self.assertEqual(len(cases), 7)
+        self.assertEqual(len(cases), 8)
         self.assertEqual(cases["FakeTest.SkipsAsNotSupported"].status, "NOT_SUPPORTED")
         self.assertEqual(cases["FakeTest.SkipsAsNotSupported"].reason, "cudaDevAttrFake=0 (need 1)")
         self.assertEqual(cases["FakeTest.PassesAfterTheOthers"].status, "PASS")
         self.assertTrue(os.path.exists(os.path.join(out, "selftest", "fake_gtest", "test.log")))
-        self.assertIn("6 passed, 0 failed, 1 skipped", self.output)
+        self.assertIn("7 passed, 0 failed, 1 skipped", self.output)
 
     def test_crash_is_blamed_on_the_running_case_and_no_other_case_is_lost(self):
         rc, cases, _ = self.run_runner("crash")
         self.assertEqual(rc, 1)
-        self.assertEqual(len(cases), 7)
+        self.assertEqual(len(cases), 8)
         crashed = cases["FakeTest.CrashesWhenAsked"]
         self.assertEqual(crashed.status, "CRASH")
         self.assertIn("SIGSEGV", crashed.message)
@@ -76,7 +76,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(cases["FakeTest.HangsWhenAsked"].status, "TIMEOUT")
         self.assertEqual(cases["FakeTest.PassesAfterTheOthers"].status, "PASS")
         self.assertEqual(cases["FakeTest.ChildScenarioCompletes"].status, "PASS")
-        self.assertEqual(len(cases), 7)
+        self.assertEqual(len(cases), 8)
 
     def test_crash_and_hang_in_one_binary_both_attributed(self):
         self.write_manifest(timeout_s=3)

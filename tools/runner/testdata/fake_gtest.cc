@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -42,6 +43,17 @@ TEST(FakeTest, ChildScenarioCompletes) {
   pagelock::ChildResult r = pagelock::RunScenario("FakeChild", 30);
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("started"), "1");
+}
+
+// Fails the first time it runs with a given PAGELOCK_FAKE_FLAKY_FILE, passes after.
+TEST(FakeTest, FlakyWhenAsked) {
+  const char* marker = std::getenv("PAGELOCK_FAKE_FLAKY_FILE");
+  if (!Mode("flaky") || !marker) return;
+  if (access(marker, F_OK) != 0) {
+    FILE* f = fopen(marker, "w");
+    if (f) fclose(f);
+    ADD_FAILURE() << "first attempt fails";
+  }
 }
 
 TEST(FakeTest, PassesAfterTheOthers) { SUCCEED(); }

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Puts two or more runs side by side, one column per run (piglit's summary is the model):
+for example two drivers on one machine, or one driver on two machines.
+
+  reports/compare_runs.py RUN [RUN ...] --html compare.html [--changes-only]
+
+RUN is a qualify run directory, a results.json, or a testlogs tree. Prints how many cases differ.
+Exit codes: 0 written; 2 bad input (fewer than two runs, unreadable run).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from reports import htmlreport as H  # noqa: E402
+from reports import results as model  # noqa: E402
+
+
+def load_any(path):
+    """Returns (name, Run, info)."""
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "results.json")):
+        path = os.path.join(path, "results.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            data = json.load(f)
+        info = data.get("info", {})
+        run = model.Run.from_json(data.get("run", data))
+        return info.get("run_key") or os.path.basename(os.path.dirname(os.path.abspath(path))), run, info
+    if os.path.isdir(path):
+        return os.path.basename(os.path.abspath(path)), model.load_testlogs(path), {}
+    raise FileNotFoundError(f"{path}: not a run directory, results.json or testlogs tree")
+
+
+def render(runs, changes_only=False):
+    ids = sorted({c.id for _, run, _ in runs for c in run.cases})
+    maps = [{c.id: c for c in run.cases} for _, run, _ in runs]
+    differing = [i for i in ids if len({m[i].status if i in m else "—" for m in maps}) > 1]
+    h = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>pagelock: run comparison</title>",
+         f"<style>{H.CSS} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
+         f"<body class='{'changes' if changes_only else ''}'><h1>pagelock: {len(runs)} runs side by side</h1>",
+         f"<p>{len(ids)} cases, <b>{len(differing)}</b> with different statuses. "
+         "<label><input type='checkbox' id='only' " + ("checked" if changes_only else "") +
+         "> only cases that differ</label></p>"]
+    head = ["<th>case</th>"]
+    for (name, run, info) in runs:
+        fp = run.fingerprint
+        counts = run.counts()
+        head.append("<th>" + "<br>".join(esc_lines([
+            name, fp.get("gpu0_name", "?"), "driver " + fp.get("nvidia_driver", "?"),
+            "harness " + str(info.get("bundle", {}).get("commit", ""))[:12],
+            info.get("verdict", ""), model.format_counts(counts).splitlines()[-1]])) + "</th>")
+    h.append("<table><tr>" + "".join(head) + "</tr>")
+    for i in ids:
+        cls = "diff" if i in differing else "same"
+        cells = []
+        for m in maps:
+            c = m.get(i)
+            cells.append(f"<td>{H.badge(c.status)}</td>" if c else "<td class='small'>not run</td>")
+        h.append(f"<tr class='{cls}'><td class='mono'>{H.esc(i)}</td>{''.join(cells)}</tr>")
+    h.append("</table><script>document.getElementById('only').addEventListener('change',"
+             "function(e){document.body.classList.toggle('changes',e.target.checked);});</script></body></html>")
+    return "".join(h), differing
+
+
+def esc_lines(lines):
+    return [H.esc(x) for x in lines if x]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--html", required=True)
+    p.add_argument("--changes-only", action="store_true")
+    args = p.parse_args(argv)
+    if len(args.runs) < 2:
+        print("compare_runs: give at least two runs", file=sys.stderr)
+        return 2
+    try:
+        runs = [load_any(r) for r in args.runs]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"compare_runs: {e}", file=sys.stderr)
+        return 2
+    page, differing = render(runs, args.changes_only)
+    os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+    with open(args.html, "w", encoding="utf-8") as f:
+        f.write(page)
+    print(f"compare_runs: {len(differing)} case(s) differ; wrote {args.html}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Expectations parsing, the comparison statuses, the verdict, and the history database."""
+
+import multiprocessing
+import os
+import sqlite3
+import tempfile
+import unittest
+
+from reports import compare as cmp
+from reports import expectations as expect
+from reports import history
+from reports import results as model
+
+T = "//suites/a:a_test"
+
+
+def case(name, status, **props):
+    return model.Case(T, "S", name, status, 0.1, "boom" if status in model.FAILING else "", "", props)
+
+
+def run(*cases, driver="580.159.04"):
+    return model.Run({"nvidia_driver": driver, "gpu0_name": "NVIDIA H200", "seed": "7"}, list(cases))
+
+
+class ExpectationsTest(unittest.TestCase):
+    def test_entries_parse_with_statuses_driver_ranges_and_reasons(self):
+        e = expect.parse("fail suites/a:a_test/S.X status=FAIL,CRASH driver=>=580,<590 bug=http://b/1  # known\n"
+                         "flake suites/a:a_test/S.F* bug=http://b/2\nskip suites/a:a_test/S.Hang  # hangs\n", "f.txt")
+        self.assertEqual([x.kind for x in e], ["fail", "flake", "skip"])
+        self.assertEqual(e[0].statuses, {"FAIL", "CRASH"})
+        self.assertEqual(e[0].reason, "known")
+        self.assertTrue(e[0].matches("suites/a:a_test/S.X", "580.159.04"))
+        self.assertFalse(e[0].matches("suites/a:a_test/S.X", "590.1"))
+        self.assertFalse(e[0].matches("suites/a:a_test/S.X", ""))
+        self.assertTrue(e[1].matches("suites/a:a_test/S.Foo", "1"))
+
+    def test_parse_errors_name_file_and_line(self):
+        for text, needle in [("fial x bug=u", "f.txt:1: unknown kind 'fial'"),
+                             ("\nfail x status=PASS bug=u", "f.txt:2: status PASS is not a failing status"),
+                             ("fail x", "f.txt:1: every fail entry needs bug="),
+                             ("flake x bug=u driver=580", "f.txt:1: bad driver bound '580'"),
+                             ("fail x bug=u colour=red", "f.txt:1: unknown key 'colour'"),
+                             ("fail", "f.txt:1: 'fail' needs a case pattern"),
+                             ("fail x nokey", "f.txt:1: expected key=value")]:
+            with self.assertRaises(expect.ExpectationError) as ctx:
+                expect.parse(text, "f.txt")
+            self.assertIn(needle, str(ctx.exception))
+
+    def test_sku_names(self):
+        self.assertEqual(expect.sku_of("NVIDIA H200"), "nvidia-h200")
+        self.assertEqual(expect.sku_of("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
+
+
+class CompareTest(unittest.TestCase):
+    def exps(self, text):
+        return expect.Expectations(expect.parse(text, "e.txt"))
+
+    def test_unexpected_failure_is_a_regression(self):
+        c = cmp.compare(run(case("A", "PASS"), case("B", "FAIL")), self.exps(""), run(case("A", "PASS"), case("B", "PASS")))
+        self.assertEqual(c.status, {"suites/a:a_test/S.B": "REGRESSION"})
+        self.assertEqual(c.exit_code, cmp.EXIT_REGRESSION)
+
+    def test_expected_failure_qualifies_and_unexpected_pass_asks_for_an_update(self):
+        e = self.exps("fail suites/a:a_test/S.B status=CRASH bug=u")
+        c = cmp.compare(run(case("B", "CRASH")), e, None)
+        self.assertEqual(c.status["suites/a:a_test/S.B"], "EXPECTED_FAIL")
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+        c = cmp.compare(run(case("B", "PASS")), e, None)
+        self.assertEqual(c.status["suites/a:a_test/S.B"], "UNEXPECTED_PASS")
+        self.assertEqual(len(c.stale), 1)
+        self.assertEqual(c.exit_code, cmp.EXIT_UPDATE)
+
+    def test_expected_status_must_match(self):
+        e = self.exps("fail suites/a:a_test/S.B status=FAIL bug=u")
+        c = cmp.compare(run(case("B", "CRASH")), e, None)
+        self.assertEqual(c.status["suites/a:a_test/S.B"], "REGRESSION")
+
+    def test_retried_pass_is_a_flake_known_or_not(self):
+        flaky = case("F", "PASS", attempts="FAIL PASS")
+        self.assertEqual(cmp.compare(run(flaky), self.exps(""), None).status["suites/a:a_test/S.F"], "FLAKE")
+        self.assertEqual(cmp.compare(run(flaky), self.exps(""), None).exit_code, cmp.EXIT_UPDATE)
+        c = cmp.compare(run(flaky), self.exps("flake suites/a:a_test/S.F bug=u"), None)
+        self.assertEqual(c.status["suites/a:a_test/S.F"], "KNOWN_FLAKE")
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
+    def test_fixed_new_and_dropped_against_the_baseline(self):
+        c = cmp.compare(run(case("A", "PASS"), case("N", "PASS")), self.exps(""),
+                        run(case("A", "FAIL"), case("D", "PASS")))
+        self.assertEqual(c.status, {"suites/a:a_test/S.A": "FIXED", "suites/a:a_test/S.N": "NEW"})
+        self.assertEqual(c.dropped, ["suites/a:a_test/S.D"])
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
+    def test_not_supported_is_never_a_regression(self):
+        c = cmp.compare(run(case("A", "NOT_SUPPORTED")), self.exps(""), run(case("A", "PASS")))
+        self.assertEqual(c.status, {})
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
+    def test_infra_error_and_empty_runs(self):
+        self.assertEqual(cmp.compare(run(case("A", "INFRA_ERROR")), None, None).exit_code, cmp.EXIT_INFRA)
+        self.assertEqual(cmp.compare(run(), None, None).exit_code, cmp.EXIT_NOTHING_RAN)
+
+    def test_failures_csv_is_expectations_syntax(self):
+        r = run(case("B", "FAIL"))
+        text = cmp.failures_csv(r, cmp.compare(r, None, None))
+        parsed = expect.parse(text.replace("bug=TODO", "bug=http://x"), "failures.csv")
+        self.assertEqual(parsed[0].pattern, "suites/a:a_test/S.B")
+
+
+def _writer(path, n):
+    db = history.connect(path)
+    for i in range(5):
+        r = run(case("A", "PASS", h2d_pinned_GBps="50.0"))
+        history.store(db, f"w{n}-{i}", "t", r, cmp.compare(r, None, None), "sku", "c", 0, "QUALIFIED")
+
+
+class HistoryTest(unittest.TestCase):
+    def setUp(self):
+        self.path = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "h.sqlite")
+        self.db = history.connect(self.path)
+
+    def put(self, key, status, driver, metric=None):
+        props = {"h2d_pinned_GBps": str(metric)} if metric is not None else {}
+        r = run(case("A", status, **props), driver=driver)
+        history.store(self.db, key, key, r, cmp.compare(r, None, None), "nvidia-h200", "abc", 0, "v")
+
+    def test_bracket_is_last_pass_then_first_fail(self):
+        for key, st, drv in [("r1", "PASS", "570"), ("r2", "PASS", "575"), ("r3", "FAIL", "580"), ("r4", "FAIL", "581")]:
+            self.put(key, st, drv)
+        last_pass, first_fail = history.bracket(self.db, "suites/a:a_test/S.A", "nvidia-h200")
+        self.assertEqual((last_pass["run_key"], last_pass["nvidia_driver"]), ("r2", "575"))
+        self.assertEqual((first_fail["run_key"], first_fail["nvidia_driver"]), ("r3", "580"))
+
+    def test_trend_is_oldest_first(self):
+        for i, v in enumerate([50.0, 51.0, 40.0]):
+            self.put(f"r{i}", "PASS", "580", metric=v)
+        self.assertEqual([t[2] for t in history.trend(self.db, "h2d_pinned_GBps", "nvidia-h200")], [50.0, 51.0, 40.0])
+
+    def test_a_run_that_fails_half_way_leaves_nothing(self):
+        bad = run(case("A", "PASS"))
+        bad.cases.append(None)  # the second case breaks the insert, after the run row was written
+        with self.assertRaises(Exception):
+            history.store(self.db, "half", "t", bad, None, "nvidia-h200", "c", 0, "v")
+        self.assertEqual(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 0)
+        self.assertEqual(self.db.execute("SELECT COUNT(*) FROM cases").fetchone()[0], 0)
+        self.put("after", "PASS", "580")
+        self.assertEqual(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 1)
+
+    def test_concurrent_writers_all_land(self):
+        procs = [multiprocessing.Process(target=_writer, args=(self.path, n)) for n in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+            self.assertEqual(p.exitcode, 0)
+        db = sqlite3.connect(self.path)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 20)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0], 20)
+
+
+if __name__ == "__main__":
+    unittest.main()

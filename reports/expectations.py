@@ -1,0 +1,145 @@
+"""Expectations: what a qualification run may show on a given GPU SKU and driver without it
+being a regression. Committed in expectations/<sku>.txt (plus expectations/common.txt).
+
+One entry a line; '#' starts a comment (the rest of the line is the entry's reason):
+
+  fail   <case-glob> status=FAIL|CRASH|TIMEOUT[,...] [driver=>=580,<590] bug=<url>  # reason
+  flake  <case-glob> [driver=...] bug=<url>                                          # reason
+  skip   <case-glob> [driver=...] bug=<url>                                          # reason
+
+<case-glob> matches case ids ('suites/hostalloc:hostalloc_test/Suite.Name', fnmatch syntax).
+`fail` is a known failure (EXPECTED_FAIL; if the case now passes, the entry is stale),
+`flake` a known flaky case (KNOWN_FLAKE), `skip` a case never run on this SKU (it hangs or harms
+the machine). driver= restricts an entry to NVIDIA driver versions (comma-separated bounds).
+A malformed line is an ExpectationError naming file and line (qualify exits 2).
+"""
+
+import fnmatch
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+
+KINDS = ("fail", "flake", "skip")
+FAIL_STATUSES = {"FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"}
+
+
+class ExpectationError(Exception):
+    pass
+
+
+@dataclass
+class Entry:
+    kind: str
+    pattern: str
+    statuses: set = field(default_factory=set)
+    driver: list = field(default_factory=list)  # [(op, version tuple)]
+    bug: str = ""
+    reason: str = ""
+    source: str = ""  # "file:line"
+
+    def matches(self, case_id, nvidia_driver):
+        if not fnmatch.fnmatchcase(case_id, self.pattern):
+            return False
+        return driver_in_range(nvidia_driver, self.driver)
+
+
+def _version(text):
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def driver_in_range(driver, bounds):
+    if not bounds:
+        return True
+    if not driver:
+        return False
+    v = _version(driver)
+    ops = {">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b,
+           "<": lambda a, b: a < b, "==": lambda a, b: a[:len(b)] == b}
+    return all(ops[op](v, bound) for op, bound in bounds)
+
+
+def parse_driver(text, where):
+    bounds = []
+    for part in text.split(","):
+        m = re.fullmatch(r"(>=|<=|==|>|<)(\d+(?:\.\d+)*)", part.strip())
+        if not m:
+            raise ExpectationError(f"{where}: bad driver bound '{part}' (use e.g. driver=>=580,<590)")
+        bounds.append((m.group(1), _version(m.group(2))))
+    return bounds
+
+
+def parse(text, name):
+    entries = []
+    for n, raw in enumerate(text.splitlines(), start=1):
+        where = f"{name}:{n}"
+        line, _, comment = raw.partition("#")
+        fields = line.split()
+        if not fields:
+            continue
+        kind = fields[0]
+        if kind not in KINDS:
+            raise ExpectationError(f"{where}: unknown kind '{kind}' (expected one of {', '.join(KINDS)})")
+        if len(fields) < 2:
+            raise ExpectationError(f"{where}: '{kind}' needs a case pattern")
+        e = Entry(kind, fields[1], reason=comment.strip(), source=where)
+        for f in fields[2:]:
+            key, eq, value = f.partition("=")
+            if not eq or not value:
+                raise ExpectationError(f"{where}: expected key=value, got '{f}'")
+            if key == "status":
+                e.statuses = set(value.split(","))
+                bad = e.statuses - FAIL_STATUSES
+                if bad:
+                    raise ExpectationError(f"{where}: status {','.join(sorted(bad))} is not a failing status")
+            elif key == "driver":
+                e.driver = parse_driver(value, where)
+            elif key == "bug":
+                e.bug = value
+            else:
+                raise ExpectationError(f"{where}: unknown key '{key}'")
+        if kind == "fail" and not e.statuses:
+            e.statuses = {"FAIL"}
+        if kind != "skip" and not e.bug:
+            raise ExpectationError(f"{where}: every {kind} entry needs bug=<tracker link>")
+        entries.append(e)
+    return entries
+
+
+@dataclass
+class Expectations:
+    entries: list = field(default_factory=list)
+    files: dict = field(default_factory=dict)  # path -> sha256
+
+    def lookup(self, case_id, nvidia_driver):
+        """Entries of each kind that apply to a case: {'fail': Entry, ...}."""
+        out = {}
+        for e in self.entries:
+            if e.kind not in out and e.matches(case_id, nvidia_driver):
+                out[e.kind] = e
+        return out
+
+    def skip_patterns(self, nvidia_driver):
+        return [e for e in self.entries if e.kind == "skip" and driver_in_range(nvidia_driver, e.driver)]
+
+
+def sku_of(gpu_name):
+    """'NVIDIA H200' -> 'nvidia-h200'."""
+    return re.sub(r"[^a-z0-9]+", "-", (gpu_name or "unknown").lower()).strip("-") or "unknown"
+
+
+def load(directory, sku):
+    """Reads common.txt and <sku>.txt under directory (either may be absent)."""
+    exp = Expectations()
+    for name in ("common.txt", f"{sku}.txt"):
+        path = os.path.join(directory, name)
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ExpectationError(f"{path}: unreadable: {e}")
+        exp.entries += parse(text, path)
+        exp.files[path] = hashlib.sha256(text.encode()).hexdigest()
+    return exp
