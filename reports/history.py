@@ -143,3 +143,40 @@ def metric_names(db, sku):
     return [r[0] for r in db.execute(
         "SELECT DISTINCT m.name FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.sku = ? ORDER BY 1",
         (sku,))]
+
+
+def main(argv=None):
+    """CLI: history.py [--db FILE] [--sku SKU] runs | bracket CASE_ID | trend METRIC"""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="reports/history.py", description=main.__doc__)
+    p.add_argument("--db", default="runs/history.sqlite")
+    p.add_argument("--sku", default="nvidia-h200")
+    p.add_argument("query", choices=["runs", "bracket", "trend", "metrics"])
+    p.add_argument("arg", nargs="?")
+    args = p.parse_args(argv)
+    if not os.path.exists(args.db):
+        print(f"history: {args.db}: no such database", file=sys.stderr)
+        return 2
+    db = connect(args.db)
+    if args.query == "runs":
+        for row in runs(db, args.sku):
+            print("\t".join(str(x) for x in row))
+    elif args.query == "metrics":
+        print("\n".join(metric_names(db, args.sku)))
+    elif not args.arg:
+        print(f"history: {args.query} needs an argument", file=sys.stderr)
+        return 2
+    elif args.query == "bracket":
+        last_pass, first_fail = bracket(db, args.arg, args.sku)
+        print(f"last pass:  {last_pass}\nfirst fail: {first_fail}")
+    else:
+        for key, driver, value in trend(db, args.arg, args.sku):
+            print(f"{key}\t{driver}\t{value:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.exit(main())

@@ -23,14 +23,15 @@ from reports import results as model  # noqa: E402
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("testlogs")
+    p.add_argument("testlogs", help="testlogs tree, or a Bazel build event JSON file (--build_event_json_file)")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--json", help="write results.json here")
     p.add_argument("--title", default="pagelock report")
     p.add_argument("--strict", action="store_true", help="exit 3 when some case did not pass")
     args = p.parse_args(argv)
     try:
-        run = model.load_testlogs(args.testlogs)
+        run = (model.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
+               else model.load_bep(args.testlogs))
     except FileNotFoundError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

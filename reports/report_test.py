@@ -113,6 +113,29 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(len(run.cases), n)
         self.assertLess(time.monotonic() - start, 20)
 
+    def test_build_event_json_with_flaky_attempts(self):
+        d1 = os.path.join(self.root, "logs/suites/a/a_test/test_attempts")
+        d2 = os.path.join(self.root, "logs/suites/a/a_test")
+        write(os.path.join(d1, "attempt_1.xml"), GTEST_XML)
+        write(os.path.join(d2, "test.xml"), GTEST_XML.replace('<failure message="x.cc:1&#x0A;boom" type=""><![CDATA[x.cc:1\nboom]]></failure>', ""))
+        bep = os.path.join(self.root, "bep.json")
+        events = [{"id": {"started": {}}},
+                  {"id": {"testResult": {"label": "//suites/a:a_test", "attempt": 1}},
+                   "testResult": {"status": "FAILED", "testActionOutput": [
+                       {"name": "test.xml", "uri": "file://" + os.path.join(d1, "attempt_1.xml")}]}},
+                  {"id": {"testResult": {"label": "//suites/a:a_test", "attempt": 2}},
+                   "testResult": {"status": "PASSED", "testActionOutput": [
+                       {"name": "test.xml", "uri": "file://" + os.path.join(d2, "test.xml")}]}},
+                  {"id": {"testResult": {"label": "//suites/b:b_test", "attempt": 1}},
+                   "testResult": {"status": "TIMEOUT"}}]
+        write(bep, "\n".join(json.dumps(e) for e in events) + "\n{truncated")
+        run = model.load_bep(bep)
+        by = {c.id: c for c in run.cases}
+        self.assertEqual(by["suites/a:a_test/S.Bad"].status, "PASS")
+        self.assertEqual(by["suites/a:a_test/S.Bad"].properties["attempts"], "FAIL PASS")
+        self.assertEqual(by["suites/b:b_test/(binary).b_test"].status, "TIMEOUT")
+        self.assertTrue(any("not JSON" in p for p in run.problems))
+
     def test_counts_end_with_the_plain_closing_line(self):
         text = model.format_counts({"PASS": 3, "CRASH": 1, "NOT_SUPPORTED": 2, "FAIL": 1})
         self.assertEqual(text.splitlines()[-1], "3 passed, 2 failed, 2 skipped")

@@ -299,37 +299,90 @@ def _label_for(root, tdir):
     return "//" + "/".join(parts[:-1]) + ":" + parts[-1]
 
 
+def _load_target(run, label, dirpath, xml_path):
+    """Adds the cases of one target, whose files are in dirpath (test.xml may be missing)."""
+    if not os.path.exists(xml_path):
+        run.problems.append(f"{label}: test.log without test.xml")
+        run.cases += _cases_without_gtest_xml(label, dirpath, "no test.xml was written")
+        return
+    try:
+        xroot = ET.parse(xml_path).getroot()
+    except ET.ParseError as e:
+        run.problems.append(f"{label}: test.xml unreadable ({e})")
+        run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is truncated or malformed ({e})")
+        return
+    if xroot.tag != "testsuites" or xroot.get("name") != "AllTests":
+        # Bazel wrote this test.xml itself: the binary died before writing its own.
+        err = xroot.find(".//error")
+        why = err.get("message", "the binary did not write its XML") if err is not None else \
+            "the binary did not write its XML"
+        run.cases += _cases_without_gtest_xml(label, dirpath, why)
+        return
+    for k, v in xroot.attrib.items():
+        if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
+            run.fingerprint[k] = v
+    for el in xroot.iter("testcase"):
+        run.cases.append(case_from_element(label, el))
+
+
 def load_testlogs(root):
     """Reads every target under a testlogs tree into one Run."""
     run = Run()
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: not a directory")
     for dirpath, dirnames, filenames in sorted(os.walk(root, followlinks=True)):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("test.outputs", "test_attempts"))
+        dirnames[:] = sorted(d for d in dirnames if d not in ("test.outputs", "test_attempts", "retries"))
         if "test.xml" not in filenames and "test.log" not in filenames:
             continue
-        label = _label_for(root, dirpath)
-        xml_path = os.path.join(dirpath, "test.xml")
-        if "test.xml" not in filenames:
-            run.problems.append(f"{label}: test.log without test.xml")
-            run.cases += _cases_without_gtest_xml(label, dirpath, "no test.xml was written")
-            continue
-        try:
-            xroot = ET.parse(xml_path).getroot()
-        except ET.ParseError as e:
-            run.problems.append(f"{label}: test.xml unreadable ({e})")
-            run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is truncated or malformed ({e})")
-            continue
-        if xroot.tag != "testsuites" or xroot.get("name") != "AllTests":
-            # Bazel wrote this test.xml itself: the binary died before writing its own.
-            err = xroot.find(".//error")
-            why = err.get("message", "the binary did not write its XML") if err is not None else \
-                "the binary did not write its XML"
-            run.cases += _cases_without_gtest_xml(label, dirpath, why)
-            continue
-        for k, v in xroot.attrib.items():
-            if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
-                run.fingerprint[k] = v
-        for el in xroot.iter("testcase"):
-            run.cases.append(case_from_element(label, el))
+        _load_target(run, _label_for(root, dirpath), dirpath, os.path.join(dirpath, "test.xml"))
+    return run
+
+
+def load_bep(path):
+    """Reads the test results named in a Bazel build event JSON file (--build_event_json_file).
+    Earlier attempts of a flaky test (--flaky_test_attempts) become each case's 'attempts'."""
+    run = Run()
+    attempts = {}  # (label, shard) -> {attempt: (xml path, bazel status)}
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise FileNotFoundError(f"{path}: {e}")
+    with f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                run.problems.append(f"{path}:{n}: not JSON (truncated event stream?)")
+                continue
+            tid = ev.get("id", {}).get("testResult")
+            if not tid:
+                continue
+            res = ev.get("testResult", {})
+            xml = next((o.get("uri", "") for o in res.get("testActionOutput", []) if o.get("name") == "test.xml"), "")
+            xml = xml[len("file://"):] if xml.startswith("file://") else xml
+            key = (tid.get("label", ""), tid.get("shard", 0))
+            attempts.setdefault(key, {})[tid.get("attempt", 1)] = (xml, res.get("status", ""))
+    for (label, _), by_attempt in sorted(attempts.items()):
+        final = max(by_attempt)
+        xml, status = by_attempt[final]
+        tdir = os.path.dirname(xml) if xml else ""
+        before = len(run.cases)
+        if xml:
+            _load_target(run, label, tdir, xml)
+        else:
+            run.cases.append(Case(label, "(binary)", label.split(":")[-1],
+                                  "TIMEOUT" if status == "TIMEOUT" else "CRASH", 0.0,
+                                  f"Bazel reported {status} and no test.xml"))
+        if len(by_attempt) > 1:
+            earlier = Run()
+            for a in sorted(by_attempt)[:-1]:
+                if by_attempt[a][0]:
+                    _load_target(earlier, label, os.path.dirname(by_attempt[a][0]), by_attempt[a][0])
+            history = {}
+            for c in earlier.cases:
+                history.setdefault(c.id, []).append(c.status)
+            for c in run.cases[before:]:
+                c.properties["attempts"] = " ".join(history.get(c.id, []) + [c.status])
     return run
