@@ -79,6 +79,10 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["S.Second"].status, "CRASH")
         self.assertIn("exited with error code 139", by["S.Second"].message)
 
+    def test_failing_non_gtest_target_is_a_failure_not_a_crash(self):
+        write(os.path.join(self.root, "tools/t/test.xml"), BAZEL_CRASH_XML.replace("139", "1"))
+        self.assertEqual([c.status for c in model.load_testlogs(self.root).cases], ["FAIL"])
+
     def test_truncated_xml_without_journal_is_a_crash_of_the_binary(self):
         tdir = os.path.join(self.root, "suites/b/b_test")
         write(os.path.join(tdir, "test.xml"), GTEST_XML[: len(GTEST_XML) // 2])

@@ -287,6 +287,9 @@ def _cases_without_gtest_xml(target, tdir, why):
             cases.append(case_from_element(target, synthesize_case(
                 running, status, f"{status}: {why} while running this case", log_tail=log_text)))
             return cases
+    m = re.search(r"exited with error code (\d+)", why)
+    if status == "CRASH" and m and 0 < int(m.group(1)) < 128:
+        status = "FAIL"  # a plain failing exit of a test with no case journal (e.g. a py_test)
     cases.append(Case(target, "(binary)", target.split(":")[-1], status, 0.0,
                       f"{status}: {why}; no case could be blamed", "",
                       {"log_tail": log_text}))
@@ -312,8 +315,15 @@ def _load_target(run, label, dirpath, xml_path):
         run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is truncated or malformed ({e})")
         return
     if xroot.tag != "testsuites" or xroot.get("name") != "AllTests":
-        # Bazel wrote this test.xml itself: the binary died before writing its own.
+        # Bazel wrote this test.xml itself: the test is not a GoogleTest binary (a py_test), or
+        # the binary died before writing its own XML.
         err = xroot.find(".//error")
+        if err is None:
+            err = xroot.find(".//failure")
+        if err is None and xroot.find(".//testcase") is not None:
+            run.cases.append(Case(label, "(binary)", label.split(":")[-1], "PASS",
+                                  float(xroot.find(".//testcase").get("time", "0") or 0)))
+            return
         why = err.get("message", "the binary did not write its XML") if err is not None else \
             "the binary did not write its XML"
         run.cases += _cases_without_gtest_xml(label, dirpath, why)
