@@ -157,7 +157,9 @@ TEST_P(SchedulingFlagTest, ValidFlagIsAcceptedAndReportedBack) {
   const unsigned got = std::stoul(r.Get("get_flags_value"));
   RecordProperty("get_flags_value", std::to_string(got));
   EXPECT_EQ(got & cudaDeviceScheduleMask, GetParam() & cudaDeviceScheduleMask);
-  if (GetParam() & cudaDeviceSyncMemops) EXPECT_EQ(got & cudaDeviceSyncMemops, cudaDeviceSyncMemops);
+  if (GetParam() & cudaDeviceSyncMemops) {
+    EXPECT_EQ(got & cudaDeviceSyncMemops, cudaDeviceSyncMemops);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -181,7 +181,9 @@ TEST_P(MemcpyDefaultTest, CopiesWithEitherAliasOfRegisteredMemory) {
   HostFillPattern(buf.data(), kSize, 11);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), kSize, cudaHostRegisterMapped));
   void* alias = buf.data();
-  if (use_device_alias) ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alias, buf.data(), 0));
+  if (use_device_alias) {
+    ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alias, buf.data(), 0));
+  }
   void* d = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
   EXPECT_CUDA_OK(cudaMemcpy(d, alias, kSize, cudaMemcpyDefault));

@@ -46,7 +46,9 @@ TEST_P(DriverHostAllocTest, AllocationIsPinnedMappedAndDescribedByItsAttributes)
   EXPECT_EQ(got & flags, flags) << "got 0x" << std::hex << got;
   CUdeviceptr dev = 0;
   EXPECT_CU_OK(d.cuMemHostGetDevicePointer(&dev, p, 0));
-  if (!(flags & CU_MEMHOSTALLOC_WRITECOMBINED)) EXPECT_EQ(reinterpret_cast<void*>(dev), p);
+  if (!(flags & CU_MEMHOSTALLOC_WRITECOMBINED)) {
+    EXPECT_EQ(reinterpret_cast<void*>(dev), p);
+  }
   unsigned type = 0;
   EXPECT_CU_OK(Attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p));
   EXPECT_EQ(type, unsigned{CU_MEMORYTYPE_HOST});
@@ -78,7 +80,9 @@ TEST_F(DriverApiTest, ZeroSizeHostAllocSucceeds) {
   void* p = reinterpret_cast<void*>(uintptr_t{0x10});
   EXPECT_CU_OK(d.cuMemHostAlloc(&p, 0, 0));
   RecordProperty("zero_size_pointer", p == nullptr ? "null" : "set");
-  if (p && p != reinterpret_cast<void*>(uintptr_t{0x10})) EXPECT_CU_OK(d.cuMemFreeHost(p));
+  if (p && p != reinterpret_cast<void*>(uintptr_t{0x10})) {
+    EXPECT_CU_OK(d.cuMemFreeHost(p));
+  }
 }
 
 TEST_F(DriverApiTest, MemFreeHostOfNullSucceeds) {

@@ -54,6 +54,29 @@ class HostRegisterTest : public GpuTest {
   }
 };
 
+// The support gate itself (R27): only meaningful where the device says registration is unsupported.
+class HostRegisterGateTest : public GpuTest {};
+
+TEST_F(HostRegisterGateTest, RegistrationWithoutSupportReturnsNotSupported) {
+  PAGELOCK_RULE("R27");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 0));
+  std::vector<char> buf(kSize);
+  EXPECT_CUDA_ERROR(cudaErrorNotSupported, cudaHostRegister(buf.data(), buf.size(), 0));
+}
+
+// On ATS systems (attr 100 = 1) registration only populates pages and pinned allocations may not
+// pin (R12, R46): both still succeed and the memory is device-accessible.
+TEST_F(HostRegisterGateTest, AtsSystemsRegisterAndAllocateWithoutPinning) {
+  PAGELOCK_RULE("R12,R46,R84");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccessUsesHostPageTables, 1));
+  EXPECT_EQ(device().Attr(cudaDevAttrHostNativeAtomicSupported), 1) << "R84";
+  std::vector<unsigned char> buf(kSize);
+  HostFillPattern(buf.data(), buf.size(), 3);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  ExpectRoundTrip(buf.data(), buf.size(), true, 3);
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
 class HostRegisterMatrixTest
     : public HostRegisterTest,
       public ::testing::WithParamInterface<std::tuple<HostMemoryKind, unsigned>> {};
@@ -61,9 +84,13 @@ class HostRegisterMatrixTest
 TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer) {
   PAGELOCK_RULE("R26,R28,R29,R33,R42,R45");
   const auto [kind, flags] = GetParam();
-  if (flags & kRO) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  if (flags & kRO) {
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
+  }
   auto region = HostRegion::Make(kind, kSize);
-  if (!region->data()) GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  if (!region->data()) {
+    GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  }
   const uint32_t seed = static_cast<uint32_t>(RunSeed()) ^ flags;
   HostFillPattern(region->data(), region->size(), seed);
   ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), flags));
@@ -167,12 +194,16 @@ TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
 TEST_F(HostRegisterTest, WritableDiskFileMappingFollowsTheKernelPinningRule) {
   PAGELOCK_RULE("P02");
   auto region = HostRegion::Make(HostMemoryKind::kDiskFileMmap, kSize);
-  if (!region->data()) GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  if (!region->data()) {
+    GTEST_SKIP() << "NotSupported: " << region->unavailable();
+  }
   const bool refused = KernelRefusesWritableFilePins();
   RecordProperty("kernel_refuses_writable_file_pins", refused ? "yes" : "no");
   EXPECT_CUDA_ERROR(refused ? cudaErrorInvalidValue : cudaSuccess,
                     cudaHostRegister(region->data(), region->size(), 0));
-  if (!refused) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  if (!refused) {
+    EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  }
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
   EXPECT_CUDA_OK(cudaHostRegister(region->data(), region->size(), kRO))
       << "read-only pins of file pages are allowed";
@@ -220,6 +251,50 @@ TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(p, kSize, 0));
   EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+TEST_F(HostRegisterTest, GetFlagsOfRegisteredMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R58");
+  std::vector<char> buf(kSize);
+  ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
+  unsigned flags = 0;
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetFlags(&flags, buf.data()));
+  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+}
+
+// Freeing with the wrong deallocator can corrupt allocator state: each runs in a fresh process.
+PAGELOCK_SCENARIO(WrongDeallocators) {
+  std::vector<char> buf(kSize);
+  report.Error("register", cudaHostRegister(buf.data(), buf.size(), 0));
+  report.Error("free_host_registered", cudaFreeHost(buf.data()));
+  report.Error("unregister_after", cudaHostUnregister(buf.data()));
+  void* d = nullptr;
+  report.Error("malloc", cudaMalloc(&d, kSize));
+  report.Error("free_host_device", cudaFreeHost(d));
+  report.Error("free_device", cudaFree(d));
+  void* p = nullptr;
+  report.Error("host_alloc", cudaHostAlloc(&p, kSize, 0));
+  report.Error("cuda_free_pinned", cudaFree(p));
+  report.Error("free_host_after", cudaFreeHost(p));
+}
+
+TEST_F(HostRegisterTest, FreeHostOfRegisteredOrDeviceMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R24");
+  ChildResult r = RunScenario("WrongDeallocators");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("free_host_registered"), ErrName(cudaErrorInvalidValue));
+  EXPECT_EQ(r.Get("unregister_after"), ErrName(cudaSuccess)) << "the rejected free must not unregister";
+  EXPECT_EQ(r.Get("free_host_device"), ErrName(cudaErrorInvalidValue));
+  EXPECT_EQ(r.Get("free_device"), ErrName(cudaSuccess));
+}
+
+TEST_F(HostRegisterTest, CudaFreeOfPinnedMemoryReturnsInvalidValue) {
+  PAGELOCK_RULE("R25,R88");
+  ChildResult r = RunScenario("WrongDeallocators");
+  ASSERT_CHILD_COMPLETED(r);
+  EXPECT_EQ(r.Get("cuda_free_pinned"), ErrName(cudaErrorInvalidValue))
+      << "R88: not the deprecated cudaErrorInvalidDevicePointer";
+  EXPECT_EQ(r.Get("free_host_after"), ErrName(cudaSuccess));
 }
 
 TEST_F(HostRegisterTest, RegisteringDeviceMemoryReturnsInvalidValue) {
@@ -283,7 +358,9 @@ TEST_F(HostRegisterTest, IoMemoryFlagOnADesignatedPciBarSucceeds) {
   }
   ChildResult r = RunScenario("RegisterPciBar", 60, {ScenarioArgEnv(resource)});
   ASSERT_CHILD_COMPLETED(r);
-  if (r.Get("mmap") != "ok") GTEST_SKIP() << "NotSupported: mmap " << resource << ": " << r.Get("mmap");
+  if (r.Get("mmap") != "ok") {
+    GTEST_SKIP() << "NotSupported: mmap " << resource << ": " << r.Get("mmap");
+  }
   EXPECT_EQ(r.Get("register"), ErrName(cudaSuccess));
   EXPECT_EQ(r.Get("unregister"), ErrName(cudaSuccess));
 }
