@@ -33,6 +33,8 @@ class ExpectationsTest(unittest.TestCase):
         self.assertFalse(e[0].matches("suites/a:a_test/S.X", "590.1"))
         self.assertFalse(e[0].matches("suites/a:a_test/S.X", ""))
         self.assertTrue(e[1].matches("suites/a:a_test/S.Foo", "1"))
+        u = expect.parse("fail x bug=docs/DEVIATIONS.md#r58  # why", "f.txt")[0]
+        self.assertEqual((u.bug, u.reason), ("docs/DEVIATIONS.md#r58", "why"))
 
     def test_parse_errors_name_file_and_line(self):
         for text, needle in [("fial x bug=u", "f.txt:1: unknown kind 'fial'"),

@@ -1,7 +1,8 @@
 """Expectations: what a qualification run may show on a given GPU SKU and driver without it
 being a regression. Committed in expectations/<sku>.txt (plus expectations/common.txt).
 
-One entry a line; '#' starts a comment (the rest of the line is the entry's reason):
+One entry a line; ' #' starts a comment (the rest of the line is the entry's reason; a '#' inside
+a word, as in a URL fragment, does not):
 
   fail   <case-glob> status=FAIL|CRASH|TIMEOUT[,...] [driver=>=580,<590] bug=<url>  # reason
   flake  <case-glob> [driver=...] bug=<url>                                          # reason
@@ -73,7 +74,9 @@ def parse(text, name):
     entries = []
     for n, raw in enumerate(text.splitlines(), start=1):
         where = f"{name}:{n}"
-        line, _, comment = raw.partition("#")
+        # A comment starts at a '#' that begins the line or follows whitespace (URLs keep theirs).
+        m = re.search(r"(^|\s)#", raw)
+        line, comment = (raw[:m.start()], raw[m.end():]) if m else (raw, "")
         fields = line.split()
         if not fields:
             continue

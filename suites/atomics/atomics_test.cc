@@ -104,7 +104,7 @@ TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {
   ASSERT_TRUE(s8 && s4);
   cudaStream_t stream = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreate(&stream));
-  ASSERT_CUDA_OK(LaunchAlternatingStores(s8, s4, kSlots, 2000, stream));
+  ASSERT_CUDA_OK(LaunchAlternatingStores(s8, s4, kSlots, 20000, stream));
   unsigned long long reads = 0, torn = 0;
   const bool finished = WhileRunning(stream, 60, [&] {
     for (int i = 0; i < kSlots; ++i) {
