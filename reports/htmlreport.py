@@ -22,7 +22,8 @@ h1{margin:0 0 .2em 0} h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 .counts span{display:inline-block;margin:.2em .4em .2em 0;padding:.2em .6em;border-radius:4px;color:#fff;font-weight:600}
 table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f4f4f4} .st{color:#fff;font-weight:600;border-radius:3px;padding:0 .4em;white-space:nowrap}
-.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em}
+.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;word-break:break-all}
+td{max-width:60em}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;overflow:auto;margin:.3em 0}
 .filters button{margin:.1em;border:1px solid #aaa;background:#fff;border-radius:4px;padding:.2em .6em;cursor:pointer}
 .filters button.on{background:#333;color:#fff}
