@@ -63,6 +63,9 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["Ns"].status, "NOT_SUPPORTED")
         self.assertEqual(by["Ns"].reason, "cudaDevAttrX=0 (need 1)")
         self.assertEqual(by["Ok"].id, "suites/a:a_test/S.Ok")
+        self.assertEqual(by["Bad"].replay_command("42").splitlines(), [
+            "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
+            "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
         self.assertEqual(run.fingerprint["seed"], "42")
 

@@ -54,8 +54,12 @@ class Case:
         return pkg.split("/")[-1]
 
     def replay_command(self, seed=None):
+        """How to run exactly this case again: with Bazel, and from a bundle."""
         env = f" --test_env=PAGELOCK_SEED={seed}" if seed else ""
-        return f"bazel test {self.target} --test_filter='{self.gtest_name}'{env}"
+        pkg, name = self.target[2:].split(":")
+        bundle_env = f"PAGELOCK_SEED={seed} " if seed else ""
+        return (f"bazel test {self.target} --test_filter='{self.gtest_name}'{env}\n"
+                f"{bundle_env}BUNDLE/bin/{pkg}/{name} --gtest_filter='{self.gtest_name}'")
 
     def to_json(self):
         return {"id": self.id, "target": self.target, "suite": self.suite, "name": self.name,
