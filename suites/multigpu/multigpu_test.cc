@@ -1,4 +1,4 @@
-// Pinned and registered memory used from a device other than the one that allocated it:
+// Pinned and registered memory used from every device other than the one that allocated it:
 // Portable and default allocations (UVA makes both portable, R18) and registrations, through
 // kernels and copies on the second device. NotSupported with fewer than two GPUs.
 // Rule ids refer to suites/rules.tsv.
@@ -23,13 +23,16 @@ class MultiGpuTest : public GpuTest {
     PAGELOCK_REQUIRE(RequireDeviceCount(2));
   }
   void TearDown() override {
-    if (!IsSkipped()) {  // the health check covers device 0; device 1 must be healthy too
-      EXPECT_CUDA_OK(cudaSetDevice(1));
-      EXPECT_CUDA_OK(cudaDeviceSynchronize());
+    if (!IsSkipped()) {  // the health check covers device 0; the others must be healthy too
+      for (int d = 1; d < devices(); ++d) {
+        EXPECT_CUDA_OK(cudaSetDevice(d));
+        EXPECT_CUDA_OK(cudaDeviceSynchronize());
+      }
       EXPECT_CUDA_OK(cudaSetDevice(0));
     }
     GpuTest::TearDown();
   }
+  static int devices() { return static_cast<int>(Probe().devices.size()); }
 
   // On `device`: the device reads what the host wrote, inverts it, copies it through its own
   // memory and back; the host checks every byte.
@@ -62,13 +65,14 @@ class MultiGpuTest : public GpuTest {
 
 class MultiGpuHostAllocTest : public MultiGpuTest, public ::testing::WithParamInterface<unsigned> {};
 
-TEST_P(MultiGpuHostAllocTest, AllocationOnDeviceZeroIsUsableFromDeviceOne) {
+TEST_P(MultiGpuHostAllocTest, AllocationOnDeviceZeroIsUsableFromEveryDevice) {
   PAGELOCK_RULE("R14,R18");
   ASSERT_CUDA_OK(cudaSetDevice(0));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, GetParam()));
-  ExpectUsableFrom(1, p, kSize, 1234 + GetParam());
-  ExpectUsableFrom(0, p, kSize, 4321 + GetParam());
+  for (int d = devices() - 1; d >= 0; --d) {
+    ExpectUsableFrom(d, p, kSize, 1234 + GetParam() + d);
+  }
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -78,22 +82,23 @@ INSTANTIATE_TEST_SUITE_P(Flags, MultiGpuHostAllocTest,
                                            unsigned{cudaHostAllocPortable | cudaHostAllocMapped}),
                          [](const auto& info) { return HostAllocFlagsName(info.param); });
 
-TEST_F(MultiGpuTest, RegistrationIsVisibleOnBothDevices) {
+TEST_F(MultiGpuTest, RegistrationIsVisibleOnEveryDevice) {
   PAGELOCK_RULE("R28,R45");
   ASSERT_CUDA_OK(cudaSetDevice(0));
   std::vector<unsigned char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterPortable | cudaHostRegisterMapped));
-  ExpectUsableFrom(1, buf.data(), buf.size(), 77);
-  ExpectUsableFrom(0, buf.data(), buf.size(), 78);
+  for (int d = devices() - 1; d >= 0; --d) {
+    ExpectUsableFrom(d, buf.data(), buf.size(), 77 + d);
+  }
   EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
 }
 
-TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEitherDevice) {
+TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEveryDevice) {
   PAGELOCK_RULE("R72");
   ASSERT_CUDA_OK(cudaSetDevice(1));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
-  for (int current : {0, 1}) {
+  for (int current = 0; current < devices(); ++current) {
     ASSERT_CUDA_OK(cudaSetDevice(current));
     cudaPointerAttributes a{};
     EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
