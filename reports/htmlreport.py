@@ -284,7 +284,8 @@ def metrics_section(run, trends):
     out = ["<h2>Metrics</h2><p class='small'>Medians of event-timed repetitions after warm-up; "
            "trend over the last runs of this SKU from the history database.</p>"]
     for unit, items in sorted(groups.items()):
-        out.append(bar_chart(items, unit))
+        if unit != "count":  # counts of different things share no scale; the table has them
+            out.append(bar_chart(items, unit))
     out.append(_table(["metric", "value", "unit", "case", "trend", "last values"], rows))
     return "".join(out)
 
