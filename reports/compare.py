@@ -18,6 +18,7 @@ Exit codes (qualify):
 from dataclasses import dataclass, field
 
 from reports import results as model
+from reports.expectations import driver_in_range
 
 EXIT_QUALIFIED, EXIT_INFRA, EXIT_CONFIG, EXIT_REGRESSION, EXIT_NOTHING_RAN, EXIT_UPDATE = 0, 1, 2, 3, 4, 5
 VERDICTS = {
@@ -89,7 +90,7 @@ def compare(run, expectations=None, baseline=None):
         comp.dropped = sorted(i for i in base if i not in ids)
     if expectations:
         for e in expectations.entries:
-            if e.kind == "fail" and id(e) not in used_fail_entries and model_driver_ok(e, driver):
+            if e.kind == "fail" and id(e) not in used_fail_entries and driver_in_range(driver, e.driver):
                 comp.stale.append(e)
     counts = {}
     for s in comp.status.values():
@@ -106,11 +107,6 @@ def compare(run, expectations=None, baseline=None):
     elif counts.get("UNEXPECTED_PASS") or counts.get("FLAKE") or comp.stale:
         comp.exit_code = EXIT_UPDATE
     return comp
-
-
-def model_driver_ok(entry, driver):
-    from reports.expectations import driver_in_range
-    return driver_in_range(driver, entry.driver)
 
 
 def failures_csv(run, comp):

@@ -43,8 +43,6 @@ JS = """
       var st = r.dataset.statuses.split(' ');
       var ok = (!any || st.some(function(s){ return active[s]; })) && (!q || r.dataset.text.indexOf(q) >= 0);
       r.classList.toggle('hidden', !ok);
-      var d = document.getElementById('d-' + r.dataset.idx);
-      if (d) d.classList.toggle('hidden', !ok);
       if (ok) shown++;
     });
     document.getElementById('shown').textContent = shown;
