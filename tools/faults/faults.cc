@@ -136,21 +136,6 @@ void InstallUnifiedCopyCorrupts() {
   });
 }
 
-// R76: a device-to-device copy corrupts its last byte.
-void InstallDtodCorruptsLastByte() {
-  HookMemcpyDtoD([](Real_MemcpyDtoD real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS) CorruptLastByte(d, s, n);
-    return r;
-  });
-  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    bool hit = IsDevice(d) && IsDevice(s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptLastByte(d, s, n);
-    return r;
-  });
-}
-
 // R76: an asynchronous host-to-device copy delivers a wrong last byte (in stream order).
 void InstallHtodAsyncCorrupts() {
   HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
@@ -337,6 +322,13 @@ void InstallEventRecordEarly() {
     static CUstream side = nullptr;  // an idle stream: its record completes at once
     if (!side && create) create(&side, CU_STREAM_NON_BLOCKING);
     return real(e, side);
+  });
+  HookEventRecordWithFlags([](Real_EventRecordWithFlags real, CUevent e, CUstream,
+                              unsigned f) -> CUresult {
+    static const auto create = Real<CUresult(CUDAAPI*)(CUstream*, unsigned)>("cuStreamCreate");
+    static CUstream side = nullptr;
+    if (!side && create) create(&side, CU_STREAM_NON_BLOCKING);
+    return real(e, side, f);
   });
 }
 
@@ -853,8 +845,6 @@ const Fault kFaults[] = {
     PL_FAULT("unified_copy_corrupts", "R75", "devptr", "data",
              "cuMemcpy with host memory on either side delivers a wrong last byte.",
              InstallUnifiedCopyCorrupts),
-    PL_FAULT("dtod_corrupts_last_byte", "R76", "hostalloc", "data",
-             "A device-to-device copy delivers a wrong last byte.", InstallDtodCorruptsLastByte),
     PL_FAULT("htod_async_corrupts", "R76", "bandwidth", "data",
              "An asynchronous host-to-device copy delivers a wrong last byte (in stream order).",
              InstallHtodAsyncCorrupts),
