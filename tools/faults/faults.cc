@@ -68,6 +68,15 @@ void FlipHostByteInStream(void* p, CUstream s) {
   if (fn) fn(s, &FlipHostByte, p);
 }
 
+// Where the host can read or write a host-memory address that may be a device alias.
+unsigned char* HostView(CUdeviceptr p) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  void* host = nullptr;
+  if (fn && fn(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, p) == CUDA_SUCCESS && host)
+    return static_cast<unsigned char*>(host);
+  return reinterpret_cast<unsigned char*>(p);  // pageable memory: the address itself
+}
+
 // Direction of a unified copy (cuMemcpy / cuMemcpyAsync).
 bool IsHtoD(CUdeviceptr dst, CUdeviceptr src) { return IsDevice(dst) && !IsDevice(src); }
 bool IsDtoH(CUdeviceptr dst, CUdeviceptr src) { return !IsDevice(dst) && IsDevice(src); }
@@ -150,7 +159,7 @@ void InstallHtodAsyncCorrupts() {
     bool hit = n && IsHtoD(d, s);
     CUresult r = real(d, s, n, st);
     if (r == CUDA_SUCCESS && hit)
-      RealSetByteAsync(d + n - 1, reinterpret_cast<const unsigned char*>(s)[n - 1] ^ 0xff, st);
+      RealSetByteAsync(d + n - 1, HostView(s + n - 1)[0] ^ 0xff, st);
     return r;
   });
 }
@@ -167,7 +176,7 @@ void InstallDtohAsyncCorrupts() {
                      CUstream st) -> CUresult {
     bool hit = n && IsDtoH(d, s);
     CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) FlipHostByteInStream(reinterpret_cast<unsigned char*>(d) + n - 1, st);
+    if (r == CUDA_SUCCESS && hit) FlipHostByteInStream(HostView(d + n - 1), st);
     return r;
   });
 }
@@ -564,11 +573,11 @@ void InstallDevicePointerIgnoresOffset() {
                                  unsigned f) -> CUresult {
     CUresult r = real(d, p, f);
     if (r != CUDA_SUCCESS || !d) return r;
-    static const auto range = Real<Real_MemGetAddressRange>("cuMemGetAddressRange");
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    // Registered/pinned host memory: find the base through the device alias.
-    if (range && range(&base, &size, *d) == CUDA_SUCCESS && base) *d = base;
+    static const auto attr = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+    CUdeviceptr base = 0, dbase = 0;
+    if (attr && attr(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, Ptr(p)) == CUDA_SUCCESS &&
+        base && base != Ptr(p) && real(&dbase, reinterpret_cast<void*>(base), f) == CUDA_SUCCESS)
+      *d = dbase;
     return r;
   });
 }
@@ -688,14 +697,13 @@ void InstallAttributesWrongDevice() {
   });
 }
 
-// R73/R71: memory no context knows is reported as success (type 0 / host) instead of
-// INVALID_VALUE.
+// R73: the memory type of memory no context knows is answered (host) instead of INVALID_VALUE.
 void InstallAttributeOfUnknownSucceeds() {
   HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
                              CUdeviceptr p) -> CUresult {
     CUresult r = real(v, a, p);
-    if (r == CUDA_ERROR_INVALID_VALUE && v && p) {
-      memset(v, 0, sizeof(unsigned));
+    if (r == CUDA_ERROR_INVALID_VALUE && v && p && a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+      *static_cast<unsigned*>(v) = CU_MEMORYTYPE_HOST;
       return CUDA_SUCCESS;
     }
     return r;
@@ -984,7 +992,7 @@ const Fault kFaults[] = {
              "The device ordinal attribute of pinned memory is one too high.",
              InstallAttributesWrongDevice),
     PL_FAULT("attr_of_unknown_succeeds", "R73", "driverapi", "error",
-             "cuPointerGetAttribute succeeds for memory no context knows.",
+             "cuPointerGetAttribute answers a memory type for memory no context knows.",
              InstallAttributeOfUnknownSucceeds),
     // Device flags.
     PL_FAULT("ctxflags_drop_sched", "R62", "deviceflags", "flag",

@@ -73,7 +73,7 @@ def quiet(fn, *args):
 
 FAULT = {"name": "f", "rule": "R76", "family": "hostalloc", "kind": "data", "description": "d."}
 CAP = dict(FAULT, name="c", kind="capability")
-LOADED = (["fault=f", "fault=c"], ["cuMemcpyHtoD"], [])
+LOADED = (["fault=f", "fault=c", "fault=f"], ["cuMemcpyHtoD"], [])
 META = {"timed_out": False, "rc": 1, "seconds": 1.0}
 
 
@@ -94,6 +94,13 @@ class VerdictTest(unittest.TestCase):
     def test_a_capability_fault_turning_cases_not_supported_is_handled(self):
         r = mutation.classify(CAP, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "HANDLED")
+
+    def test_a_performance_fault_turning_passes_into_warnings_is_handled(self):
+        perf = dict(FAULT, kind="perf")
+        r = mutation.classify(perf, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "HANDLED")
+        r = mutation.classify(FAULT, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "SURVIVED")
 
     def test_other_faults_turning_cases_not_supported_survive_as_masked(self):
         r = mutation.classify(FAULT, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
