@@ -31,7 +31,8 @@ tools/faults next to this file. The catalogue: --catalogue, else BUNDLE/faults/c
 else tools/faults/catalogue.tsv. Survivor explanations: tools/faults/survivors.tsv (or the
 bundle's copy).
 
-Exit codes: 0 done (whatever the score); 1 the control run failed to run under the shim;
+Exit codes: 0 done (whatever the score); 1 the control run failed to run under the shim (or
+the shim found no real driver);
 2 bad usage (no bundle, unknown fault name, missing shim or catalogue).
 """
 
@@ -176,6 +177,8 @@ def read_fault_log(out_dir):
                     continue
                 if parts[1] == "init":
                     inits.append(parts[3] if len(parts) > 3 else "")
+                    if parts[2] == "real=none":
+                        errors.append("the shim found no real libcuda.so.1 (set PAGELOCK_REAL_LIBCUDA)")
                 elif parts[1] == "fired":
                     fired.add(parts[3] if len(parts) > 3 else parts[2])
                 elif parts[1] == "error":
@@ -376,6 +379,10 @@ def main(argv=None):
     if not control[2][0]:
         print("mutation: the control run never loaded the shim (no init line in "
               f"{runs_dir}/control/fault.log); is LD_LIBRARY_PATH honoured?", file=sys.stderr)
+        return 1
+    if control[2][2]:
+        print(f"mutation: the shim reported: {'; '.join(sorted(set(control[2][2])))}",
+              file=sys.stderr)
         return 1
     if not control[1]:
         print(f"mutation: the control run produced no results; see {runs_dir}/control/runner.out",
