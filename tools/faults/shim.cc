@@ -185,9 +185,28 @@ __attribute__((constructor)) void Init() {
   Log("init\treal=%s\tfault=%s", g_real_path, g_fault ? g_fault->name : "none");
 }
 
+// The entry for a requested name, with versioned and per-thread suffixes stripped
+// ("cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD"): every suffix of a wrapped entry has its ABI.
 EntryBase* FindEntry(const char* symbol) {
+  char base[128];
+  snprintf(base, sizeof(base), "%s", symbol);
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    size_t n = strlen(base);
+    if (n > 5 && (strcmp(base + n - 5, "_ptds") == 0 || strcmp(base + n - 5, "_ptsz") == 0)) {
+      base[n - 5] = '\0';
+      stripped = true;
+      continue;
+    }
+    size_t i = n;
+    while (i > 0 && base[i - 1] >= '0' && base[i - 1] <= '9') --i;
+    if (i < n && i >= 2 && base[i - 1] == 'v' && base[i - 2] == '_') {
+      base[i - 2] = '\0';
+      stripped = true;
+    }
+  }
   for (EntryBase* e : kEntries)
-    if (strcmp(e->name, symbol) == 0) return e;
+    if (strcmp(e->name, base) == 0) return e;
   return nullptr;
 }
 
@@ -198,10 +217,11 @@ CUresult CUDAAPI ShimGetProcAddressV2(const char* symbol, void** pfn, int versio
 
 // Replaces a real pointer by the hooked wrapper when the active fault targets the symbol.
 const char* Interpose(const char* symbol, void** pfn, int version) {
-  if (strcmp(symbol, "cuGetProcAddress") == 0) {
+  if (strncmp(symbol, "cuGetProcAddress", 16) == 0) {
     // Pointers obtained through a returned cuGetProcAddress must pass through the shim too.
-    *pfn = version >= 12000 ? reinterpret_cast<void*>(&ShimGetProcAddressV2)
-                            : reinterpret_cast<void*>(&ShimGetProcAddressV1);
+    const bool v2 = strcmp(symbol + 16, "_v2") == 0 || (symbol[16] == '\0' && version >= 12000);
+    *pfn = v2 ? reinterpret_cast<void*>(&ShimGetProcAddressV2)
+              : reinterpret_cast<void*>(&ShimGetProcAddressV1);
     return "self";
   }
   EntryBase* e = FindEntry(symbol);

@@ -71,6 +71,14 @@ int Run() {
     int bad = 0;
     for (int i = 0; i < 64; ++i) bad += d[i] != s[i];
     printf("htod_mismatches=%d\n", bad);
+    // The same function requested by its versioned name.
+    if (auto htod_v2 = Get<CUresult (*)(CUdeviceptr, const void*, size_t)>("cuMemcpyHtoD_v2")) {
+      memset(d, 0, 64);
+      rc = htod_v2(reinterpret_cast<CUdeviceptr>(d), s, 64);
+      bad = 0;
+      for (int i = 0; i < 64; ++i) bad += d[i] != s[i];
+      printf("htod_v2_rc=%d htod_v2_mismatches=%d\n", rc, bad);
+    }
     memset(s, 0, 64);
     rc = dtoh(s, reinterpret_cast<CUdeviceptr>(d), 64);
     printf("dtoh_rc=%d\n", rc);

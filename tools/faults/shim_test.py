@@ -89,6 +89,12 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(v["htod_mismatches"], "1")
         self.assertEqual(v["dtoh_mismatches"], "0")
 
+    def test_versioned_names_are_wrapped_too(self):
+        _, clean = run()
+        _, v = run(fault="htod_corrupts_last_byte")
+        self.assertEqual(clean["htod_v2_rc"], "0 htod_v2_mismatches=0")
+        self.assertEqual(v["htod_v2_rc"], "0 htod_v2_mismatches=1")
+
     def test_dtoh_truncation_leaves_the_last_byte_stale(self):
         _, v = run(fault="dtoh_truncated")
         self.assertEqual(v["htod_mismatches"], "0")

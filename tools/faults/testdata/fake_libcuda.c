@@ -34,6 +34,7 @@ static const Entry kTable[] = {
     {"cuMemHostAlloc", (void*)cuMemHostAlloc},
     {"cuMemFreeHost", (void*)cuMemFreeHost},
     {"cuMemcpyHtoD", (void*)cuMemcpyHtoD_v2},
+    {"cuMemcpyHtoD_v2", (void*)cuMemcpyHtoD_v2},
     {"cuMemcpyDtoH", (void*)cuMemcpyDtoH_v2},
     {"cuMemsetD8", (void*)cuMemsetD8_v2},
     {"cuCtxSynchronize", (void*)cuCtxSynchronize_counted},
