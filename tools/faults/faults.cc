@@ -524,6 +524,13 @@ void InstallRegisterPinnedWrongCode() {
   });
 }
 
+// R26: cuMemHostRegister reports success but registers nothing (a lost registration).
+void InstallRegisterLost() {
+  HookMemHostRegister([](Real_MemHostRegister, void* p, size_t n, unsigned) -> CUresult {
+    return p && n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
 // R33: cuMemHostUnregister reports success but leaves the range pinned and mapped.
 void InstallUnregisterLost() {
   HookMemHostUnregister([](Real_MemHostUnregister, void*) -> CUresult { return CUDA_SUCCESS; });
@@ -746,6 +753,21 @@ void InstallFlagsReadBackWrong() {
   });
 }
 
+// R62: the flags read back carry BlockingSync although it was never set (an invented flag).
+void InstallFlagsInventBlockingSync() {
+  HookDevicePrimaryCtxGetState([](Real_DevicePrimaryCtxGetState real, CUdevice d, unsigned* f,
+                                  int* active) -> CUresult {
+    CUresult r = real(d, f, active);
+    if (r == CUDA_SUCCESS && f) *f |= CU_CTX_SCHED_BLOCKING_SYNC;
+    return r;
+  });
+  HookCtxGetFlags([](Real_CtxGetFlags real, unsigned* f) -> CUresult {
+    CUresult r = real(f);
+    if (r == CUDA_SUCCESS && f) *f |= CU_CTX_SCHED_BLOCKING_SYNC;
+    return r;
+  });
+}
+
 // R59/R68: setting the flags of an active primary context fails (the pre-11 behaviour).
 void InstallPrimaryCtxSetFlagsWhileActiveFails() {
   HookDevicePrimaryCtxSetFlags([](Real_DevicePrimaryCtxSetFlags real, CUdevice d,
@@ -953,6 +975,8 @@ const Fault kFaults[] = {
              "Registering pinned or device memory fails with ALREADY_REGISTERED, not "
              "INVALID_VALUE.",
              InstallRegisterPinnedWrongCode),
+    PL_FAULT("register_lost", "R26", "hostregister", "resource",
+             "cuMemHostRegister reports success but registers nothing.", InstallRegisterLost),
     PL_FAULT("unregister_lost", "R33", "hostregister", "resource",
              "cuMemHostUnregister reports success but leaves the range pinned.",
              InstallUnregisterLost),
@@ -1003,6 +1027,9 @@ const Fault kFaults[] = {
              InstallPrimaryCtxAcceptsUnknownFlags),
     PL_FAULT("ctxflags_read_back_wrong", "R65", "deviceflags", "flag",
              "Context flags read back without their scheduling bits.", InstallFlagsReadBackWrong),
+    PL_FAULT("ctxflags_invent_blocking_sync", "R62", "deviceflags", "flag",
+             "Context flags read back with BlockingSync although it was never set.",
+             InstallFlagsInventBlockingSync),
     PL_FAULT("ctxflags_set_while_active_fails", "R68", "deviceflags", "error",
              "Setting the flags of an active primary context fails with PRIMARY_CONTEXT_ACTIVE.",
              InstallPrimaryCtxSetFlagsWhileActiveFails),
