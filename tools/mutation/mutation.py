@@ -22,7 +22,8 @@ Verdicts:
   SURVIVED  nothing changed for the worse (NotSupported instead of a pass counts as survival for
             faults that are not capability faults: the suite masked the bug)
   ERROR     the shim did not load or did not know the fault; not counted in the score
-  NOT_RUN   the --budget ran out first; not counted in the score
+  NOT_RUN   the --budget ran out first (no run started, or its run was stopped before anything
+            was caught); not counted in the score
 score = (KILLED + HANDLED) / (KILLED + HANDLED + SURVIVED).
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
@@ -52,6 +53,7 @@ FAILING = {"FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"}
 GOOD = {"PASS", "WARN"}
 DEFAULT_TAGS = "-stress,-selftest,-exclusive,-family_bandwidth"
 BANDWIDTH_TAGS = "family_bandwidth,-stress,-selftest"
+GRACE_S = 20  # how long after --budget running runs may go on before they are stopped
 
 
 class UsageError(Exception):
@@ -126,8 +128,10 @@ def load_survivor_notes(bundle):
 # ---------------------------------------------------------------------------------------------
 # Running
 
-def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s):
-    """One runner invocation under the shim. Returns a dict with rc, seconds, timed_out."""
+def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None):
+    """One runner invocation under the shim. Returns a dict with rc, seconds, timed_out and
+    cut_by_budget (stopped at hard_stop, a time.monotonic() value, rather than by its own
+    limit: that says nothing about the fault)."""
     os.makedirs(out_dir, exist_ok=True)
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = shim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -139,6 +143,9 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s):
     cmd = [sys.executable, os.path.join(bundle, "tools", "runner", "runner.py"), "--bundle", bundle,
            "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}"]
     start = time.monotonic()
+    cut = hard_stop is not None and start + timeout_s > hard_stop
+    if cut:
+        timeout_s = max(1.0, hard_stop - start)
     with open(os.path.join(out_dir, "runner.out"), "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -152,7 +159,8 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s):
             except ProcessLookupError:
                 pass
             rc = proc.wait()
-    return {"rc": rc, "seconds": round(time.monotonic() - start, 1), "timed_out": timed_out}
+    return {"rc": rc, "seconds": round(time.monotonic() - start, 1),
+            "timed_out": timed_out and not cut, "cut_by_budget": timed_out and cut}
 
 
 def read_statuses(out_dir):
@@ -205,17 +213,20 @@ def classify(fault, runs, unstable):
     the same target selection)], statuses as {case: (status, reason, message)}."""
     name, kind = fault["name"], fault["kind"]
     caught, handled, masked = [], [], []
-    timed_out = False
+    timed_out = cut = False
     inits_ok = False
     fired, errors = set(), []
     for meta, statuses, (inits, fired_here, errs), control in runs:
         timed_out = timed_out or meta["timed_out"]
+        cut = cut or meta.get("cut_by_budget", False)
         inits_ok = inits_ok or any(i == f"fault={name}" for i in inits)
         fired.update(fired_here)
         errors += errs
         for case, (before, _, _) in control.items():
             if case in unstable:
                 continue
+            if meta.get("cut_by_budget") and case not in statuses:
+                continue  # never ran: the budget stopped the run, not the fault
             after, reason, message = statuses.get(case, ("MISSING", "", ""))
             if meta["timed_out"] and case not in statuses:
                 after = "TIMEOUT"
@@ -243,6 +254,9 @@ def classify(fault, runs, unstable):
             result["note"] = "the run hung and was stopped (the suite would report TIMEOUT)"
     elif handled:
         result["verdict"] = "HANDLED"
+    elif cut:
+        result["verdict"] = "NOT_RUN"
+        result["note"] = "the time budget stopped its run before anything was caught"
     else:
         result["verdict"] = "SURVIVED"
         if not fired:
@@ -334,9 +348,9 @@ def main(argv=None):
                    help="do not run bandwidth targets for bandwidth-family faults")
     p.add_argument("--run-timeout", type=float, default=120,
                    help="seconds one run may take before it is stopped (default 120)")
-    p.add_argument("--budget", type=float, default=340,
-                   help="seconds for the whole mutation run; faults not started by then are "
-                        "NOT_RUN (default 340)")
+    p.add_argument("--budget", type=float, default=330,
+                   help="seconds after which no run starts; running ones are stopped "
+                        f"{GRACE_S} s later and their faults are NOT_RUN unless caught (default 330)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
     p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
     args = p.parse_args(argv)
@@ -370,11 +384,13 @@ def main(argv=None):
 
     def one(name, fault, tags):
         d = os.path.join(runs_dir, name)
-        meta = run_bundle(bundle, shim, d, fault, tags, args.run_timeout)
+        meta = run_bundle(bundle, shim, d, fault, tags, args.run_timeout, hard_stop)
         meta["name"] = name
         return meta, read_statuses(d), read_fault_log(d)
 
     print(f"mutation: {len(catalogue)} faults, shim {shim}, jobs {args.jobs}", flush=True)
+    deadline = t0 + args.budget  # no run starts after this (less its expected length)
+    hard_stop = deadline + GRACE_S  # every run is stopped by then
     control = one("control", None, args.tags)
     if not control[2][0]:
         print("mutation: the control run never loaded the shim (no init line in "
@@ -389,7 +405,7 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     print(f"mutation: control {summary_line(control[1])} in {control[0]['seconds']} s", flush=True)
-    deadline = t0 + args.budget
+    expected_s = max(5.0, control[0]["seconds"])
     fault_runs = {f["name"]: [] for f in catalogue}
     not_run = set()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -400,7 +416,7 @@ def main(argv=None):
             while pending and len(futures) < args.jobs:
                 f = pending.pop(0)
                 # A run that cannot finish before the deadline is not started.
-                if time.monotonic() + min(args.run_timeout, 30) > deadline:
+                if time.monotonic() + expected_s > deadline:
                     not_run.add(f["name"])
                     continue
                 futures[pool.submit(one, f["name"], f["name"], args.tags)] = f["name"]
@@ -420,7 +436,7 @@ def main(argv=None):
     if bandwidth and bw_faults:
         bw_control = one("control_bandwidth", None, BANDWIDTH_TAGS)
         for f in bw_faults:
-            if time.monotonic() + min(args.run_timeout, 30) > deadline:
+            if time.monotonic() + expected_s > deadline:
                 break  # the pool run of this fault still counts
             fault_runs[f["name"]].append(
                 one(f["name"] + "_bandwidth", f["name"], BANDWIDTH_TAGS) + (bw_control[1],))

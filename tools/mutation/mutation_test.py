@@ -121,6 +121,13 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(r["verdict"], "KILLED")
         self.assertEqual(r["caught_by"][0]["fault"], "TIMEOUT")
 
+    def test_a_run_the_budget_stopped_is_not_run_unless_something_was_already_caught(self):
+        meta = dict(META, cut_by_budget=True)
+        r = mutation.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_RUN")
+        r = mutation.classify(FAULT, [(meta, st(a="FAIL"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "KILLED")
+
     def test_a_fault_the_shim_never_loaded_is_an_error(self):
         r = mutation.classify(FAULT, [(META, st(a="FAIL"), ([], [], ["unknown fault f"]), st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "ERROR")
