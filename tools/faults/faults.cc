@@ -213,6 +213,12 @@ void InstallMemsetWrongLastByte() {
     if (r == CUDA_SUCCESS && n) RealSetByte(d + 4 * n - 1, static_cast<unsigned char>(v >> 24) ^ 0xff);
     return r;
   });
+  HookMemsetD2D8([](Real_MemsetD2D8 real, CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+                    size_t h) -> CUresult {
+    CUresult r = real(d, pitch, v, w, h);
+    if (r == CUDA_SUCCESS && w && h) RealSetByte(d + (h - 1) * pitch + w - 1, v ^ 0xff);
+    return r;
+  });
 }
 
 // R77: memset stops one element short (synchronous).
@@ -223,6 +229,8 @@ void InstallMemsetTruncated() {
   HookMemsetD32([](Real_MemsetD32 real, CUdeviceptr d, unsigned int v, size_t n) -> CUresult {
     return real(d, v, n ? n - 1 : 0);
   });
+  HookMemsetD2D8([](Real_MemsetD2D8 real, CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+                    size_t h) -> CUresult { return real(d, pitch, v, w ? w - 1 : 0, h); });
 }
 
 // R77: an asynchronous memset writes a wrong last byte (in stream order).
@@ -238,6 +246,12 @@ void InstallMemsetAsyncWrongLastByte() {
     CUresult r = real(d, v, n, st);
     if (r == CUDA_SUCCESS && n)
       RealSetByteAsync(d + 4 * n - 1, static_cast<unsigned char>(v >> 24) ^ 0xff, st);
+    return r;
+  });
+  HookMemsetD2D8Async([](Real_MemsetD2D8Async real, CUdeviceptr d, size_t pitch, unsigned char v,
+                         size_t w, size_t h, CUstream st) -> CUresult {
+    CUresult r = real(d, pitch, v, w, h, st);
+    if (r == CUDA_SUCCESS && w && h) RealSetByteAsync(d + (h - 1) * pitch + w - 1, v ^ 0xff, st);
     return r;
   });
 }
@@ -294,6 +308,7 @@ void InstallLaunchLastBlockLost() {
 // R77: cuCtxSynchronize (cudaDeviceSynchronize) returns without waiting.
 void InstallCtxSyncReturnsEarly() {
   HookCtxSynchronize([](Real_CtxSynchronize) -> CUresult { return CUDA_SUCCESS; });
+  HookCtxSynchronize13([](Real_CtxSynchronize13, CUcontext) -> CUresult { return CUDA_SUCCESS; });
 }
 
 // R77: cuStreamSynchronize returns without waiting.
@@ -888,10 +903,10 @@ const Fault kFaults[] = {
              "A synchronous device-to-host copy only queues the copy and returns.",
              InstallDtohReturnsEarly),
     PL_FAULT("memset_wrong_last_byte", "R77", "hostalloc", "data",
-             "A synchronous memset (8/32-bit) writes a wrong last byte.",
+             "A synchronous memset (8/32-bit, 1D or 2D) writes a wrong last byte.",
              InstallMemsetWrongLastByte),
     PL_FAULT("memset_truncated", "R77", "hostalloc", "data",
-             "A synchronous memset (8/32-bit) stops one element short.", InstallMemsetTruncated),
+             "A synchronous memset (8/32-bit, 1D or 2D) stops one element short of each row.", InstallMemsetTruncated),
     PL_FAULT("memset_async_wrong_last_byte", "R77", "hostalloc", "data",
              "An asynchronous memset writes a wrong last byte (in stream order).",
              InstallMemsetAsyncWrongLastByte),

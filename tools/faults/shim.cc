@@ -32,8 +32,8 @@ __attribute__((visibility("hidden"))) CUresult pl_missing() { return CUDA_ERROR_
 
 namespace pagelock_faults {
 
-#define PL_DEFINE_ENTRY(n, args) \
-  EntryBase e_##n = {"cu" #n, nullptr, {}, &Wrap<CUresult args, &e_##n>::Get};
+#define PL_DEFINE_ENTRY(n, name, lo, hi, args) \
+  EntryBase e_##n = {name, lo, hi, nullptr, {}, &Wrap<CUresult args, &e_##n>::Get};
 PL_ENTRIES(PL_DEFINE_ENTRY)
 #undef PL_DEFINE_ENTRY
 
@@ -44,7 +44,7 @@ using GetProcV2 = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t,
 using GetProcV1 = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t);
 
 EntryBase* const kEntries[] = {
-#define PL_LIST_ENTRY(n, args) &e_##n,
+#define PL_LIST_ENTRY(n, name, lo, hi, args) &e_##n,
     PL_ENTRIES(PL_LIST_ENTRY)
 #undef PL_LIST_ENTRY
 };
@@ -131,7 +131,7 @@ void NoteFired(EntryBase* e) {
   static thread_local EntryBase* last = nullptr;  // cheap filter; the log dedups per process
   if (last == e || g_log_fd < 0) return;
   last = e;
-  static EntryBase* seen[sizeof(kEntries) / sizeof(kEntries[0])];
+  static EntryBase* seen[sizeof(kEntries) / sizeof(kEntries[0])] = {};
   pthread_mutex_lock(&g_mu);
   bool fresh = true;
   size_t i = 0;
@@ -185,11 +185,13 @@ __attribute__((constructor)) void Init() {
   Log("init\treal=%s\tfault=%s", g_real_path, g_fault ? g_fault->name : "none");
 }
 
-// The entry for a requested name, with versioned and per-thread suffixes stripped
-// ("cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD"): every suffix of a wrapped entry has its ABI.
-EntryBase* FindEntry(const char* symbol) {
+// The entry for a request: the base name with per-thread suffixes stripped
+// ("cuMemcpyHtoD_ptds" -> "cuMemcpyHtoD") whose version range holds the requested version. A
+// name with an explicit version suffix ("cuMemcpyHtoD_v2") means the latest ABI of that name.
+EntryBase* FindEntry(const char* symbol, int version) {
   char base[128];
   snprintf(base, sizeof(base), "%s", symbol);
+  bool explicit_version = false;
   for (bool stripped = true; stripped;) {
     stripped = false;
     size_t n = strlen(base);
@@ -202,11 +204,15 @@ EntryBase* FindEntry(const char* symbol) {
     while (i > 0 && base[i - 1] >= '0' && base[i - 1] <= '9') --i;
     if (i < n && i >= 2 && base[i - 1] == 'v' && base[i - 2] == '_') {
       base[i - 2] = '\0';
-      stripped = true;
+      stripped = explicit_version = true;
     }
   }
-  for (EntryBase* e : kEntries)
-    if (strcmp(e->name, base) == 0) return e;
+  for (EntryBase* e : kEntries) {
+    if (strcmp(e->name, base) != 0) continue;
+    if (explicit_version ? e->max_version == kNoMax
+                         : version >= e->min_version && version < e->max_version)
+      return e;
+  }
   return nullptr;
 }
 
@@ -224,9 +230,8 @@ const char* Interpose(const char* symbol, void** pfn, int version) {
               : reinterpret_cast<void*>(&ShimGetProcAddressV1);
     return "self";
   }
-  EntryBase* e = FindEntry(symbol);
+  EntryBase* e = FindEntry(symbol, version);
   if (!e || !e->hook) return "real";
-  if (version < kMinWrappedVersion) return "real_old_abi";
   pthread_mutex_lock(&g_mu);
   int slot = -1;
   for (int i = 0; i < kSlots && slot < 0; ++i) {

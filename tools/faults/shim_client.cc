@@ -18,10 +18,10 @@ void* g_lib = nullptr;
 GetProc g_gpa = nullptr;
 
 template <typename Fn>
-Fn Get(const char* name) {
+Fn Get(const char* name, int version = 13000) {
   void* fn = nullptr;
   CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  CUresult r = g_gpa(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+  CUresult r = g_gpa(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &st);
   if (r != CUDA_SUCCESS || !fn) {
     printf("missing=%s rc=%d status=%d\n", name, r, st);
     return nullptr;
@@ -41,6 +41,9 @@ int Run() {
   // A function the driver lacks: the shim's forwarder answers NOT_FOUND.
   if (auto absent = reinterpret_cast<CUresult (*)()>(dlsym(g_lib, "cuMemAllocPitch_v2")))
     printf("absent_rc=%d\n", absent());
+  // As the runtime asks: the version the current ABI appeared in (3020), and an older one.
+  using HtoD = CUresult (*)(CUdeviceptr, const void*, size_t);
+  printf("htod_3020_differs=%d\n", Get<HtoD>("cuMemcpyHtoD", 3020) != Get<HtoD>("cuMemcpyHtoD", 2000));
   auto init = Get<CUresult (*)(unsigned)>("cuInit");
   auto count = Get<CUresult (*)(int*)>("cuDeviceGetCount");
   auto attr = Get<CUresult (*)(int*, int, int)>("cuDeviceGetAttribute");

@@ -89,6 +89,22 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(v["htod_mismatches"], "1")
         self.assertEqual(v["dtoh_mismatches"], "0")
 
+    def test_requests_are_wrapped_by_the_abi_of_the_requested_version(self):
+        d = tempfile.mkdtemp()
+        try:
+            log = os.path.join(d, "log")
+            _, clean = run()
+            _, v = run(fault="htod_corrupts_last_byte", log=log)
+            self.assertEqual(clean["htod_3020_differs"], "0")
+            self.assertEqual(v["htod_3020_differs"], "1")
+            with open(log) as f:
+                how = {(l.split("\t")[2], l.split("\t")[3]): l.split("\t")[7]
+                       for l in f if "\tgpa\t" in l}
+            self.assertEqual(how[("cuMemcpyHtoD", "3020")], "wrapped")
+            self.assertEqual(how[("cuMemcpyHtoD", "2000")], "real")  # the 32-bit ABI
+        finally:
+            shutil.rmtree(d)
+
     def test_versioned_names_are_wrapped_too(self):
         _, clean = run()
         _, v = run(fault="htod_corrupts_last_byte")
@@ -123,7 +139,7 @@ class ShimTest(unittest.TestCase):
             run(fault="htod_corrupts_last_byte", log=log)
             with open(log) as f:
                 lines = [l.split("\t") for l in f.read().splitlines()]
-            gpa = [l for l in lines if l[1] == "gpa" and l[2] == "cuMemcpyHtoD"]
+            gpa = [l for l in lines if l[1] == "gpa" and l[2] == "cuMemcpyHtoD" and l[3] == "13000"]
             self.assertEqual([l[7] for l in gpa], ["real", "wrapped"])
             self.assertEqual(gpa[0][3:7], ["13000", "0", "0", "0"])  # version flags result status
             fired = [l[2:] for l in lines if l[1] == "fired"]
