@@ -5,6 +5,7 @@
 //   PAGELOCK_REAL_LIBCUDA  absolute path of the real driver (default: the usual install paths)
 //   PAGELOCK_FAULT         a fault of the catalogue (faults.cc); unset or "none": no fault
 //   PAGELOCK_FAULT_LOG     append one line per cuGetProcAddress request, fired fault and error
+//   PAGELOCK_FAULT_LOG_REQUESTS=0  leave the request lines out (the mutation tool's runs)
 //
 // Exports: cuGetProcAddress and cuGetProcAddress_v2 (here), every other driver entry point as a
 // jump to the real one (exports.S, symbols.inc), and pagelock_fault_shim_info() so a test can
@@ -65,6 +66,7 @@ GetProcV2 g_gpa_v2 = nullptr;
 GetProcV1 g_gpa_v1 = nullptr;
 const Fault* g_fault = nullptr;
 int g_log_fd = -1;
+bool g_log_requests = true;  // PAGELOCK_FAULT_LOG_REQUESTS=0: only init, fired and error lines
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 bool SameFile(const char* a, const char* b) {
@@ -159,6 +161,8 @@ __attribute__((constructor)) void Init() {
     g_log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (g_log_fd < 0) fprintf(stderr, "%scannot open PAGELOCK_FAULT_LOG=%s\n", kErrorPrefix, log_path);
   }
+  const char* requests = getenv("PAGELOCK_FAULT_LOG_REQUESTS");
+  g_log_requests = !(requests && strcmp(requests, "0") == 0);
   LoadReal();
   const char* fault = getenv("PAGELOCK_FAULT");
   if (fault && *fault && strcmp(fault, "none") != 0) {
@@ -250,7 +254,7 @@ CUresult CUDAAPI ShimGetProcAddressV2(const char* symbol, void** pfn, int versio
   CUresult r = g_gpa_v2(symbol, pfn, version, flags, status);
   const char* how = "-";
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) how = Interpose(symbol, pfn, version);
-  Log("gpa\t%s\t%d\t%llu\t%d\t%d\t%s\tv2", symbol ? symbol : "(null)", version,
+  if (g_log_requests) Log("gpa\t%s\t%d\t%llu\t%d\t%d\t%s\tv2", symbol ? symbol : "(null)", version,
       static_cast<unsigned long long>(flags), static_cast<int>(r), status ? static_cast<int>(*status) : -1,
       how);
   return r;
@@ -268,7 +272,7 @@ CUresult CUDAAPI ShimGetProcAddressV1(const char* symbol, void** pfn, int versio
   }
   const char* how = "-";
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) how = Interpose(symbol, pfn, version);
-  Log("gpa\t%s\t%d\t%llu\t%d\t-1\t%s\tv1", symbol ? symbol : "(null)", version,
+  if (g_log_requests) Log("gpa\t%s\t%d\t%llu\t%d\t-1\t%s\tv1", symbol ? symbol : "(null)", version,
       static_cast<unsigned long long>(flags), static_cast<int>(r), how);
   return r;
 }

@@ -27,7 +27,7 @@ Verdicts:
 score = (KILLED + HANDLED) / (KILLED + HANDLED + SURVIVED).
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
-(testlogs, the shim's log). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from
+(runner.out, the shim's log; testlogs too with --keep-testlogs). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from
 tools/faults next to this file. The catalogue: --catalogue, else BUNDLE/faults/catalogue.tsv,
 else tools/faults/catalogue.tsv. Survivor explanations: tools/faults/survivors.tsv (or the
 bundle's copy).
@@ -42,6 +42,7 @@ import concurrent.futures
 import html
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,6 +137,7 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = shim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["PAGELOCK_FAULT_LOG"] = os.path.join(out_dir, "fault.log")
+    env["PAGELOCK_FAULT_LOG_REQUESTS"] = "0"  # init, fired and error lines are enough here
     if fault:
         env["PAGELOCK_FAULT"] = fault
     else:
@@ -353,6 +355,8 @@ def main(argv=None):
                         f"{GRACE_S} s later and their faults are NOT_RUN unless caught (default 330)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
     p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
+    p.add_argument("--keep-testlogs", action="store_true",
+                   help="keep every run's testlogs (default: only runner.out and fault.log stay)")
     args = p.parse_args(argv)
     t0 = time.monotonic()
     try:
@@ -462,6 +466,10 @@ def main(argv=None):
                       "budget_s": args.budget, "bandwidth_runs": bandwidth,
                       "seconds": round(time.monotonic() - t0, 1)},
            "faults": results}
+    if not args.keep_testlogs:
+        # What caught each fault is in mutation.json; 70+ testlogs trees would be large.
+        for name in os.listdir(runs_dir):
+            shutil.rmtree(os.path.join(runs_dir, name, "testlogs"), ignore_errors=True)
     with open(os.path.join(out, "mutation.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
     with open(os.path.join(out, "mutation.html"), "w") as fh:

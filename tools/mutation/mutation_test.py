@@ -204,6 +204,10 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("never reached", by["register_overlap_accepted"]["note"])
         self.assertEqual(doc["score"]["percent"], 60.0)
         self.assertEqual(doc["control"]["summary"], "PASS=3")
+        control = os.path.join(out, "runs", "control")
+        self.assertEqual(sorted(os.listdir(control)), ["fault.log", "runner.out"])
+        with open(os.path.join(control, "fault.log")) as f:
+            self.assertEqual({l.split("\t")[1] for l in f}, {"init"})  # no request lines
         with open(os.path.join(out, "mutation.html")) as f:
             text = f.read()
         self.assertIn("caught 3 of 5 injected driver faults (60.0%)", text)
