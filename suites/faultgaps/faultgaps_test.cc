@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
+#include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/outcome.h"
 #include "fixtures/profile.h"
@@ -260,6 +262,49 @@ TEST_F(FaultGapsTest, FreedPinnedMemoryIsNoLongerPinned) {
     EXPECT_CUDA_ERROR(expected, cudaPointerGetAttributes(&a, p)) << "flags " << flags;
     if (expected == cudaSuccess) EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "flags " << flags;
   }
+}
+
+// The runtime checks some arguments itself before it calls the driver, so a driver that skips
+// those checks is invisible to runtime-API cases. These ask the driver directly.
+class DriverArgumentsTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireDriverApi());
+    ASSERT_CUDA_OK(cudaFree(nullptr));  // the runtime's primary context is current for cu* calls
+  }
+  const DriverApi& d = Driver();
+};
+
+// Fault: hostalloc_accepts_unknown_flags.
+TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {
+  PAGELOCK_RULE("R09");
+  for (unsigned flags : {0x8u, 0x80000000u}) {
+    void* p = nullptr;
+    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostAlloc(&p, kSize, flags))
+        << "flags 0x" << std::hex << flags;
+    if (p) EXPECT_CU_OK(d.cuMemFreeHost(p));
+  }
+}
+
+// Fault: register_accepts_unknown_flags.
+TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
+  PAGELOCK_RULE("R26");
+  std::vector<char> buf(kSize);
+  for (unsigned flags : {0x10u, 0x80000000u}) {
+    const CUresult r = d.cuMemHostRegister(buf.data(), buf.size(), flags);
+    EXPECT_EQ(r, CUDA_ERROR_INVALID_VALUE) << "flags 0x" << std::hex << flags;
+    if (r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
+  }
+}
+
+// Fault: register_accepts_empty.
+TEST_F(DriverArgumentsTest, HostRegisterRejectsNullAndZeroSize) {
+  PAGELOCK_RULE("R39");
+  std::vector<char> buf(kSize);
+  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(nullptr, kSize, 0));
+  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(buf.data(), 0, 0));
 }
 
 }  // namespace
