@@ -467,8 +467,8 @@ void InstallGetFlagsDropsWriteCombined() {
   });
 }
 
-// R58: cuMemHostGetFlags answers for registered or unpinned memory (flags 0) instead of
-// INVALID_VALUE.
+// R56: cuMemHostGetFlags answers for unpinned memory (flags 0) instead of INVALID_VALUE. (For
+// registered memory, R58, the r580 driver already answers: the control fails that case.)
 void InstallGetFlagsOfUnallocatedSucceeds() {
   HookMemHostGetFlags([](Real_MemHostGetFlags real, unsigned* f, void* p) -> CUresult {
     CUresult r = real(f, p);
@@ -965,8 +965,8 @@ const Fault kFaults[] = {
              "cuMemHostGetFlags loses the Portable bit.", InstallGetFlagsDropsPortable),
     PL_FAULT("getflags_drops_write_combined", "R56", "hostalloc", "flag",
              "cuMemHostGetFlags loses the WriteCombined bit.", InstallGetFlagsDropsWriteCombined),
-    PL_FAULT("getflags_of_unallocated_succeeds", "R58", "hostregister", "error",
-             "cuMemHostGetFlags answers flags 0 for registered or unpinned memory.",
+    PL_FAULT("getflags_of_unallocated_succeeds", "R56", "hostalloc", "error",
+             "cuMemHostGetFlags answers flags 0 for unpinned (and registered) memory.",
              InstallGetFlagsOfUnallocatedSucceeds),
     // Registration.
     PL_FAULT("register_overlap_accepted", "R30", "hostregister", "error",
