@@ -65,6 +65,7 @@ char g_real_path[PATH_MAX] = "";
 GetProcV2 g_gpa_v2 = nullptr;
 GetProcV1 g_gpa_v1 = nullptr;
 const Fault* g_fault = nullptr;
+bool g_census = false;  // PAGELOCK_FAULT=census: wrap every entry, change nothing, log calls
 int g_log_fd = -1;
 bool g_log_requests = true;  // PAGELOCK_FAULT_LOG_REQUESTS=0: only init, fired and error lines
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -140,7 +141,7 @@ void NoteFired(EntryBase* e) {
   for (; i < sizeof(seen) / sizeof(seen[0]) && seen[i]; ++i) fresh = fresh && seen[i] != e;
   if (fresh && i < sizeof(seen) / sizeof(seen[0])) seen[i] = e;
   pthread_mutex_unlock(&g_mu);
-  if (fresh) Log("fired\t%s\t%s", g_fault ? g_fault->name : "?", e->name);
+  if (fresh) Log("fired\t%s\t%s", g_fault ? g_fault->name : g_census ? "census" : "?", e->name);
 }
 
 void* RealFunction(const char* name) {
@@ -165,7 +166,8 @@ __attribute__((constructor)) void Init() {
   g_log_requests = !(requests && strcmp(requests, "0") == 0);
   LoadReal();
   const char* fault = getenv("PAGELOCK_FAULT");
-  if (fault && *fault && strcmp(fault, "none") != 0) {
+  g_census = fault && strcmp(fault, "census") == 0;
+  if (fault && *fault && strcmp(fault, "none") != 0 && !g_census) {
     g_fault = FindFault(fault);
     if (!g_fault) {
       // An unknown fault must not silently become a control run.
@@ -186,7 +188,7 @@ __attribute__((constructor)) void Init() {
   g_gpa_v2 = reinterpret_cast<GetProcV2>(dlsym(g_real, "cuGetProcAddress_v2"));
   g_gpa_v1 = reinterpret_cast<GetProcV1>(dlsym(g_real, "cuGetProcAddress"));
   if (g_fault) g_fault->install();
-  Log("init\treal=%s\tfault=%s", g_real_path, g_fault ? g_fault->name : "none");
+  Log("init\treal=%s\tfault=%s", g_real_path, g_fault ? g_fault->name : g_census ? "census" : "none");
 }
 
 // The entry for a request: the base name with per-thread suffixes stripped
@@ -235,7 +237,7 @@ const char* Interpose(const char* symbol, void** pfn, int version) {
     return "self";
   }
   EntryBase* e = FindEntry(symbol, version);
-  if (!e || !e->hook) return "real";
+  if (!e || (!e->hook && !g_census)) return "real";
   pthread_mutex_lock(&g_mu);
   int slot = -1;
   for (int i = 0; i < kSlots && slot < 0; ++i) {
@@ -297,6 +299,24 @@ CUresult CUDAAPI pl_export_gpa_v1(const char* symbol, void** pfn, int version, c
 __attribute__((visibility("default"))) const pagelock_faults::Fault* pagelock_fault_catalogue(
     size_t* count) {
   return pagelock_faults::Catalogue(count);
+}
+// The entries a fault hooks, space-separated ("" for an unknown fault). Installs the fault's hooks
+// on a clean table and removes them again: only for tools, never in a process under test.
+__attribute__((visibility("default"))) const char* pagelock_fault_entries(const char* name) {
+  using namespace pagelock_faults;
+  static char out[1024];
+  out[0] = '\0';
+  const Fault* f = FindFault(name);
+  if (!f || g_fault) return out;
+  f->install();
+  size_t len = 0;
+  for (EntryBase* e : kEntries) {
+    if (!e->hook) continue;
+    bool dup = strstr(out, e->name) != nullptr;  // two ABIs of one name
+    if (!dup) len += snprintf(out + len, sizeof(out) - len, "%s%s", len ? " " : "", e->name);
+    e->hook = nullptr;
+  }
+  return out;
 }
 // "pagelock-fault-shim <fault or none> <real driver path or none>": lets a test see the layer.
 __attribute__((visibility("default"))) const char* pagelock_fault_shim_info() {

@@ -42,8 +42,8 @@ struct Wrap<CUresult(A...), E> {
   static CUresult CUDAAPI Fn(A... a) {
     Real real = reinterpret_cast<Real>(E->real[S]);
     Hook hook = reinterpret_cast<Hook>(E->hook);
+    NoteFired(E);  // the census (PAGELOCK_FAULT=census) wraps every entry without a hook
     if (!hook) return real(a...);
-    NoteFired(E);
     return hook(real, a...);
   }
   static void* Get(int s) {

@@ -111,12 +111,14 @@ int Catalogue() {
     fprintf(stderr, "shim_client: the library has no pagelock_fault_catalogue (not the shim?)\n");
     return 1;
   }
+  using Entries = const char* (*)(const char*);
+  auto entries = reinterpret_cast<Entries>(dlsym(g_lib, "pagelock_fault_entries"));
   size_t n = 0;
   const pagelock_faults::Fault* f = cat(&n);
-  printf("name\trule\tfamily\tkind\tdescription\n");
+  printf("name\trule\tfamily\tkind\tentries\tdescription\n");
   for (size_t i = 0; i < n; ++i)
-    printf("%s\t%s\t%s\t%s\t%s\n", f[i].name, f[i].rule, f[i].family, f[i].kind,
-           f[i].description);
+    printf("%s\t%s\t%s\t%s\t%s\t%s\n", f[i].name, f[i].rule, f[i].family, f[i].kind,
+           entries ? entries(f[i].name) : "", f[i].description);
   return 0;
 }
 

@@ -149,6 +149,24 @@ class ShimTest(unittest.TestCase):
         finally:
             shutil.rmtree(d)
 
+    def test_census_wraps_every_entry_changes_nothing_and_logs_the_calls(self):
+        d = tempfile.mkdtemp()
+        try:
+            log = os.path.join(d, "log")
+            _, clean = run()
+            _, v = run(fault="census", log=log)
+            for key in ("info", "htod_3020_differs"):  # the census hands out wrappers
+                clean.pop(key)
+                v.pop(key)
+            self.assertEqual(v, clean)
+            with open(log) as f:
+                fired = {l.split("\t")[3].strip() for l in f if "\tfired\tcensus\t" in l}
+            self.assertIn("cuMemcpyHtoD", fired)
+            self.assertIn("cuCtxSynchronize", fired)
+            self.assertNotIn("cuMemsetD8", fired)  # never called by the client
+        finally:
+            shutil.rmtree(d)
+
     def test_unknown_fault_stops_the_process_with_86(self):
         p, _ = run(fault="no_such_fault")
         self.assertEqual(p.returncode, 86)
@@ -182,7 +200,8 @@ class CatalogueTest(unittest.TestCase):
         self.assertGreaterEqual(len(rows), 40)
         names = [r[0] for r in rows]
         self.assertEqual(len(names), len(set(names)))
-        for name, rule, family, kind, text in rows:
+        for name, rule, family, kind, entries, text in rows:
+            self.assertTrue(entries.startswith("cu"), f"{name}: hooks no entry")
             self.assertIn(rule, rules, f"{name}: rule {rule} is not in suites/rules.tsv")
             self.assertIn(kind, {"error", "data", "sync", "flag", "capability", "resource", "perf"})
             self.assertTrue(text.endswith("."), name)
