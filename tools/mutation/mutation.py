@@ -2,18 +2,19 @@
 """pagelock mutation score: runs a bundle under the fault shim (tools/faults) once per injected
 driver fault and says which faults the suite catches.
 
-  mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--run-timeout S]
+  mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--target-timeout S]
 
-Runs, all under the shim (libcuda.so.1 first in LD_LIBRARY_PATH):
-  control      no fault, alone first;
-  control_par  no fault again, inside the parallel pool (cases whose status differs between the
-               two controls, or that fail in either, are unstable and never count as a catch);
-  one run per fault, --jobs at a time, each bounded by --run-timeout seconds (a run that hangs
-  is killed and counts as caught: the suite would report TIMEOUT).
-Targets: the runner's tags --tags (default: no stress, selftest, exclusive or bandwidth targets);
-faults of the bandwidth family also run the bandwidth targets, alone, after the pool, beside a
-bandwidth control (their timing must not share the GPU).
-
+Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
+a time, longest first:
+  control, control_b  each binary twice, in census mode (every entry wrapped, nothing changed,
+               the entries each binary calls logged). Cases that fail in either control or differ
+               between them are unstable and never count as a catch; binaries whose control
+               hangs, crashes or gives nothing are left out (listed in mutation.json).
+  per fault    each binary whose census shows a call to an entry the fault changes (a binary
+               that never calls them cannot behave differently). Its time limit is 3x its control
+               time + 10 s (at most --target-timeout): a case that runs past it counts as caught.
+Targets: the runner's tags --tags (default: no stress, selftest, exclusive, manual or bandwidth
+targets); bandwidth targets run alone, after the pool, for the faults that reach them.
 Verdicts:
   KILLED    some case that did not fail in the control fails, crashes, times out or goes missing
   HANDLED   a capability fault (an attribute reported wrongly) turned cases NotSupported, with a
@@ -52,7 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 FAILING = {"FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"}
 GOOD = {"PASS", "WARN"}
-DEFAULT_TAGS = "-stress,-selftest,-exclusive,-family_bandwidth"
+DEFAULT_TAGS = "-stress,-selftest,-exclusive,-family_bandwidth,-manual"
 BANDWIDTH_TAGS = "family_bandwidth,-stress,-selftest"
 GRACE_S = 20  # how long after --budget running runs may go on before they are stopped
 
@@ -129,7 +130,7 @@ def load_survivor_notes(bundle):
 # ---------------------------------------------------------------------------------------------
 # Running
 
-def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None):
+def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, runner=None):
     """One runner invocation under the shim. Returns a dict with rc, seconds, timed_out and
     cut_by_budget (stopped at hard_stop, a time.monotonic() value, rather than by its own
     limit: that says nothing about the fault)."""
@@ -142,8 +143,9 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None):
         env["PAGELOCK_FAULT"] = fault
     else:
         env.pop("PAGELOCK_FAULT", None)
-    cmd = [sys.executable, os.path.join(bundle, "tools", "runner", "runner.py"), "--bundle", bundle,
-           "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}"]
+    cmd = [sys.executable, runner or os.path.join(bundle, "tools", "runner", "runner.py"),
+           "--bundle", bundle, "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}",
+           "--max-restarts", "2"]
     start = time.monotonic()
     cut = hard_stop is not None and start + timeout_s > hard_stop
     if cut:
@@ -339,20 +341,53 @@ def summary_line(statuses):
 
 # ---------------------------------------------------------------------------------------------
 
+def select_targets(manifest, tags_expr):
+    """The runner's tag filter ('gpu,-stress': with gpu, without stress)."""
+    want = [t for t in tags_expr.split(",") if t and not t.startswith("-")]
+    drop = [t[1:] for t in tags_expr.split(",") if t.startswith("-")]
+    out = []
+    for t in manifest["targets"]:
+        tags = set(t.get("tags", []))
+        if want and not any(w in tags for w in want):
+            continue
+        if any(d in tags for d in drop):
+            continue
+        out.append(t)
+    return out
+
+
+def make_view(bundle, target, timeout_s, view_dir):
+    """A one-target bundle (symlinks to the real one) whose time limit is timeout_s."""
+    os.makedirs(view_dir, exist_ok=True)
+    for name in os.listdir(bundle):
+        if name != "manifest.json" and not os.path.exists(os.path.join(view_dir, name)):
+            os.symlink(os.path.join(bundle, name), os.path.join(view_dir, name))
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        manifest = json.load(f)
+    manifest["targets"] = [dict(target, timeout_s=timeout_s)]
+    with open(os.path.join(view_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+
+
+def safe(label):
+    return label.strip("/").replace("/", "_").replace(":", "__")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bundle", help="bundle folder (tools/bundle.py)")
     p.add_argument("--out", required=True, help="folder for mutation.json, mutation.html, runs/")
     p.add_argument("--faults", default="all", help="comma-separated fault names (default all)")
-    p.add_argument("--jobs", type=int, default=10, help="fault runs at once (default 10)")
+    p.add_argument("--jobs", type=int, default=10, help="runs at once (default 10)")
     p.add_argument("--tags", default=DEFAULT_TAGS, help=f"runner tags (default {DEFAULT_TAGS})")
     p.add_argument("--no-bandwidth", action="store_true",
-                   help="do not run bandwidth targets for bandwidth-family faults")
-    p.add_argument("--run-timeout", type=float, default=120,
-                   help="seconds one run may take before it is stopped (default 120)")
-    p.add_argument("--budget", type=float, default=330,
+                   help="do not run bandwidth targets (alone, after the pool) at all")
+    p.add_argument("--target-timeout", type=float, default=60,
+                   help="seconds one test binary may take in the control (default 60); under a "
+                        "fault the limit is 3x its control time + 10 s, at most this")
+    p.add_argument("--budget", type=float, default=300,
                    help="seconds after which no run starts; running ones are stopped "
-                        f"{GRACE_S} s later and their faults are NOT_RUN unless caught (default 330)")
+                        f"{GRACE_S} s later and their faults are NOT_RUN unless caught (default 300)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
     p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
     p.add_argument("--keep-testlogs", action="store_true",
@@ -365,8 +400,10 @@ def main(argv=None):
             raise UsageError(f"{args.bundle}: not a bundle (no manifest.json)")
         if not os.path.isfile(os.path.join(bundle, "tools", "runner", "runner.py")):
             raise UsageError(f"{args.bundle}: no tools/runner/runner.py")
-        if args.jobs < 1 or args.run_timeout <= 0 or args.budget <= 0:
-            raise UsageError("--jobs, --run-timeout and --budget must be positive")
+        if args.jobs < 1 or args.target_timeout <= 0 or args.budget <= 0:
+            raise UsageError("--jobs, --target-timeout and --budget must be positive")
+        with open(os.path.join(bundle, "manifest.json")) as f:
+            manifest = json.load(f)
         out = os.path.abspath(args.out)
         os.makedirs(out, exist_ok=True)
         catalogue, catalogue_path = load_catalogue(bundle, args.catalogue)
@@ -378,98 +415,143 @@ def main(argv=None):
                 raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path})")
             catalogue = [known[f] for f in wanted]
         shim = find_shim(bundle, args.shim, out)
-    except (UsageError, OSError) as e:
+    except (UsageError, OSError, ValueError, KeyError) as e:
         print(f"mutation: {e}", file=sys.stderr)
         return 2
     sys.path.insert(0, bundle)
     notes = load_survivor_notes(bundle)
     runs_dir = os.path.join(out, "runs")
-    bandwidth = not args.no_bandwidth
-
-    def one(name, fault, tags):
-        d = os.path.join(runs_dir, name)
-        meta = run_bundle(bundle, shim, d, fault, tags, args.run_timeout, hard_stop)
-        meta["name"] = name
-        return meta, read_statuses(d), read_fault_log(d)
-
-    print(f"mutation: {len(catalogue)} faults, shim {shim}, jobs {args.jobs}", flush=True)
+    pool_targets = select_targets(manifest, args.tags)
+    serial_targets = [] if args.no_bandwidth else [
+        t for t in select_targets(manifest, BANDWIDTH_TAGS) if t not in pool_targets]
+    if not pool_targets:
+        print(f"mutation: no target matches --tags={args.tags}", file=sys.stderr)
+        return 2
     deadline = t0 + args.budget  # no run starts after this (less its expected length)
     hard_stop = deadline + GRACE_S  # every run is stopped by then
-    control = one("control", None, args.tags)
-    if not control[2][0]:
-        print("mutation: the control run never loaded the shim (no init line in "
-              f"{runs_dir}/control/fault.log); is LD_LIBRARY_PATH honoured?", file=sys.stderr)
-        return 1
-    if control[2][2]:
-        print(f"mutation: the shim reported: {'; '.join(sorted(set(control[2][2])))}",
-              file=sys.stderr)
-        return 1
-    if not control[1]:
-        print(f"mutation: the control run produced no results; see {runs_dir}/control/runner.out",
-              file=sys.stderr)
-        return 1
-    print(f"mutation: control {summary_line(control[1])} in {control[0]['seconds']} s", flush=True)
-    expected_s = max(5.0, control[0]["seconds"])
-    fault_runs = {f["name"]: [] for f in catalogue}
-    not_run = set()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(one, "control_par", None, args.tags): None}
-        pending = list(catalogue)
-        # Submit as slots free up, so that the budget stops new runs, not running ones.
-        while pending or futures:
-            while pending and len(futures) < args.jobs:
-                f = pending.pop(0)
-                # A run that cannot finish before the deadline is not started.
-                if time.monotonic() + expected_s > deadline:
-                    not_run.add(f["name"])
-                    continue
-                futures[pool.submit(one, f["name"], f["name"], args.tags)] = f["name"]
-            done, _ = concurrent.futures.wait(list(futures), return_when=concurrent.futures.FIRST_COMPLETED)
-            for fut in done:
-                name = futures.pop(fut)
-                res = fut.result()
-                if name is None:
-                    control_par = res
-                else:
-                    fault_runs[name].append(res)
-                    print(f"mutation: {name} done in {res[0]['seconds']} s", flush=True)
-    for name in fault_runs:
-        fault_runs[name] = [r + (control[1],) for r in fault_runs[name]]
-    bw_faults = [f for f in catalogue if f["family"] == "bandwidth" and f["name"] not in not_run]
-    bw_control = None
-    if bandwidth and bw_faults:
-        bw_control = one("control_bandwidth", None, BANDWIDTH_TAGS)
-        for f in bw_faults:
-            if time.monotonic() + expected_s > deadline:
-                break  # the pool run of this fault still counts
-            fault_runs[f["name"]].append(
-                one(f["name"] + "_bandwidth", f["name"], BANDWIDTH_TAGS) + (bw_control[1],))
-    unstable = unstable_cases(control[1], control_par[1])
+
+    def job(run_name, fault, target, cap):
+        d = os.path.join(runs_dir, run_name, safe(target["label"]))
+        make_view(bundle, target, cap, os.path.join(d, "view"))
+        # The runner restarts a binary after a crash or a timeout at most twice here.
+        meta = run_bundle(os.path.join(d, "view"), shim, d, fault, "", cap * 3 + 15, hard_stop,
+                          runner=os.path.join(bundle, "tools", "runner", "runner.py"))
+        meta.update(name=run_name, target=target["label"], cap_s=cap)
+        return meta, read_statuses(d), read_fault_log(d)
+
+    def pool_run(jobs_list, workers):
+        """Runs (key, fn, args, expected seconds) jobs, longest first, within the budget."""
+        results, skipped = {}, []
+        jobs_list = sorted(jobs_list, key=lambda j: -j[3])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+            running = {}
+            while jobs_list or running:
+                while jobs_list and len(running) < workers:
+                    key, fn, fargs, expected = jobs_list.pop(0)
+                    if time.monotonic() + min(expected, 30) > deadline:
+                        skipped.append(key)
+                        continue
+                    running[ex.submit(fn, *fargs)] = key
+                if not running:
+                    break
+                done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
+                for fut in done:
+                    results[running.pop(fut)] = fut.result()
+        return results, skipped
+
+    print(f"mutation: {len(catalogue)} faults, {len(pool_targets)} targets (+{len(serial_targets)} "
+          f"run alone), shim {shim}, jobs {args.jobs}", flush=True)
+    # Controls: every target twice, under the shim in census mode (every entry wrapped, nothing
+    # changed, each entry a binary calls logged): the census says which binaries a fault can reach.
+    ctl_jobs = [((c, t["label"]), job, (c, "census", t, args.target_timeout), 30)
+                for c in ("control", "control_b") for t in pool_targets]
+    ctl, _ = pool_run(ctl_jobs, args.jobs)
+    for t in serial_targets:
+        ctl[("control", t["label"])] = job("control", "census", t, args.target_timeout)
+        ctl[("control_b", t["label"])] = job("control_b", "census", t, args.target_timeout)
+    control, census, dur, unusable = {}, {}, {}, {}
+    control_b = {}
+    for (c, label), (meta, statuses, (inits, fired, errors)) in ctl.items():
+        if errors:
+            print(f"mutation: the shim reported: {'; '.join(sorted(set(errors)))}", file=sys.stderr)
+            return 1
+        if not inits:
+            print(f"mutation: {label} never loaded the shim (no init line in its fault.log); "
+                  "is LD_LIBRARY_PATH honoured?", file=sys.stderr)
+            return 1
+        (control if c == "control" else control_b).setdefault(label, {}).update(statuses)
+        census.setdefault(label, set()).update(fired)
+        if c == "control":
+            dur[label] = meta["seconds"]
+        bad = sorted({st for st, _, _ in statuses.values()} & {"TIMEOUT", "CRASH", "MISSING", "INFRA_ERROR"})
+        if meta["timed_out"] or meta.get("cut_by_budget") or not statuses or bad:
+            unusable[label] = ("the control " + ("hung" if meta["timed_out"] else
+                               "had " + ",".join(bad) if bad else "produced no results"))
+    all_control = {k: v for st in control.values() for k, v in st.items()}
+    all_control_b = {k: v for st in control_b.values() for k, v in st.items()}
+    unstable = unstable_cases(all_control, all_control_b)
+    print(f"mutation: control {summary_line(all_control)} in {round(time.monotonic() - t0)} s; "
+          f"{len(unusable)} target(s) left out: {sorted(unusable)}", flush=True)
+
+    def cap_for(label):
+        return min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
+
+    fault_jobs, serial_jobs = [], []
+    targets_of = {}
+    for f in catalogue:
+        entries = set(f.get("entries", "").split())
+        chosen = [t for t in pool_targets + serial_targets if t["label"] not in unusable and
+                  (not entries or census.get(t["label"], set()) & entries)]
+        targets_of[f["name"]] = [t["label"] for t in chosen]
+        for t in chosen:
+            item = ((f["name"], t["label"]), job, (f["name"], f["name"], t, cap_for(t["label"])),
+                    dur.get(t["label"], 10))
+            (serial_jobs if t in serial_targets else fault_jobs).append(item)
+    done, skipped = pool_run(fault_jobs, args.jobs)
+    more, skipped_serial = pool_run(serial_jobs, 1)
+    done.update(more)
+    skipped += skipped_serial
     results = []
     for f in catalogue:
-        if f["name"] in not_run and not fault_runs[f["name"]]:
-            results.append({**{k: f[k] for k in ("name", "rule", "family", "kind", "description")},
-                            "verdict": "NOT_RUN", "note": "the time budget ran out",
-                            "caught_by": [], "handled_cases": [], "reached": []})
-            continue
-        r = classify(f, fault_runs[f["name"]], unstable)
+        runs = [done[(f["name"], label)] + (control.get(label, {}),)
+                for label in targets_of[f["name"]] if (f["name"], label) in done]
+        missing = [label for label in targets_of[f["name"]] if (f["name"], label) in skipped]
+        base = {k: f[k] for k in ("name", "rule", "family", "kind", "description")}
+        if not targets_of[f["name"]]:
+            r = dict(base, verdict="SURVIVED", caught_by=[], handled_cases=[], reached=[],
+                     note="never reached: no test binary called an entry point it changes ("
+                          + (f.get("entries") or "none") + ")")
+        elif not runs:
+            r = dict(base, verdict="NOT_RUN", caught_by=[], handled_cases=[], reached=[],
+                     note="the time budget ran out")
+        else:
+            r = classify(f, runs, unstable)
+            if missing and r["verdict"] == "SURVIVED":
+                r["verdict"] = "NOT_RUN"
+                r["note"] = f"the time budget ran out before {len(missing)} of its target(s)"
+        r["targets"] = targets_of[f["name"]]
         if r["verdict"] == "SURVIVED" and f["name"] in notes:
             r["explanation"] = notes[f["name"]]
         results.append(r)
+    if not args.keep_testlogs:
+        # What caught each fault is in mutation.json; hundreds of testlogs trees would be large.
+        for dirpath, dirnames, _ in os.walk(runs_dir):
+            for dname in list(dirnames):
+                if dname in ("testlogs", "view"):
+                    shutil.rmtree(os.path.join(dirpath, dname), ignore_errors=True)
+                    dirnames.remove(dname)
     doc = {"score": score(results),
-           "control": {"summary": summary_line(control[1]),
-                       "parallel_summary": summary_line(control_par[1]),
-                       "bandwidth_summary": summary_line(bw_control[1]) if bw_control else None,
-                       "unstable": sorted(unstable)},
+           "control": {"summary": summary_line(all_control),
+                       "second_summary": summary_line(all_control_b),
+                       "unstable": sorted(unstable),
+                       "left_out_targets": unusable,
+                       "census": {k: sorted(v) for k, v in census.items()},
+                       "seconds": dur},
            "config": {"bundle": bundle, "shim": shim, "catalogue": catalogue_path,
-                      "tags": args.tags, "jobs": args.jobs, "run_timeout_s": args.run_timeout,
-                      "budget_s": args.budget, "bandwidth_runs": bandwidth,
+                      "tags": args.tags, "jobs": args.jobs, "target_timeout_s": args.target_timeout,
+                      "budget_s": args.budget, "serial_targets": [t["label"] for t in serial_targets],
                       "seconds": round(time.monotonic() - t0, 1)},
            "faults": results}
-    if not args.keep_testlogs:
-        # What caught each fault is in mutation.json; 70+ testlogs trees would be large.
-        for name in os.listdir(runs_dir):
-            shutil.rmtree(os.path.join(runs_dir, name, "testlogs"), ignore_errors=True)
     with open(os.path.join(out, "mutation.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
     with open(os.path.join(out, "mutation.html"), "w") as fh:
@@ -480,7 +562,7 @@ def main(argv=None):
           f"SURVIVED={s['SURVIVED']} ERROR={s['ERROR']} NOT_RUN={s['NOT_RUN']} "
           f"in {doc['config']['seconds']} s")
     for r in results:
-        if r["verdict"] in ("SURVIVED", "ERROR"):
+        if r["verdict"] in ("SURVIVED", "ERROR", "NOT_RUN"):
             print(f"  {r['verdict']} {r['name']} ({r['rule']}): "
                   f"{r.get('explanation') or r.get('note') or ''}")
     print(f"mutation: wrote {out}/mutation.json and mutation.html")

@@ -186,7 +186,7 @@ class EndToEndTest(unittest.TestCase):
         faults = ["htod_corrupts_last_byte", "hostalloc_out_of_memory", "cap_cannot_map_host",
                   "ctx_sync_returns_early", "register_overlap_accepted"]
         rc, stdout, err = quiet(mutation.main, [self.bundle, "--out", out, "--faults", ",".join(faults),
-                                                "--jobs", "3", "--run-timeout", "60"])
+                                                "--jobs", "3", "--target-timeout", "30"])
         self.assertEqual(rc, 0, stdout + err)
         with open(os.path.join(out, "mutation.json")) as f:
             doc = json.load(f)
@@ -204,10 +204,13 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("never reached", by["register_overlap_accepted"]["note"])
         self.assertEqual(doc["score"]["percent"], 60.0)
         self.assertEqual(doc["control"]["summary"], "PASS=3")
-        control = os.path.join(out, "runs", "control")
+        control = os.path.join(out, "runs", "control", "fake__fake_suite")
         self.assertEqual(sorted(os.listdir(control)), ["fault.log", "runner.out"])
         with open(os.path.join(control, "fault.log")) as f:
-            self.assertEqual({l.split("\t")[1] for l in f}, {"init"})  # no request lines
+            self.assertEqual({l.split("\t")[1] for l in f}, {"init", "fired"})  # no requests
+        self.assertEqual(doc["control"]["census"]["//fake:fake_suite"],
+                         ["cuCtxSynchronize", "cuDeviceGetAttribute", "cuMemHostAlloc", "cuMemcpyHtoD"])
+        self.assertEqual(by["register_overlap_accepted"]["targets"], [])
         with open(os.path.join(out, "mutation.html")) as f:
             text = f.read()
         self.assertIn("caught 3 of 5 injected driver faults (60.0%)", text)
