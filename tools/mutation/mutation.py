@@ -43,6 +43,7 @@ import concurrent.futures
 import html
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -145,7 +146,7 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
         env.pop("PAGELOCK_FAULT", None)
     cmd = [sys.executable, runner or os.path.join(bundle, "tools", "runner", "runner.py"),
            "--bundle", bundle, "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}",
-           "--max-restarts", "2"]
+           "--max-restarts", "1"]
     start = time.monotonic()
     cut = hard_stop is not None and start + timeout_s > hard_stop
     if cut:
@@ -380,10 +381,11 @@ def main(argv=None):
     p.add_argument("--faults", default="all", help="comma-separated fault names (default all)")
     p.add_argument("--jobs", type=int, default=10, help="runs at once (default 10)")
     p.add_argument("--tags", default=DEFAULT_TAGS, help=f"runner tags (default {DEFAULT_TAGS})")
+    p.add_argument("--exclude", default="", help="regex: leave out targets whose label matches")
     p.add_argument("--no-bandwidth", action="store_true",
                    help="do not run bandwidth targets (alone, after the pool) at all")
-    p.add_argument("--target-timeout", type=float, default=60,
-                   help="seconds one test binary may take in the control (default 60); under a "
+    p.add_argument("--target-timeout", type=float, default=45,
+                   help="seconds one test binary may take in the control (default 45); under a "
                         "fault the limit is 3x its control time + 10 s, at most this")
     p.add_argument("--budget", type=float, default=300,
                    help="seconds after which no run starts; running ones are stopped "
@@ -421,9 +423,10 @@ def main(argv=None):
     sys.path.insert(0, bundle)
     notes = load_survivor_notes(bundle)
     runs_dir = os.path.join(out, "runs")
-    pool_targets = select_targets(manifest, args.tags)
+    keep = (lambda t: not re.search(args.exclude, t["label"])) if args.exclude else (lambda t: True)
+    pool_targets = [t for t in select_targets(manifest, args.tags) if keep(t)]
     serial_targets = [] if args.no_bandwidth else [
-        t for t in select_targets(manifest, BANDWIDTH_TAGS) if t not in pool_targets]
+        t for t in select_targets(manifest, BANDWIDTH_TAGS) if t not in pool_targets and keep(t)]
     if not pool_targets:
         print(f"mutation: no target matches --tags={args.tags}", file=sys.stderr)
         return 2
@@ -433,8 +436,8 @@ def main(argv=None):
     def job(run_name, fault, target, cap):
         d = os.path.join(runs_dir, run_name, safe(target["label"]))
         make_view(bundle, target, cap, os.path.join(d, "view"))
-        # The runner restarts a binary after a crash or a timeout at most twice here.
-        meta = run_bundle(os.path.join(d, "view"), shim, d, fault, "", cap * 3 + 15, hard_stop,
+        # The runner restarts a binary after a crash or a timeout at most once here.
+        meta = run_bundle(os.path.join(d, "view"), shim, d, fault, "", cap * 2 + 15, hard_stop,
                           runner=os.path.join(bundle, "tools", "runner", "runner.py"))
         meta.update(name=run_name, target=target["label"], cap_s=cap)
         return meta, read_statuses(d), read_fault_log(d)
