@@ -83,7 +83,7 @@ def main(argv=None):
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
     for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
-                "reports/__init__.py", "reports/results.py", "reports/htmlreport.py",
+                "reports/__init__.py", "reports/testlogs.py", "reports/results.py", "reports/htmlreport.py",
                 "reports/report.py"]:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
