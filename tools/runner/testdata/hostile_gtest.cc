@@ -2,15 +2,16 @@
 // test binary can end, as its environment asks.
 //
 //   FAKE_CASES   "Suite.name=action+action,..." (default "A.passes,A.fails=fail,B.passes")
-//   FAKE_COUNT   N more passing cases Many.case_000000 ... (large case lists)
+//   FAKE_COUNT   N more passing cases Many.case_000000 ... (large case lists), each name
+//                padded with FAKE_NAME_PAD x's
 //   FAKE_AT_EXIT abort | exit:N | noxml:N (exit N after the last case, before the XML) |
 //                truncate_xml | doctype_xml (replace the XML by an entity bomb)
 //   FAKE_CRASH_AFTER_SUITE  SIGSEGV in that suite's TearDownTestSuite (between cases)
 //
 // Actions: pass fail skip notsupported crash abort hang hang_ignore_term exit:N poison out:MiB
 //          badbytes grandchild grandchild_setsid seed
-// `poison` mimics a case that leaves a sticky CUDA error: the case fails, records
-// pagelock.health=sticky_error, its end event reaches the journal, then the binary exits 75.
+// `poison` is a case that leaves a sticky CUDA error: it fails and marks the context poisoned
+// (fixtures/outcome.h), so its end event reaches the journal and the binary exits 75.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "fixtures/journal.h"
+#include "fixtures/outcome.h"
+#include "fixtures/seed.h"
 
 namespace {
 
@@ -43,7 +46,6 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 std::string g_xml_path;
-bool g_poisoned = false;
 
 void Hang() {
   for (int i = 0; i < 600; ++i) sleep(1);  // bounded: the runner's limit is far shorter
@@ -56,9 +58,7 @@ void Do(const std::string& action) {
   } else if (action == "skip") {
     GTEST_SKIP() << "skipped on purpose";
   } else if (action == "notsupported") {
-    ::testing::Test::RecordProperty("pagelock.status", "NOT_SUPPORTED");
-    ::testing::Test::RecordProperty("pagelock.reason", "cudaDevAttrFake=0 (need 1)");
-    GTEST_SKIP() << "NotSupported: cudaDevAttrFake=0 (need 1)";
+    PAGELOCK_NOT_SUPPORTED("cudaDevAttrFake=0 (need 1)");
   } else if (action == "crash") {
     raise(SIGSEGV);
   } else if (action == "abort") {
@@ -73,9 +73,8 @@ void Do(const std::string& action) {
     std::fflush(nullptr);
     _exit(std::atoi(action.c_str() + 5));
   } else if (action == "poison") {
-    ::testing::Test::RecordProperty("pagelock.health", "sticky_error");
     ADD_FAILURE() << "cudaErrorIllegalAddress left the context unusable";
-    g_poisoned = true;
+    pagelock::MarkPoisoned();
   } else if (action.rfind("out:", 0) == 0) {
     std::string line(1023, 'x');
     line += '\n';
@@ -121,16 +120,6 @@ void Register(const std::string& suite, const std::string& name, const std::stri
   ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [actions]() -> FakeCase* { return new FakeCase(actions); });
 }
-
-// After the journal has written a poisoned case's end event, the binary exits 75 (kExitPoisoned).
-class PoisonExit : public ::testing::EmptyTestEventListener {
-  void OnTestEnd(const ::testing::TestInfo&) override {
-    if (g_poisoned) {
-      std::fflush(nullptr);
-      _exit(75);
-    }
-  }
-};
 
 class NoXmlEnvironment : public ::testing::Environment {
  public:
@@ -184,16 +173,16 @@ int main(int argc, char** argv) {
     Register(id.substr(0, dot), id.substr(dot + 1), actions);
   }
   long count = std::atol(Env("FAKE_COUNT", "0").c_str());
+  // Long names make a long case list without thousands of cases (gtest matches every case
+  // against every pattern of a filter).
+  std::string pad(std::atol(Env("FAKE_NAME_PAD", "0").c_str()), 'x');
   for (long i = 0; i < count; ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "case_%06ld", i);
-    Register("Many", name, "");
+    Register("Many", name + pad, "");
   }
-  std::printf("pagelock: seed %s\n", Env("PAGELOCK_SEED", "unset").c_str());
-  // Appended before the journal: GoogleTest calls end-of-case listeners in reverse order, so this
-  // one runs after the journal has written the end event.
-  ::testing::UnitTest::GetInstance()->listeners().Append(new PoisonExit);
-  pagelock::InstallJournal();
+  pagelock::InitSeed();
+  pagelock::InstallJournal();  // also the exit with kExitPoisoned after a poisoned case
   ::testing::AddGlobalTestEnvironment(new NoXmlEnvironment);
   std::atexit(AtExit);
   return RUN_ALL_TESTS();
