@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -239,6 +240,23 @@ class Bounds(Base):
         self.assertEqual(len(many), 1000)
         self.assertTrue(all(c.status == "PASS" for c in many))
         self.assertGreater(len(r.targets[0].launches), 2)
+
+    def test_listing_is_streamed_not_held_in_memory(self):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        r, cases = self.run_runner("A.passes,B.passes", fake={"FAKE_NOISE_MIB": 96})
+        grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        self.assertEqual(self.statuses(cases), {"A.passes": "PASS", "B.passes": "PASS"})
+        self.assertLess(grown_mib, 48, "96 MiB of output should not be held in memory")
+
+    def test_labels_select_exactly_those_targets_and_filters_apply_per_target(self):
+        self.write_manifest(labels=("//a:one", "//b:two", "//c:three"))
+        r, cases = self.run_runner("A.passes,B.passes", labels=["//a:one", "//c:three"],
+                                   filters={"//c:three": "B.*"})
+        self.assertEqual([t.label for t in r.targets], ["//a:one", "//c:three"])
+        by_target = {(c.target, f"{c.suite}.{c.name}") for c in
+                     testlogs.load_testlogs(self.out).cases}
+        self.assertEqual(by_target, {("//a:one", "A.passes"), ("//a:one", "B.passes"),
+                                     ("//c:three", "B.passes")})
 
     def test_a_filter_longer_than_one_argument_selects_exactly_its_cases(self):
         names = [f"Many.case_{i:06d}" + "x" * 200 for i in range(0, 1200, 2)] + \

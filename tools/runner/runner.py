@@ -97,8 +97,7 @@ class RunConfig:
     out: str
     tags: str = ""  # Bazel-style tag filter, "gpu,-stress"
     target_regex: str = ""
-    # label -> gtest filter ("A.*:B.c-D.*"); the key "*" applies to every target. When labels are
-    # named (and "*" is not), only those targets run.
+    # label -> gtest filter ("A.*:B.c-D.*"); the key "*" applies to targets not named
     filters: dict = field(default_factory=dict)
     seed: "int | None" = None  # PAGELOCK_SEED for every binary; None draws one for the run
     shuffle: bool = False
@@ -109,6 +108,7 @@ class RunConfig:
     log_tail_bytes: int = LOG_TAIL_BYTES
     kill_grace_s: float = KILL_GRACE_S
     quiet: bool = False  # no progress lines on stdout
+    labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
 
 
 @dataclass
@@ -188,7 +188,7 @@ def load_manifest(bundle):
     return manifest
 
 
-def select_targets(targets, tags_expr, target_regex, filters=None):
+def select_targets(targets, tags_expr, target_regex, labels=None):
     """Bazel-like tag filter: 'gpu,-stress' keeps targets with gpu and without stress."""
     want = [t for t in tags_expr.split(",") if t and not t.startswith("-")] if tags_expr else []
     drop = [t[1:] for t in tags_expr.split(",") if t.startswith("-")] if tags_expr else []
@@ -196,8 +196,7 @@ def select_targets(targets, tags_expr, target_regex, filters=None):
         rx = re.compile(target_regex) if target_regex else None
     except re.error as e:
         raise UsageError(f"bad --targets regex {target_regex!r}: {e}")
-    named = {k for k in (filters or {}) if k != "*"}
-    only = named if named and "*" not in (filters or {}) else None
+    only = set(labels) if labels is not None else None
     out = []
     for t in targets:
         tags = set(t.get("tags", []))
@@ -842,7 +841,7 @@ def _run(config, out, say, state):
     try:
         manifest = load_manifest(config.bundle)
         targets = select_targets(manifest["targets"], config.tags, config.target_regex,
-                                 config.filters)
+                                 config.labels)
         if not targets:
             return RunnerResult("NOTHING_SELECTED", [], out, config.seed,
                                 "no target matches the selection")

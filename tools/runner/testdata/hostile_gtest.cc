@@ -7,6 +7,7 @@
 //   FAKE_AT_EXIT abort | exit:N | noxml:N (exit N after the last case, before the XML) |
 //                truncate_xml | doctype_xml (replace the XML by an entity bomb)
 //   FAKE_CRASH_AFTER_SUITE  SIGSEGV in that suite's TearDownTestSuite (between cases)
+//   FAKE_NOISE_MIB  that much output without a newline before anything else (listings too)
 //
 // Actions: pass fail skip notsupported crash abort hang hang_ignore_term exit:N poison out:MiB
 //          badbytes grandchild grandchild_setsid seed
@@ -166,6 +167,13 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--gtest_output=xml:", 19) == 0) g_xml_path = argv[i] + 19;
   }
   ::testing::InitGoogleTest(&argc, argv);
+  long noise = std::atol(Env("FAKE_NOISE_MIB", "0").c_str());
+  if (noise > 0) {
+    std::string chunk(1 << 20, 'n');
+    for (long i = 0; i < noise; ++i) std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+  }
   for (const std::string& spec : Split(Env("FAKE_CASES", "A.passes,A.fails=fail,B.passes"), ',')) {
     std::string id = spec.substr(0, spec.find('='));
     std::string actions = spec.find('=') == std::string::npos ? "" : spec.substr(spec.find('=') + 1);
