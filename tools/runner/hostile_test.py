@@ -6,6 +6,7 @@ ignores SIGTERM, forks grandchildren; exits 75 after a poisoned case. Each test 
 recorded, that nothing already finished was lost, and that no process is left behind.
 """
 
+import argparse
 import contextlib
 import io
 import json
@@ -330,6 +331,40 @@ class Interrupts(Base):
         self.assertEqual(cases["A.fails"].status, "FAIL")
         self.assertEqual(cases["A.hangs"].status, "CRASH")
         self.assertIn("while running this case", cases["A.hangs"].message)
+
+
+class DoneCheck(Base):
+    """done_check.py (the GPU machine's "Done when" check) on a bundle of the hostile binary."""
+
+    def test_sigkill_mid_run_check_passes_on_a_bundle(self):
+        import shutil
+        from tools.runner import done_check
+        b = os.path.join(self.tmp, "fb")
+        for src, dst in [(os.path.dirname(runner.__file__), "tools/runner"),
+                         (os.path.dirname(testlogs.__file__), "reports")]:
+            os.makedirs(os.path.join(b, dst))
+            for n in os.listdir(src):
+                if n.endswith(".py"):
+                    shutil.copy(os.path.join(src, n), os.path.join(b, dst, n))
+        open(os.path.join(b, "tools", "__init__.py"), "w").close()
+        os.makedirs(os.path.join(b, "bin", "suites", "fake"))
+        shutil.copy(self.binary, os.path.join(b, "bin", "suites", "fake", "fake_test"))
+        with open(os.path.join(b, "manifest.json"), "w") as f:
+            json.dump({"targets": [{"label": "//suites/fake:fake_test", "timeout_s": 60,
+                                    "path": "bin/suites/fake/fake_test", "tags": ["gpu"]}]}, f)
+        old = dict(os.environ)
+        os.environ.update(self.env("A.a,A.b=fail,A.c=hang,A.d,B.e"))
+        done_check.FAILED.clear()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as buf:
+                done_check.sigkill_check(argparse.Namespace(
+                    bundle=b, out=os.path.join(self.tmp, "dc"),
+                    target="//suites/fake:fake_test", kill_at=3))
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        self.assertEqual(done_check.FAILED, [], buf.getvalue())
+        self.assertIn("PASS 1. the running case A.c is CRASH by SIGKILL", buf.getvalue())
 
 
 class Inputs(Base):
