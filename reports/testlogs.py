@@ -19,6 +19,7 @@ NOT_SUPPORTED_PREFIX = "NotSupported: "
 # The case journal's file name, under Bazel's test.outputs/ and under each attempt_N/ folder of
 # the bundle runner (which passes the full path in PAGELOCK_JOURNAL).
 JOURNAL_NAME = "pagelock_journal.jsonl"
+EXIT_POISONED = 75  # fixtures' kExitPoisoned
 PROP_STATUS = "pagelock.status"  # NOT_SUPPORTED WARN CRASH TIMEOUT (and MISSING, INFRA_ERROR)
 PROP_REASON = "pagelock.reason"
 _LEGACY_STATUS = "pagelock_status"
@@ -374,8 +375,12 @@ def _cases_without_gtest_xml(target, tdir, why):
     m = re.search(r"exited with error code (\d+)", why)
     if status == "CRASH" and m and 0 < int(m.group(1)) < 128:
         status = "FAIL"  # a plain failing exit of a test with no case journal (e.g. a py_test)
-    cases.append(RawCase(target, "(binary)", target.split(":")[-1], status, 0.0,
-                         f"{status}: {why}; no case could be blamed", "",
+    message = f"{status}: {why}; no case could be blamed"
+    if m and int(m.group(1)) == EXIT_POISONED and cases:
+        message = (f"FAIL: the binary stopped with exit {EXIT_POISONED} after a case left a "
+                   "sticky CUDA error (poisoned context); the cases after it did not run here "
+                   "(the bundle runner restarts the binary on them)")
+    cases.append(RawCase(target, "(binary)", target.split(":")[-1], status, 0.0, message, "",
                          {"log_tail": log_text}))
     return cases
 

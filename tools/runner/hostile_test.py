@@ -404,6 +404,21 @@ class Inputs(Base):
         self.assertIn("is missing", text)
         self.assertFalse(os.path.exists(out))
 
+    def test_a_binary_that_cannot_start_is_an_infra_error_and_the_others_run(self):
+        broken = os.path.join(self.bundle, "broken")
+        with open(broken, "w") as f:
+            f.write("#!/no/such/interpreter\n")
+        os.chmod(broken, 0o755)
+        manifest = {"targets": [
+            {"label": "//a:broken", "path": broken, "timeout_s": 5},
+            {"label": "//b:fine", "path": self.binary, "timeout_s": 20}]}
+        self.write_manifest(text=json.dumps(manifest))
+        r, cases = self.run_runner("A.passes")
+        self.assertEqual(cases["(binary).setup"].status, "INFRA_ERROR")
+        self.assertIn("cannot start", cases["(binary).setup"].message)
+        self.assertEqual(cases["A.passes"].status, "PASS")
+        self.assertEqual((r.status, r.exit_code), ("FAILURES", 1))
+
     def test_bad_manifests_exit_two_with_the_reason(self):
         bad = {
             "[]": "must be a JSON object",
@@ -576,6 +591,18 @@ class HostileTrees(unittest.TestCase):
         c = testlogs.load_testlogs(self.root).cases[0]
         self.assertEqual(c.status, "INFRA_ERROR")
         self.assertIn("SUPERB", c.message)
+
+    def test_bazel_run_stopped_by_a_poisoned_case_says_so(self):
+        self.write("t/t/test.xml", '<?xml version="1.0"?><testsuites><testsuite name="t/t" '
+                   'tests="1"><testcase name="t/t" status="run" time="1"><error '
+                   'message="exited with error code 75"/></testcase></testsuite></testsuites>')
+        self.write(f"t/t/test.outputs/{testlogs.JOURNAL_NAME}",
+                   '{"event":"start","case":"S.a"}\n{"event":"end","case":"S.a","status":"FAIL",'
+                   '"message":"illegal address","properties":{"pagelock.health":"sticky_error"}}\n')
+        cases = {f"{c.suite}.{c.name}": c for c in testlogs.load_testlogs(self.root).cases}
+        self.assertEqual(cases["S.a"].status, "FAIL")
+        self.assertEqual(cases["(binary).t"].status, "FAIL")
+        self.assertIn("poisoned context", cases["(binary).t"].message)
 
     def test_runner_attempt_journals_are_found_under_the_one_name(self):
         self.write("t/t/test.log", "started\n")

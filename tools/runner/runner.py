@@ -64,7 +64,7 @@ EXIT_FAILURES = 1
 EXIT_BAD_INPUT = 2
 EXIT_OUTPUT_ERROR = 3
 EXIT_NOTHING_SELECTED = 4
-EXIT_POISONED = 75  # fixtures' kExitPoisoned: a case left a sticky error; restart the rest
+EXIT_POISONED = testlogs.EXIT_POISONED  # a case left a sticky error; restart on the rest
 EXIT_CODES = {"CLEAN": EXIT_CLEAN, "FAILURES": EXIT_FAILURES, "BAD_BUNDLE": EXIT_BAD_INPUT,
               "OUTPUT_ERROR": EXIT_OUTPUT_ERROR, "NOTHING_SELECTED": EXIT_NOTHING_SELECTED}
 
