@@ -192,7 +192,7 @@ def main(argv=None):
     if sf:
         rargv.append("--gtest_filter=" + sf)
     rc = runner.main(rargv)
-    if rc == 2:
+    if rc in (2, runner.EXIT_NOTHING_SELECTED):
         say("nothing ran: no test binary matches the tier")
         return cmp.EXIT_NOTHING_RAN
     run = model.load_testlogs(os.path.join(run_dir, "testlogs"))
