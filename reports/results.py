@@ -114,7 +114,7 @@ def synthesize_case(case_id, status, message, log_tail="", seconds=0.0, properti
                                  "result": "completed", "time": f"{seconds:.3f}"})
     props = dict(properties or {})
     if status not in ("PASS", "FAIL", "SKIP"):
-        props["pagelock_status"] = status
+        props["pagelock.status"] = status
     if log_tail:
         props["log_tail"] = log_tail
     if props:
@@ -197,6 +197,11 @@ def case_from_element(target, el):
     message = "\n\n".join((f.text or f.get("message", "")).strip() for f in failures)
     reason = ""
     status = props.pop("pagelock_status", None)
+    declared = props.get("pagelock.status")  # fixtures/outcome.h
+    if status is None and declared in ("CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"):
+        status = declared
+    if status is None and declared in ("NOT_SUPPORTED", "WARN") and not failures:
+        status, reason = declared, props.get("pagelock.reason", "")
     if status is None:
         if failures:
             status = "FAIL"
