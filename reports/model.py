@@ -21,6 +21,7 @@ FORMAT_VERSION = 2  # results.json; 0/absent = before the typed model (propertie
 PROP_STATUS = "pagelock.status"  # NOT_SUPPORTED | WARN | CRASH | TIMEOUT
 PROP_REASON = "pagelock.reason"
 PROP_SEED = "pagelock.seed"  # the case's seed, decimal
+PROP_RUN_SEED = "pagelock.run_seed"  # the binary's seed (top level): what replays a case
 PROP_RULES = "pagelock.rules"
 PROP_METRIC_PREFIX = "pagelock.metric."  # value "<number> <unit>"
 PROP_OBSERVED_PREFIX = "pagelock.observed."
@@ -28,6 +29,10 @@ PROP_BUDGET_PREFIX = "pagelock.budget."  # value "<number> <unit>"
 PROP_CHILD = "pagelock.child"
 PROP_CHILD_LOG = "pagelock.child_log"
 PROP_HEALTH = "pagelock.health"  # sticky_error | unchecked_error | pinned_leak
+PROP_PROFILE = "pagelock.profile"  # the rule profile a case applied
+NOT_SUPPORTED_PREFIX = "NotSupported: "  # human-readable prefix of a NotSupported skip message
+HEALTH_VALUES = ("sticky_error", "unchecked_error", "pinned_leak")
+DECLARED_STATUSES = ("NOT_SUPPORTED", "WARN", "CRASH", "TIMEOUT")  # what pagelock.status may say
 JOURNAL_NAME = "pagelock_journal.jsonl"
 JOURNAL_ENV = "PAGELOCK_JOURNAL"
 SEED_ENV = "PAGELOCK_SEED"
@@ -319,14 +324,20 @@ class Case:
         """A typed case from what the XML/journal reader found: its raw status (PASS, FAIL,
         SKIP, ... as gtest and the runner say) and the properties the test recorded."""
         props = dict(properties or {})
+        run_seed = props.pop(PROP_RUN_SEED, run_seed)
+        if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            seconds = 0.0
         c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0, message or "", reason or "")
-        override = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
+        declared = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
         props.pop(_LEGACY_STATUS, None)
-        raw = override or status
-        st = Status.parse(raw)
-        if st is None:
+        st, dst = Status.parse(status), Status.parse(declared) if declared else None
+        if st is None or (declared and dst is None):
             c.status = Status.INFRA_ERROR
-            c.message = (f"unknown status {raw!r} (the harness and the model disagree)\n" + c.message).strip()
+            bad = status if st is None else declared
+            c.message = (f"unknown status {bad!r} (the harness and the model disagree)\n" + c.message).strip()
+        elif dst is not None and (st in (Status.PASS, Status.SKIP) or
+                                  (dst.is_fail and dst.severity > st.severity)):
+            c.status = dst  # NOT_SUPPORTED refines a skip, WARN a pass; a failure wins over both
         else:
             c.status = st
         if props.get("status_detail") == "QualityWarning" and c.status == Status.PASS:
@@ -343,6 +354,8 @@ class Case:
             c.child = props.pop(PROP_CHILD)
         elif "child_outcome" in props:
             c.child = props.pop("child_outcome")
+        if c.status == Status.NOT_SUPPORTED and not c.reason and NOT_SUPPORTED_PREFIX in c.message:
+            c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
         if PROP_HEALTH in props:
             c.health = props.pop(PROP_HEALTH)
         for key in (PROP_CHILD_LOG, "child_log", "log_tail"):
@@ -450,7 +463,7 @@ class Run:
     def from_raw(raw):
         """A typed Run from the testlogs reader's Run (raw records, reports/results.py)."""
         fp = dict(raw.fingerprint)
-        seed = fp.get("seed")
+        seed = fp.get(PROP_RUN_SEED, fp.get("seed"))
         return Run(fp, [Case.from_raw(c.target, c.suite, c.name, c.status, c.seconds, c.message,
                                       c.reason, c.properties, seed) for c in raw.cases],
                    list(raw.problems))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from reports import model
 from reports.model import FAILING, STATUSES, count_statuses, format_counts  # noqa: F401
 
-NOT_SUPPORTED_PREFIX = "NotSupported: "
+from reports.model import NOT_SUPPORTED_PREFIX  # noqa: E402,F401
 
 _CASE_ATTRS = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
                "value_param", "type_param"}
