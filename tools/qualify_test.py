@@ -299,7 +299,7 @@ class VerdictTest(unittest.TestCase):
 
     def test_a_missing_expectations_path(self):
         self.assert_refused(self.qualify("--expectations", os.path.join(self.tmp, "nope")),
-                            "no such directory")
+                            "no such expectations directory")
 
     def test_a_corrupt_history(self):
         os.makedirs(self.out)
