@@ -2,7 +2,6 @@
 escaped, filters and search in a few lines of inline JavaScript."""
 
 import html
-import json
 import re
 
 from reports import model

@@ -319,7 +319,9 @@ def publish(plan, run, comp, info, args):
     page = os.path.join(run_dir, "index.html")
     with open(page, "w", encoding="utf-8") as f:
         f.write(html)
-    if args.write_baseline:
+    if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
+        say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
+    elif args.write_baseline:
         dest = os.path.join(ROOT, "baselines", plan.sku)
         os.makedirs(dest, exist_ok=True)
         model.write_results(os.path.join(dest, "results.json"), run, info, comp)
