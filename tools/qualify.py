@@ -101,13 +101,26 @@ class BundleResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# The one call into the runner: switch to runner.run(RunConfig(...)) when it lands.
+# The one call into the runner. With runner.run(RunConfig) (tools/runner/runner.py) it is used;
+# the run_target loop below serves a runner without it and goes when both have landed.
 
 def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
     """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
-    seed, writing a testlogs tree under out."""
+    seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
+    the bundle or the output folder fails."""
     if not targets:
         return BundleResult("NOTHING_SELECTED", [], out)
+    if hasattr(runner, "run") and hasattr(runner, "RunConfig"):
+        labels = "|".join(re.escape(t["label"]) for t in targets)
+        res = runner.run(runner.RunConfig(
+            bundle=plan.bundle, out=out, target_regex=f"^({labels})$",
+            filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
+            time_scale=time_scale, max_restarts=MAX_RESTARTS))
+        if res.status == "INTERRUPTED":
+            raise Interrupted(res.message or "a signal")
+        if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
+            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
+        return res
     os.makedirs(out, exist_ok=True)
     summaries = []
     for t in targets:
