@@ -232,6 +232,21 @@ class Metric:
         return Metric(float(d.get("value", "nan")), d.get("unit", ""))
 
 
+_M64 = 2 ** 64 - 1
+
+
+def derive_case_seed(run_seed, gtest_name):
+    """pagelock::CaseSeed() (fixtures/outcome.cc): SplitMix(run seed ^ FNV-1a(name)) % 10^12, so
+    a report can check that a replay command's run seed really gives the case its seed."""
+    h = 1469598103934665603
+    for b in gtest_name.encode():
+        h = ((h ^ b) * 1099511628211) & _M64
+    x = ((int(run_seed) ^ h) + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return (x ^ (x >> 31)) % 1000000000000
+
+
 def _is_stress(target):
     name = target.rsplit(":", 1)[-1]
     return name.endswith("_stress_test") or target.startswith("//suites/stress:")
@@ -307,9 +322,22 @@ class Case:
         view["attempts"] = " ".join(str(a) for a in self.attempts)
         return view
 
+    @property
+    def seed_replays(self):
+        """True when run_seed gives this case its recorded seed, False when it does not (the
+        run seed is not this binary's), None when either is unknown."""
+        if self.seed is None or self.run_seed is None:
+            return None
+        return derive_case_seed(self.run_seed, self.gtest_name) == self.seed
+
     def replay_command(self, bundle="BUNDLE"):
         """How to run exactly this case again, with its seed: with Bazel, and from a bundle."""
         seed = self.run_seed
+        if self.seed_replays is False:
+            return (f"# the run seed of this case's binary is unknown (run seed {seed} does not give "
+                    f"its case seed {self.seed}); rerun with one seed for every binary, e.g. "
+                    f"--test_env={SEED_ENV}=N or tools/qualify --seed N\n"
+                    + Case(self.cid, self.status, stress=self.stress).replay_command(bundle))
         stress = self.stress if self.stress is not None else _is_stress(self.target)
         env = f" --test_env={SEED_ENV}={seed}" if seed is not None else ""
         config = " --config=stress" if stress else ""

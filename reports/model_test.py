@@ -158,6 +158,23 @@ class CaseTest(unittest.TestCase):
         self.assertNotIn("--config", c.replay_command())
 
 
+class SeedTest(unittest.TestCase):
+    def test_case_seeds_derive_as_in_cpp(self):
+        # Values printed by the same arithmetic compiled from fixtures/outcome.cc.
+        self.assertEqual(model.derive_case_seed(4321, "Flags/HostAllocTest.MapsMemory/portable"), 992980925556)
+        self.assertEqual(model.derive_case_seed(2 ** 64 - 1, "S.N"), 212614197552)
+
+    def test_a_replay_with_the_wrong_run_seed_says_so(self):
+        good = Case.from_raw("//a:b", "S", "N", "FAIL", run_seed=2 ** 64 - 1,
+                             properties={model.PROP_SEED: "212614197552"})
+        self.assertTrue(good.seed_replays)
+        self.assertIn(f"PAGELOCK_SEED={2 ** 64 - 1}", good.replay_command())
+        bad = Case.from_raw("//a:b", "S", "N", "FAIL", run_seed=5, properties={model.PROP_SEED: "212614197552"})
+        self.assertFalse(bad.seed_replays)
+        self.assertTrue(bad.replay_command().startswith("# the run seed of this case's binary is unknown"))
+        self.assertNotIn("PAGELOCK_SEED=5", bad.replay_command())
+
+
 class ResultsJsonTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

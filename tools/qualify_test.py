@@ -251,6 +251,7 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(res["comparison"][case["id"]], "REGRESSION")
         self.assertEqual(case["run_seed"], "4242")
         self.assertIsNotNone(case["seed"])
+        self.assertTrue(model.Case.from_json(case).seed_replays)  # the replay gives the case its seed
         c = model.Case.from_json(case)
         bazel, bundle = c.replay_command(self.bundle).splitlines()
         self.assertIn("--test_env=PAGELOCK_SEED=4242", bazel)

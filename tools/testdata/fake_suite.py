@@ -61,10 +61,15 @@ def selected(names, flt):
 
 
 def case_seed(run_seed, name):
+    """pagelock::CaseSeed() of fixtures/outcome.cc."""
+    m = 2 ** 64 - 1
     h = 1469598103934665603
     for b in name.encode():
-        h = ((h ^ b) * 1099511628211) % 2 ** 64
-    return (run_seed ^ h) % 10 ** 12
+        h = ((h ^ b) * 1099511628211) & m
+    x = ((run_seed ^ h) + 0x9E3779B97F4A7C15) & m
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return (x ^ (x >> 31)) % 10 ** 12
 
 
 def outcome(name, run_seed):
