@@ -179,7 +179,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), compar
     if comparison_counts:  # also DROPPED and machine coverage, which no case row carries
         comp_counts = {k: n for k, n in comparison_counts.items() if n}
     fp = run.fingerprint
-    seed = seed or fp.get("seed")
+    seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
     h = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
          f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
     if verdict:
@@ -350,5 +350,5 @@ def render_qualification(run, info, comp, baseline, trends):
             f"<li class='mono'>{esc(e.source)}: {esc(e.kind)} {esc(e.pattern)} {esc(e.bug)}</li>" for e in comp.stale) + "</ul>")
     sections.append(metrics_section(run, trends))
     title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
-    return render(run, title=title, verdict=comp.verdict, extra_sections=sections,
+    return render(run, title=title, verdict=comp.verdict, extra_sections=sections, seed=info.get("seed"),
                   comparison_status=comp.status, comparison_counts=comp.summary)

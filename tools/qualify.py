@@ -274,6 +274,7 @@ def make_plan(args):
 def load_run(plan, testlogs):
     """The typed run of a testlogs tree, every case knowing its run seed and stress tag."""
     run = model.load_testlogs(testlogs)
+    run.fingerprint["seed"] = str(plan.seed)  # every binary ran with it (history's runs.seed)
     stress = {t["label"]: "stress" in t.get("tags", []) for t in plan.targets}
     for c in run.cases:
         c.run_seed = plan.seed
