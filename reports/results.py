@@ -5,8 +5,8 @@ output, same layout), the case journals that pagelock binaries write, and the ru
 A missing, truncated or malformed test.xml is a result (CRASH, TIMEOUT or MISSING with the
 reason), never an exception.
 
-Raw statuses (what happened to a case):
-  PASS, FAIL, CRASH, TIMEOUT, NOT_SUPPORTED, SKIP, WARN, INFRA_ERROR, MISSING
+These are raw records (the status as gtest, the journal or the runner says it, the properties
+as recorded); reports/model.py turns them into typed cases and owns every pass/fail rule.
 """
 
 import io
@@ -17,11 +17,10 @@ import zipfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-STATUSES = ["PASS", "WARN", "NOT_SUPPORTED", "SKIP", "FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR",
-            "MISSING"]
-# Statuses that make a run unclean, most severe last (piglit/KCIDB order).
-FAILING = ["FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING"]
-NOT_SUPPORTED_PREFIX = "NotSupported: "
+from reports import model
+from reports.model import FAILING, STATUSES, count_statuses, format_counts  # noqa: F401
+
+from reports.model import NOT_SUPPORTED_PREFIX  # noqa: E402,F401
 
 _CASE_ATTRS = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
                "value_param", "type_param"}
@@ -48,28 +47,6 @@ class Case:
         """Stable id: '<package>:<target>/<suite>.<name>'."""
         return f"{self.target[2:]}/{self.gtest_name}"
 
-    @property
-    def family(self):
-        pkg = self.target[2:].split(":")[0]
-        return pkg.split("/")[-1]
-
-    def replay_command(self, seed=None):
-        """How to run exactly this case again: with Bazel, and from a bundle."""
-        env = f" --test_env=PAGELOCK_SEED={seed}" if seed else ""
-        pkg, name = self.target[2:].split(":")
-        bundle_env = f"PAGELOCK_SEED={seed} " if seed else ""
-        return (f"bazel test {self.target} --test_filter='{self.gtest_name}'{env}\n"
-                f"{bundle_env}BUNDLE/bin/{pkg}/{name} --gtest_filter='{self.gtest_name}'")
-
-    def to_json(self):
-        return {"id": self.id, "target": self.target, "suite": self.suite, "name": self.name,
-                "status": self.status, "seconds": self.seconds, "message": self.message,
-                "reason": self.reason, "properties": self.properties}
-
-    @staticmethod
-    def from_json(d):
-        return Case(d["target"], d["suite"], d["name"], d["status"], d.get("seconds", 0.0),
-                    d.get("message", ""), d.get("reason", ""), d.get("properties", {}))
 
 
 @dataclass
@@ -79,29 +56,16 @@ class Run:
     problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
 
     def counts(self):
-        c = {s: 0 for s in STATUSES}
-        for case in self.cases:
-            c[case.status] = c.get(case.status, 0) + 1
-        return c
+        return count_statuses(c.status for c in self.cases)
 
+    # results.json belongs to reports/model.py; these two keep older callers working.
     def to_json(self):
-        return {"fingerprint": self.fingerprint, "problems": self.problems,
-                "cases": [c.to_json() for c in self.cases]}
+        return model.Run.from_raw(self).to_json()
 
     @staticmethod
     def from_json(d):
-        return Run(d.get("fingerprint", {}), [Case.from_json(c) for c in d.get("cases", [])],
-                   d.get("problems", []))
-
-
-def format_counts(counts):
-    """Counts by status, then the closing line 'N passed, N failed, N skipped'."""
-    parts = [f"{s}={n}" for s, n in counts.items() if n]
-    passed = counts.get("PASS", 0) + counts.get("WARN", 0)
-    failed = sum(counts.get(s, 0) for s in FAILING)
-    skipped = counts.get("SKIP", 0) + counts.get("NOT_SUPPORTED", 0)
-    return ("by status: " + (", ".join(parts) if parts else "no cases") + "\n"
-            f"{passed} passed, {failed} failed, {skipped} skipped")
+        """A typed reports.model.Run (same attributes, typed statuses)."""
+        return model.Run.from_json(d)
 
 
 def is_clean(counts):
