@@ -92,46 +92,24 @@ class Plan:
     db: object = None
 
 
-@dataclass
-class BundleResult:
-    """What runner.run(RunConfig) will return (tools/runner/runner.py RunnerResult)."""
-    status: str  # CLEAN | FAILURES | NOTHING_SELECTED | INTERRUPTED
-    targets: list
-    out: str
-
-
 # ---------------------------------------------------------------------------------------------
-# The one call into the runner. With runner.run(RunConfig) (tools/runner/runner.py) it is used;
-# the run_target loop below serves a runner without it and goes when both have landed.
+# The one call into the runner: runner.run(RunConfig) returns a typed RunnerResult.
 
 def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
     """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
     seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
     the bundle or the output folder fails."""
     if not targets:
-        return BundleResult("NOTHING_SELECTED", [], out)
-    if hasattr(runner, "run") and hasattr(runner, "RunConfig"):
-        labels = "|".join(re.escape(t["label"]) for t in targets)
-        res = runner.run(runner.RunConfig(
-            bundle=plan.bundle, out=out, target_regex=f"^({labels})$",
-            filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
-            time_scale=time_scale, max_restarts=MAX_RESTARTS))
-        if res.status == "INTERRUPTED":
-            raise Interrupted(res.message or "a signal")
-        if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
-            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
-        return res
-    os.makedirs(out, exist_ok=True)
-    summaries = []
-    for t in targets:
-        args = argparse.Namespace(time_scale=time_scale, seed=plan.seed, shuffle=shuffle,
-                                  gtest_filter=filters.get(t["label"], ""), max_restarts=MAX_RESTARTS)
-        say(f"{t['label']} ...")
-        summaries.append(runner.run_target(plan.bundle, t, out, args))
-    with open(os.path.join(out, "runner.json"), "w") as f:
-        json.dump({"bundle": plan.manifest.get("info", {}), "seed": plan.seed, "filters": filters,
-                   "targets": summaries}, f, indent=1)
-    return BundleResult("DONE", summaries, out)
+        return runner.RunnerResult(status="NOTHING_SELECTED", targets=[], out=out)
+    res = runner.run(runner.RunConfig(
+        bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
+        filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
+        time_scale=time_scale, max_restarts=MAX_RESTARTS))
+    if res.status == "INTERRUPTED":
+        raise Interrupted(res.message or "a signal")
+    if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
+    return res
 
 
 # ---------------------------------------------------------------------------------------------
