@@ -14,8 +14,9 @@ transaction, and refuses a database newer than this code knows rather than misre
 file written before versioning existed (user_version 0 with a `runs` table) is version 1.
 
   1  runs, cases (case_id text), metrics: the schema of the first nightly qualification
-  2  fleet: runs get label, tier, night, run_dir, report and stored_at; case ids move to
-     case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case rows)
+  2  fleet: runs get label, tier, night, run_dir, report, stored_at and n_cases; case ids move
+     to case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case
+     rows); partial indexes on the failing and the not-run cases, which the fleet report reads
 
 CLI (exit codes: 0 done, 1 database error, 2 bad usage or no such database):
   history.py [--db FILE|URL] [--sku SKU] runs | bracket CASE_ID | trend METRIC | metrics
@@ -34,6 +35,19 @@ import sys
 SCHEMA_VERSION = 2
 FAILING = ("FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR")
 PASSING = ("PASS", "WARN")
+NOT_RUN = ("NOT_SUPPORTED", "SKIP", "MISSING")
+PROBLEM_COMPARISONS = ("REGRESSION", "COVERAGE_LOST")
+
+
+def _in(values):
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+# The few rows a fleet report reads out of ~240,000 per night, each behind a partial index. The
+# report's queries spell these exact predicates (constants, not parameters), so that both SQLite
+# and PostgreSQL can prove that the partial index applies.
+PROBLEM_SQL = f"(status IN {_in(FAILING)} OR comparison IN {_in(PROBLEM_COMPARISONS)})"
+NOT_RUN_SQL = f"status IN {_in(NOT_RUN)}"
 METRIC_RE = re.compile(r".*_(GBps|MBps|us|ms|s|MiB|GiB|count|ratio)$")
 
 
@@ -72,6 +86,7 @@ MIGRATIONS = [
         "ALTER TABLE runs ADD COLUMN run_dir TEXT",
         "ALTER TABLE runs ADD COLUMN report TEXT",
         "ALTER TABLE runs ADD COLUMN stored_at TEXT",
+        "ALTER TABLE runs ADD COLUMN n_cases INTEGER",
         "UPDATE runs SET night = substr(started_at, 1, 10)",
         "CREATE INDEX runs_by_label ON runs(label)",
         "CREATE INDEX runs_by_night ON runs(night)",
@@ -102,13 +117,16 @@ MIGRATIONS = [
         "ALTER TABLE metrics2 RENAME TO metrics",
         "CREATE INDEX cases_by_case ON cases(case_ref, run_id)",
         "CREATE INDEX metrics_by_name2 ON metrics(name, run_id)",
+        "UPDATE runs SET n_cases = (SELECT COUNT(*) FROM cases WHERE cases.run_id = runs.id)",
+        f"CREATE INDEX cases_problems ON cases(run_id) WHERE {PROBLEM_SQL}",
+        f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {NOT_RUN_SQL}",
     ]),
 ]
 assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
 
 RUN_COLUMNS = ("run_key", "started_at", "host", "sku", "gpu_name", "gpu_uuid", "nvidia_driver",
                "cuda_driver", "cuda_runtime", "harness_commit", "seed", "verdict", "exit_code",
-               "fingerprint_json", "label", "tier", "night", "run_dir", "report", "stored_at")
+               "fingerprint_json", "label", "tier", "night", "run_dir", "report", "stored_at", "n_cases")
 CASE_COLUMNS = ("run_id", "case_ref", "status", "comparison", "seconds", "attempts", "message")
 METRIC_COLUMNS = ("run_id", "case_ref", "name", "value")
 
@@ -363,7 +381,7 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
     values = (run_key, started_at, fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
               fp.get("nvidia_driver"), fp.get("cuda_driver_version"), fp.get("cuda_runtime_version"),
               commit, fp.get("seed"), verdict, exit_code, json.dumps(fp, sort_keys=True),
-              label, tier, str(started_at)[:10], run_dir, report, _now())
+              label, tier, str(started_at)[:10], run_dir, report, _now(), len(cases))
     db.begin()
     try:
         row = db.execute(
