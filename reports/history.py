@@ -51,8 +51,9 @@ NOT_RUN_SQL = f"status IN {_in(NOT_RUN)}"
 METRIC_RE = re.compile(r".*_(GBps|MBps|us|ms|s|MiB|GiB|count|ratio)$")
 
 
-class HistoryError(Exception):
-    """A database that cannot be opened, migrated or written; the message says why."""
+class HistoryError(sqlite3.DatabaseError):
+    """A database that cannot be opened, migrated or written; the message says why. A subclass
+    of sqlite3.Error, so callers written for the SQLite-only history also catch PostgreSQL's."""
 
 
 # Migrations: (version, description, statements). Statements are plain SQL with `?` parameters
@@ -290,36 +291,55 @@ def migrate_to(db, target_version):
 
 def load_run_dir(run_dir):
     """(info dict, Run, {case id: comparison status}) from RUN_DIR/results.json."""
-    from reports import results as model
     path = os.path.join(run_dir, "results.json")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        return data.get("info", {}), model.Run.from_json(data.get("run", data)), data.get("comparison") or {}
+        run_json = data.get("run", data)
+        try:  # the typed model, where it exists (reports/model.py), else the results model
+            from reports import model
+            if "format_version" in data and isinstance(run_json, dict):
+                run_json = dict(run_json, format_version=run_json.get("format_version", data["format_version"]))
+            run = model.Run.from_json(run_json)
+        except ImportError:
+            from reports import results
+            run = results.Run.from_json(run_json)
+        return data.get("info", {}), run, data.get("comparison") or {}
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+    except Exception as e:  # noqa: BLE001 -- malformed JSON or a model error: name the file
         raise HistoryError(f"{path}: not a pagelock results.json ({type(e).__name__}: {e})") from None
 
 
 def rows_of_run(run, comparison):
     """(fingerprint, [(case id, status, comparison, seconds, attempts, message)],
-    [(case id, metric name, value)]) from a results-model Run."""
+    [(case id, metric name, value)]) from a Run of either model: the results model (one
+    properties dict) or the typed one (attempts and metrics as fields)."""
     status = getattr(comparison, "status", comparison) or {}
     cases, metrics = [], []
     for c in run.cases:
-        attempts = c.properties.get("attempts")
-        cases.append((c.id, c.status, status.get(c.id), c.seconds,
-                      attempts if attempts and attempts != c.status else None,
+        st = str(c.status)
+        attempts = getattr(c, "attempts", None)
+        if isinstance(attempts, (list, tuple)):
+            attempts = " ".join(str(a) for a in attempts)
+        else:
+            attempts = getattr(c, "properties", {}).get("attempts")
+        comp = status.get(c.id)
+        cases.append((c.id, st, str(comp) if comp is not None else None, c.seconds,
+                      attempts if attempts and attempts != st else None,
                       (c.message or "")[:4000] or None))
-        metrics += [(c.id, k, v) for k, v in metrics_of(c).items()]
+        typed = getattr(c, "metrics", None)
+        if isinstance(typed, dict):
+            metrics += [(c.id, k, float(getattr(m, "value", m))) for k, m in typed.items()]
+        else:
+            metrics += [(c.id, k, v) for k, v in metrics_of(c).items()]
     return run.fingerprint, cases, metrics
 
 
 def metrics_of(case):
     """Numeric case properties whose names end in a unit: {'h2d_pinned_GBps': 54.1}."""
     out = {}
-    for k, v in case.properties.items():
+    for k, v in getattr(case, "properties", {}).items():
         if METRIC_RE.match(k):
             try:
                 out[k] = float(v)
@@ -394,8 +414,11 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
         db.insert_many("cases", CASE_COLUMNS, [(rid, refs[c[0]]) + c[1:] for c in cases])
         db.insert_many("metrics", METRIC_COLUMNS, [(rid, refs[m[0]], m[1], m[2]) for m in metrics])
         db.commit()
-    except BaseException:
+    except BaseException as e:
         db.rollback()
+        if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg2"):
+            raise HistoryError(f"{redact(db.target)}: storing run {run_key} failed, nothing was stored: "
+                               f"{type(e).__name__}: {str(e).strip()}") from None
         raise
     return rid, True
 
