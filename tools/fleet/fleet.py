@@ -3,7 +3,7 @@
 
   tools/fleet/fleet submit --bundle DIR --shared DIR --history URL --label TEXT
         [--tier bat|full|stress] [--seed N] [--partition P] [--constraint C]
-        [--gres gpu:<type>:<n>] [--tasks N | --per-node] [--time HH:MM:SS] [--allow-no-gpu]
+        [--gres gpu:<type>:<n>] [--tasks N] [--per-node] [--per-sku] [--time HH:MM:SS] [--allow-no-gpu]
         [--sbatch-arg ARG]... [--dry-run] [-- QUALIFY_ARGS...]
   tools/fleet/fleet status --shared DIR --label TEXT [--wait SECONDS]
   tools/fleet/fleet report --history URL (--label TEXT | --night YYYY-MM-DD) [--html F] [--json F]
@@ -15,7 +15,9 @@ SHARED/<label>/runs/, then stores it in the shared history (`history.py import`,
 the database stays unreachable the run directory is kept and the task's record says so, for a
 later `reports/history.py --db URL import RUN_DIR`). Slurm does the placement, requeues tasks of
 failed nodes (--requeue) and keeps the accounting; pagelock only reads it. --per-node sizes the
-array to the nodes that match the selection (sinfo) and asks for whole nodes (--exclusive).
+array to the nodes that match the selection (sinfo) and asks for whole nodes (--exclusive);
+--per-sku submits one array per GPU type found in the selection's GRES, each with
+--gres=gpu:<type>:1 (and, with --per-node, as many tasks as nodes of that type).
 
 Exit codes:
   submit  0 submitted (prints the job id); 1 sbatch failed; 2 bad usage
@@ -109,6 +111,16 @@ def matching_nodes(args):
     return sorted(nodes.values())
 
 
+def gpu_types(gres):
+    """GPU types in an sinfo GRES field: 'gpu:h200:4(S:0-1),gpu:a100:2' -> ['h200', 'a100']."""
+    out = []
+    for part in gres.split(","):
+        fields = part.split("(")[0].split(":")
+        if fields[0] == "gpu" and len(fields) >= 3:
+            out.append(fields[1])
+    return out
+
+
 JOB_SCRIPT = r"""#!/bin/bash
 # pagelock fleet task, written by tools/fleet/fleet submit. One Slurm array task = one
 # qualification of this node; its run directory goes under RUNS, then into the shared history.
@@ -187,11 +199,18 @@ def cmd_submit(args):
     os.makedirs(os.path.join(base, "logs"), exist_ok=True)
 
     n = args.tasks or 1
-    if args.per_node:
+    submissions = [(args.gres, n)]
+    if args.per_node or args.per_sku:
         nodes = matching_nodes(args)
         if not nodes:
             raise UsageError("no node matches the selection (sinfo: partition/constraint/gres)")
-        n = len(nodes)
+        submissions = [(args.gres, len(nodes) if args.per_node else n)]
+        if args.per_sku:  # one array per GPU type found in the nodes' GRES
+            types = sorted({t for _, _, gres in nodes for t in gpu_types(gres)})
+            if not types:
+                raise UsageError("--per-sku: no node of the selection has a typed GPU GRES (gpu:<type>:<n>)")
+            submissions = [(f"gpu:{t}:1", len([x for x in nodes if t in gpu_types(x[2])]) if args.per_node else n)
+                           for t in types]
     stage_tools(stage)
     bundle = os.path.abspath(args.bundle)
     q = shlex.quote
@@ -206,41 +225,43 @@ def cmd_submit(args):
         f.write(script)
     os.chmod(job, 0o700)  # the history URL may hold a password
 
-    sb = ["sbatch", "--parsable", f"--job-name=pagelock-{slug(args.label)}"[:60], f"--array=0-{n - 1}",
-          "--requeue", f"--output={os.path.join(base, 'logs', '%A_%a.out')}", f"--time={args.time}",
-          "--ntasks=1"]
-    if args.partition:
-        sb.append(f"--partition={args.partition}")
-    if args.constraint:
-        sb.append(f"--constraint={args.constraint}")
-    if args.gres:
-        sb.append(f"--gres={args.gres}")
-    if args.per_node:
-        sb.append("--exclusive")  # whole nodes: tasks of one array spread over the nodes
-    sb += args.sbatch_arg + [job]
     state_path = os.path.join(base, "fleet.json")
     state = {}
     if os.path.exists(state_path):
         with open(state_path) as f:
             state = json.load(f)
-    if args.dry_run:
-        print(" ".join(q(a) for a in sb))
-        return EXIT_OK
-    r = run_cmd(sb, timeout=120)
-    if r.returncode != 0:
-        say(f"sbatch failed (exit {r.returncode}): {r.stderr.strip()}", err=True)
-        return EXIT_FAIL
-    job_id = r.stdout.strip().split(";")[0]
-    state.setdefault("jobs", []).append({
-        "job_id": job_id, "tasks": n, "submitted_at":
-        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "sbatch": sb, "history": history.redact(args.history)})
-    state.update(label=args.label, shared=base)
-    with open(state_path + ".tmp", "w") as f:
-        json.dump(state, f, indent=1)
-    os.replace(state_path + ".tmp", state_path)
-    say(f"submitted job array {job_id} ({n} task{'s' if n > 1 else ''}) for label {args.label!r}")
-    print(job_id)
+    for gres, n in submissions:
+        sb = ["sbatch", "--parsable", f"--job-name=pagelock-{slug(args.label)}"[:60], f"--array=0-{n - 1}",
+              "--requeue", f"--output={os.path.join(base, 'logs', '%A_%a.out')}", f"--time={args.time}",
+              "--ntasks=1"]
+        if args.partition:
+            sb.append(f"--partition={args.partition}")
+        if args.constraint:
+            sb.append(f"--constraint={args.constraint}")
+        if gres:
+            sb.append(f"--gres={gres}")
+        if args.per_node:
+            sb.append("--exclusive")  # whole nodes: tasks of one array spread over the nodes
+        sb += args.sbatch_arg + [job]
+        if args.dry_run:
+            print(" ".join(q(a) for a in sb))
+            continue
+        r = run_cmd(sb, timeout=120)
+        if r.returncode != 0:
+            say(f"sbatch failed (exit {r.returncode}): {r.stderr.strip()}", err=True)
+            return EXIT_FAIL
+        job_id = r.stdout.strip().split(";")[0]
+        state.setdefault("jobs", []).append({
+            "job_id": job_id, "tasks": n, "gres": gres, "submitted_at":
+            datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "sbatch": sb, "history": history.redact(args.history)})
+        state.update(label=args.label, shared=base)
+        with open(state_path + ".tmp", "w") as f:
+            json.dump(state, f, indent=1)
+        os.replace(state_path + ".tmp", state_path)
+        say(f"submitted job array {job_id} ({n} task{'s' if n > 1 else ''}{', ' + gres if gres else ''}) "
+            f"for label {args.label!r}")
+        print(job_id)
     return EXIT_OK
 
 
@@ -388,6 +409,8 @@ def parser():
     s.add_argument("--gres", help="gpu:<type>:<n>, e.g. gpu:h200:1")
     s.add_argument("--tasks", type=int, help="array size (default 1)")
     s.add_argument("--per-node", action="store_true", help="one task per node of the selection (sinfo)")
+    s.add_argument("--per-sku", action="store_true",
+                   help="one array per GPU type in the selection's GRES (--gres=gpu:<type>:1 each)")
     s.add_argument("--time", default="04:00:00", help="time limit per task (default 04:00:00)")
     s.add_argument("--allow-no-gpu", action="store_true", help="passed to qualify (CI, self-tests)")
     s.add_argument("--python", help="interpreter on the nodes (default: one here that can open the history)")

@@ -359,6 +359,16 @@ class SlurmFleetTest(unittest.TestCase):
         self.assertIn("--constraint=nvidia-h200", out)
         self.assertIn("--requeue", out)
 
+    def test_per_sku_submits_one_array_per_gpu_type(self):
+        self.assertEqual(fleet.gpu_types("gpu:h200:4(S:0-1),gpu:a100:2,gpu:1"), ["h200", "a100"])
+        rc, out, err = call(fleet.main, ["submit", "--bundle", self.bundle, "--shared", self.shared,
+                                         "--history", self.url, "--label", "ps", "--per-sku", "--per-node", "--dry-run"])
+        self.assertEqual(rc, 0, err)
+        lines = out.strip().splitlines()
+        self.assertEqual(len(lines), 1, out)  # this cluster has one GPU type
+        self.assertIn("--gres=gpu:h200:1", lines[0])
+        self.assertIn("--array=0-0", lines[0])
+
 
 if __name__ == "__main__":
     unittest.main()
