@@ -120,6 +120,7 @@ MIGRATIONS = [
         "CREATE INDEX metrics_by_name2 ON metrics(name, run_id)",
         "UPDATE runs SET n_cases = (SELECT COUNT(*) FROM cases WHERE cases.run_id = runs.id)",
         f"CREATE INDEX cases_problems ON cases(run_id) WHERE {PROBLEM_SQL}",
+        f"CREATE INDEX cases_problems_by_case ON cases(case_ref, run_id) WHERE {PROBLEM_SQL}",
         f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {NOT_RUN_SQL}",
     ]),
 ]

@@ -59,7 +59,7 @@ def load(db, hosts, nights, ncases, log):
     sku = SKUS.format(a=hosts * 4 // 10, b=hosts * 7 // 10, c=hosts * 9 // 10)
     # Indexes are built after the load (faster than maintaining them row by row); the partial
     # indexes and the primary key are the ones migration 2 creates.
-    for ix in ("cases_by_case", "cases_problems", "cases_not_run"):
+    for ix in ("cases_by_case", "cases_problems", "cases_problems_by_case", "cases_not_run"):
         db.execute(f"DROP INDEX IF EXISTS {ix}")
     db.execute("ALTER TABLE cases DROP CONSTRAINT IF EXISTS cases2_pkey")
     db.execute("ALTER TABLE cases DROP CONSTRAINT IF EXISTS cases_pkey")
@@ -119,6 +119,7 @@ def load(db, hosts, nights, ncases, log):
     log(f"primary key built in {time.monotonic() - t1:.0f} s")
     db.execute("CREATE INDEX cases_by_case ON cases(case_ref, run_id)")
     db.execute(f"CREATE INDEX cases_problems ON cases(run_id) WHERE {history.PROBLEM_SQL}")
+    db.execute(f"CREATE INDEX cases_problems_by_case ON cases(case_ref, run_id) WHERE {history.PROBLEM_SQL}")
     db.execute(f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {history.NOT_RUN_SQL}")
     log(f"all indexes built in {time.monotonic() - t1:.0f} s")
     t2 = time.monotonic()
@@ -178,6 +179,8 @@ def main(argv=None):
     p.add_argument("--history", help="an empty PostgreSQL database (default: start a server here)")
     p.add_argument("--json", help="write the numbers here")
     p.add_argument("--html", default="/tmp/pagelock-fleet-bench.html")
+    p.add_argument("--keep", action="store_true",
+                   help="leave the server it started running (prints its folder and pid; stop it by that pid)")
     args = p.parse_args(argv)
 
     def log(msg):
@@ -229,7 +232,9 @@ def main(argv=None):
                 json.dump(result, f, indent=1)
         print(json.dumps(result, indent=1))
     finally:
-        if server:
+        if server and args.keep:
+            log(f"server kept: {server.url} (postgres pid {server.proc.pid}; remove {server.dir} after)")
+        elif server:
             server.stop()
     return 0
 

@@ -172,11 +172,14 @@ def fleet_data(db, label=None, night=None):
             " WHERE r.sku = ? AND r.started_at < ? AND c.status IN ('PASS','WARN')"
             " ORDER BY r.started_at DESC LIMIT 1", (g["case_ref"], g["sku"], g["first_started"])).fetchone()
         good = dict(zip(keys, good)) if good else None
+        # The first failure after the good run is at the latest tonight's first failure: both
+        # bounds keep the scan to the runs of the SKU in between (runs_by_sku).
         bad = db.execute(
             f"SELECT {cols} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
-            f" WHERE r.sku = ? AND r.started_at > ? AND c.status IN ({_marks(len(history.FAILING))})"
-            " ORDER BY r.started_at LIMIT 1",
-            (g["case_ref"], g["sku"], good["started_at"] if good else "") + history.FAILING).fetchone()
+            f" WHERE r.sku = ? AND r.started_at > ? AND r.started_at <= ?"
+            f" AND c.status IN ({_marks(len(history.FAILING))}) ORDER BY r.started_at LIMIT 1",
+            (g["case_ref"], g["sku"], good["started_at"] if good else "", g["first_started"])
+            + history.FAILING).fetchone()
         data["brackets"].append({"case": g["case"], "sku": g["sku"], "good": good,
                                  "bad": dict(zip(keys, bad)) if bad else None})
     lap("brackets", t)
