@@ -191,6 +191,24 @@ class ReportOnBackend:
         with open(jpath) as f:
             self.assertEqual(json.load(f)["hosts"], 5)
 
+    def test_a_real_h200_run_directory_appears_in_the_report(self):
+        src = os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")
+        if not os.path.exists(src):
+            self.skipTest(f"{src} is not in this tree")
+        d = os.path.join(self.tmp, "h200-run")
+        os.makedirs(d)
+        shutil.copy(src, os.path.join(d, "results.json"))
+        with open(src) as f:
+            ref = json.load(f)
+        info = ref["info"]
+        rc, out, err = call(history.main, ["--db", self.target, "import", d])
+        self.assertEqual(rc, 0, err)
+        data = fleet_report.fleet_data(self.db, label=info["label"])
+        self.assertEqual([(r["run_key"], r["sku"], r["driver"], r["verdict"]) for r in data["runs"]],
+                         [(info["run_key"], "nvidia-h200", "580.159.04", info["verdict"])])
+        self.assertEqual(data["runs"][0]["n_cases"], len(ref["run"]["cases"]))
+        self.assertIn(info["run_key"], fleet_report.render_html(data))
+
     def test_the_night_selects_like_the_label_and_an_empty_night_exits_four(self):
         self.assertEqual(fleet_report.fleet_data(self.db, night="2026-11-30")["hosts"], 5)
         rc, _, e = call(fleet.main, ["report", "--history", self.target, "--night", "2020-01-01"])
