@@ -92,7 +92,6 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
                                                                : cudaEventDisableTiming;
   ASSERT_CUDA_OK(cudaEventCreateWithFlags(&ev, ev_flags));
   ASSERT_CUDA_OK(cudaEventRecord(ev, s));
-  CallbackState cb;
   switch (p) {
     case Primitive::kStreamSynchronize: ASSERT_CUDA_OK(cudaStreamSynchronize(s)); break;
     case Primitive::kEventSynchronize:
@@ -104,13 +103,17 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
       ASSERT_CUDA_OK(streams::PollStream(s, kLimitS)) << "the stream did not complete within the limit";
       break;
     case Primitive::kDeviceSynchronize: ASSERT_CUDA_OK(cudaDeviceSynchronize()); break;
-    case Primitive::kHostFunc:
-      cb.p = buf.host();
-      cb.seed = seed;
-      ASSERT_CUDA_OK(cudaLaunchHostFunc(s, CountInCallback, &cb));
-      ASSERT_TRUE(AwaitFlag(cb.done)) << "the host callback did not run within the limit";
-      *bad = cb.bad;
+    case Primitive::kHostFunc: {
+      // Heap state: if the callback never runs within the limit, it may still run later.
+      auto* cb = new CallbackState;
+      cb->p = buf.host();
+      cb->seed = seed;
+      ASSERT_CUDA_OK(cudaLaunchHostFunc(s, CountInCallback, cb));
+      ASSERT_TRUE(AwaitFlag(cb->done)) << "the host callback did not run within the limit";
+      *bad = cb->bad;
+      delete cb;
       break;
+    }
     case Primitive::kStreamWaitEvent: {
       cudaStream_t waiter = nullptr;
       ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
