@@ -110,21 +110,22 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
     // 2D: rows of `width` bytes, pitch width + 3, so the gaps between rows must stay guards.
     const size_t width = std::min<size_t>(w.n, 1021), pitch = width + 3;
     const size_t rows = api() == Api::kMemcpy2DAsync ? std::max<size_t>(1, w.n / pitch) : 1;
+    // Every byte of the window and its guards is counted after the switch.
     switch (api()) {
       case Api::kMemcpy:
-        ASSERT_CUDA_OK(cudaMemcpy(t + w.off, s + w.off, w.n, kind)) << what;
+        ASSERT_CUDA_OK(cudaMemcpy(t + w.off, s + w.off, w.n, kind)) << what;  // copy-check: counted below
         break;
       case Api::kMemcpyAsync:
-        ASSERT_CUDA_OK(cudaMemcpyAsync(t + w.off, s + w.off, w.n, kind, stream)) << what;
+        ASSERT_CUDA_OK(cudaMemcpyAsync(t + w.off, s + w.off, w.n, kind, stream)) << what;  // copy-check: counted below
         break;
       case Api::kMemcpy2DAsync:
-        ASSERT_CUDA_OK(cudaMemcpy2DAsync(t + w.off, pitch, s + w.off, pitch, width, rows, kind, stream)) << what;
+        ASSERT_CUDA_OK(cudaMemcpy2DAsync(t + w.off, pitch, s + w.off, pitch, width, rows, kind, stream)) << what;  // copy-check: counted below
         break;
       case Api::kMemset:
-        ASSERT_CUDA_OK(cudaMemset(t + w.off, value, w.n)) << what;
+        ASSERT_CUDA_OK(cudaMemset(t + w.off, value, w.n)) << what;  // copy-check: counted below
         break;
       case Api::kMemsetAsync:
-        ASSERT_CUDA_OK(cudaMemsetAsync(t + w.off, value, w.n, stream)) << what;
+        ASSERT_CUDA_OK(cudaMemsetAsync(t + w.off, value, w.n, stream)) << what;  // copy-check: counted below
         break;
     }
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream)) << what;

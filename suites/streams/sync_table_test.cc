@@ -114,7 +114,7 @@ class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::
     const unsigned char* f = src ? src->ptr() : nullptr;
     const auto start = std::chrono::steady_clock::now();
     cudaError_t e = cudaSuccess;
-    switch (call()) {
+    switch (call()) {  // copy-check: every byte is counted after the switch, at return and at the end
       case Call::kMemcpyH2D: e = cudaMemcpy(t, f, kBytes, cudaMemcpyHostToDevice); break;
       case Call::kMemcpyD2H: e = cudaMemcpy(t, f, kBytes, cudaMemcpyDeviceToHost); break;
       case Call::kMemcpyH2H: e = cudaMemcpy(t, f, kBytes, cudaMemcpyHostToHost); break;
