@@ -84,7 +84,7 @@ def main(argv=None):
         shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
     for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
                 "reports/__init__.py", "reports/results.py", "reports/htmlreport.py",
-                "reports/report.py"]:
+                "reports/report.py", "tools/nvbandwidth_compare.py"]:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
     run_sh = os.path.join(out, "run")
