@@ -56,7 +56,12 @@ class OrderingTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
   cudaError_t HoldStream() {
     return LaunchAwaitFlag(flag_, 1, static_cast<uint64_t>(kFlagTimeoutS * TimeScale() * 1e9), status_, stream_);
   }
-  void Release() { __atomic_store_n(flag_, 1u, __ATOMIC_RELEASE); }
+  // A full fence first: the host's stores to write-combined memory sit in WC buffers that a
+  // release store alone (a plain mov on x86) does not drain.
+  void Release() {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(flag_, 1u, __ATOMIC_RELEASE);
+  }
   bool KernelTimedOut() const { return __atomic_load_n(status_, __ATOMIC_ACQUIRE) == kKernelTimedOut; }
 
   unsigned* flag_ = nullptr;

@@ -73,7 +73,8 @@ std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
         *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
         return nullptr;
       }
-      e = cudaHostRegister(b->region_->data(), bytes, cudaHostRegisterMapped);
+      // Portable: the multi-device cases use the registration from every device.
+      e = cudaHostRegister(b->region_->data(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
       if (e != cudaSuccess) {
         b->region_.reset();
         break;

@@ -23,9 +23,9 @@ enum class Mem {
   kPinnedMapped,      // cudaHostAllocMapped
   kPinnedPortable,    // cudaHostAllocPortable
   kWriteCombined,     // cudaHostAllocWriteCombined | cudaHostAllocMapped
-  kRegisteredMalloc,  // page-aligned heap + cudaHostRegister(Mapped)
-  kRegisteredMmap,    // anonymous mmap + cudaHostRegister(Mapped)
-  kRegisteredMemfd,   // MAP_SHARED memfd + cudaHostRegister(Mapped)
+  kRegisteredMalloc,  // page-aligned heap + cudaHostRegister(Mapped | Portable)
+  kRegisteredMmap,    // anonymous mmap + cudaHostRegister(Mapped | Portable)
+  kRegisteredMemfd,   // MAP_SHARED memfd + cudaHostRegister(Mapped | Portable)
   kPageable,          // plain heap, never registered
   kDevice,            // cudaMalloc
 };
