@@ -187,6 +187,12 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int cells = 0;
   for (Dir d : Dirs()) {
+    // R15: a write-combined allocation's device address may differ from its host address; the
+    // host pointer is then no device address and a memset through it is not valid.
+    if (d == Dir::kMemsetHostAlias && host->host() != host->dev()) {
+      Observe("memset_host_alias_skipped", "device alias differs from the host pointer (R15)");
+      continue;
+    }
     for (Window w : Windows(api())) {
       // Host reads of write-combined memory are uncached (R16): the CPU-side host-to-host copy
       // of 64 MiB would take seconds, so that one window is left to the other directions.

@@ -218,9 +218,11 @@ TEST_P(ScheduleFlagTest, WaitsUnderTheSchedulingFlagSeeEveryByte) {
   }
 }
 
+// Only the blocking-sync flag: the host sleeps in the wait, so a wake-up before the work ends is
+// the failure to catch. Spin and Yield behave like the default the other cases run under, and a
+// child costs a CUDA start-up (the suite's GPU-time budget).
 INSTANTIATE_TEST_SUITE_P(Flags, ScheduleFlagTest,
-                         ::testing::Values(cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
-                                           cudaDeviceScheduleBlockingSync),
+                         ::testing::Values(cudaDeviceScheduleBlockingSync),
                          [](const auto& info) {
                            return info.param == cudaDeviceScheduleSpin    ? std::string("Spin")
                                   : info.param == cudaDeviceScheduleYield ? std::string("Yield")

@@ -162,6 +162,10 @@ TEST_P(SyncTableTest, CallFollowsTheDocumentedSynchronisationOnEveryStreamKind) 
   ASSERT_NE(host2, nullptr) << why;
   auto dev = Buffer::Make(Mem::kDevice, kBytes, &why);
   ASSERT_NE(dev, nullptr) << why;
+  if ((call() == Call::kMemsetHost || call() == Call::kMemsetAsyncHost) && host->host() != host->dev()) {
+    PAGELOCK_NOT_SUPPORTED(MemName(mem()) + ": cudaHostGetDevicePointer differs from the host pointer, so a "
+                           "memset through the host pointer is not valid (R15)");
+  }
   Checker check;
   ASSERT_CUDA_OK(check.status());
   const bool must_async = MustBeAsynchronous(call(), mem());
