@@ -33,7 +33,12 @@ CASES = [
     ("host_to_device_memcpy_sm", ["h2d_sm_GBps"], "GB/s"),
     ("device_to_host_memcpy_sm", ["d2h_sm_GBps"], "GB/s"),
     ("host_device_latency_sm", ["host_device_latency_ns"], "ns"),
+    # Every GPU at once (two or more GPUs): nvbandwidth's SUM line against pagelock's sum.
+    ("host_to_all_memcpy_ce:sum", ["host_to_all_ce_sum_GBps"], "GB/s"),
+    ("all_to_host_memcpy_ce:sum", ["all_to_host_ce_sum_GBps"], "GB/s"),
 ]
+# Cases only tabled when one of the tools has a figure (they need two or more GPUs in pagelock).
+OPTIONAL = {"host_to_all_memcpy_ce:sum", "all_to_host_memcpy_ce:sum"}
 METRIC_PREFIX = "pagelock.metric."
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -105,6 +110,7 @@ def parse_nvbandwidth(text, device=0):
         m = re.match(r"\s*SUM (\w+)\s+(" + NUMBER.pattern + r")\s*$", line)
         if m:
             found.setdefault(m.group(1), float(m.group(2)))
+            found[m.group(1) + ":sum"] = float(m.group(2))
             current = None
             continue
         if current and not rows_seen:
@@ -131,7 +137,7 @@ def nvbandwidth_figures(binary, output, device, timeout_s=600):
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         raise InputError(f"{binary}: not an executable file")
     text = []
-    for case, _, _ in CASES:
+    for case in dict.fromkeys(c.split(":")[0] for c, _, _ in CASES):
         try:
             proc = subprocess.run([binary, "-t", case], capture_output=True, text=True, timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -148,6 +154,8 @@ def compare(pagelock, nvbw, tolerance):
     for case, names, unit in CASES:
         name = next((n for n in names if n in pagelock), names[0])
         mine, theirs = pagelock.get(name), nvbw.get(case)
+        if case in OPTIONAL and mine is None and theirs is None:
+            continue
         ratio = mine / theirs if mine is not None and theirs else None
         rows.append({"case": case, "metric": name, "unit": unit, "nvbandwidth": theirs, "pagelock": mine,
                      "ratio": ratio, "within": ratio is not None and abs(ratio - 1) <= tolerance})

@@ -122,6 +122,16 @@ class CompareTest(unittest.TestCase):
         rc, _, _ = self.run_main("--bogus")
         self.assertEqual(rc, 2)
 
+    def test_all_devices_sum_is_compared_with_the_sum_line(self):
+        text = ("Running host_to_all_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
+                "           0         1\n 0     55.00     54.00\n\nSUM host_to_all_memcpy_ce 109.00\n")
+        figures = nc.parse_nvbandwidth(text)
+        self.assertEqual(figures["host_to_all_memcpy_ce:sum"], 109.0)
+        rows = nc.compare({"host_to_all_ce_sum_GBps": 108.0}, figures, 0.02)
+        row = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        self.assertTrue(row["within"])
+        self.assertFalse(any(r["case"] == "all_to_host_memcpy_ce:sum" for r in rows))
+
     def test_pagelock_alone_tables_its_figures(self):
         rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML))
         self.assertEqual(rc, 0)

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -67,6 +68,7 @@ struct Lane {
   std::function<cudaError_t(cudaStream_t)> op;
   size_t bytes = 0;
   std::vector<double> gbps;  // one per sample
+  int device = -1;           // the stream's device when it is not the current one
 };
 
 class BandwidthTest : public GpuTest {
@@ -106,8 +108,13 @@ class BandwidthTest : public GpuTest {
   // `hold` false: no holding kernel (a pageable copy may wait for its stream, which would then
   // wait for the flag the host releases only after queueing: a stall until the kernel's timeout).
   void Measure(std::vector<Lane*> lanes, int loops = kLoops, int samples = kSamples, bool hold = true) {
+    int current = 0;
+    ASSERT_CUDA_OK(cudaGetDevice(&current));
+    // Events belong to the device of the stream they are recorded on.
+    auto on = [&](size_t i) { return cudaSetDevice(lanes[i]->device >= 0 ? lanes[i]->device : current); };
     std::vector<cudaEvent_t> start(lanes.size()), stop(lanes.size());
     for (size_t i = 0; i < lanes.size(); ++i) {
+      ASSERT_CUDA_OK(on(i));
       ASSERT_CUDA_OK(cudaEventCreate(&start[i]));
       ASSERT_CUDA_OK(cudaEventCreate(&stop[i]));
     }
@@ -116,6 +123,7 @@ class BandwidthTest : public GpuTest {
       flag_[1] = kKernelOk;
       for (size_t i = 0; i < lanes.size(); ++i) {
         cudaStream_t st = lanes[i]->stream;
+        ASSERT_CUDA_OK(on(i));
         if (hold) {
           ASSERT_CUDA_OK(LaunchAwaitFlag(flag_, 1, static_cast<uint64_t>(kHoldTimeoutS * TimeScale() * 1e9), flag_ + 1, st));
         }
@@ -137,6 +145,7 @@ class BandwidthTest : public GpuTest {
       EXPECT_CUDA_OK(cudaEventDestroy(start[i]));
       EXPECT_CUDA_OK(cudaEventDestroy(stop[i]));
     }
+    ASSERT_CUDA_OK(cudaSetDevice(current));
   }
 
   // Records "<name>_GBps", its samples and its fraction of the link; returns the median.
@@ -428,6 +437,62 @@ TEST_F(BandwidthTest, EveryDeviceCopiesAtItsOwnLinkRate) {
         << "device " << d << ": the timed H2D copies did not deliver every byte";
     EXPECT_CUDA_OK(cudaStreamDestroy(s));
     EXPECT_CUDA_OK(cudaFree(dev));
+  }
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+}
+
+TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
+  PAGELOCK_RULE("R14,R18,S07");
+  // nvbandwidth's host_to_all / all_to_host CE cases: every device copies at the same time.
+  PAGELOCK_REQUIRE(RequireDeviceCount(2));
+  const int count = static_cast<int>(Probe().devices.size());
+  std::vector<std::unique_ptr<Pinned>> host;
+  std::vector<void*> dev(count, nullptr);
+  std::vector<cudaStream_t> streams(count, nullptr);
+  std::vector<uint32_t> seeds(count);
+  for (int d = 0; d < count; ++d) {
+    host.push_back(std::make_unique<Pinned>(kBytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    ASSERT_CUDA_OK(host.back()->status);
+    ASSERT_CUDA_OK(cudaSetDevice(d));
+    ASSERT_CUDA_OK(cudaMalloc(&dev[d], kBytes));
+    ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking));
+    seeds[d] = static_cast<uint32_t>(CaseRng()());
+    HostFillPattern(host[d]->host, kBytes, seeds[d]);
+  }
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  for (const bool up : {true, false}) {
+    std::vector<Lane> lanes(count);
+    std::vector<Lane*> ptrs;
+    for (int d = 0; d < count; ++d) {
+      unsigned char* h = host[d]->host;
+      void* g = dev[d];
+      lanes[d] = Lane{streams[d], [h, g, up](cudaStream_t s) {
+                        return up ? cudaMemcpyAsync(g, h, kBytes, cudaMemcpyHostToDevice, s)
+                                  : cudaMemcpyAsync(h, g, kBytes, cudaMemcpyDeviceToHost, s);
+                      }, kBytes, {}, d};
+      ptrs.push_back(&lanes[d]);
+    }
+    if (!up) {
+      for (int d = 0; d < count; ++d) std::memset(host[d]->host, 0, kBytes);
+    }
+    Measure(ptrs);
+    if (HasFatalFailure()) break;
+    double sum = 0;
+    for (int d = 0; d < count; ++d) {
+      sum += Record(std::string(up ? "h2d" : "d2h") + "_all_ce_device" + std::to_string(d), lanes[d]);
+    }
+    Metric(std::string(up ? "host_to_all" : "all_to_host") + "_ce_sum_GBps", sum, "GB/s");
+    if (!up) {
+      for (int d = 0; d < count; ++d) {
+        EXPECT_EQ(HostCountPatternMismatches(host[d]->host, kBytes, seeds[d]), 0u)
+            << "device " << d << ": the timed all-devices copies did not deliver every byte";
+      }
+    }
+  }
+  for (int d = 0; d < count; ++d) {
+    ASSERT_CUDA_OK(cudaSetDevice(d));
+    EXPECT_CUDA_OK(cudaStreamDestroy(streams[d]));
+    EXPECT_CUDA_OK(cudaFree(dev[d]));
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
 }
