@@ -467,8 +467,9 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
       unsigned char* h = host[d]->host;
       void* g = dev[d];
       lanes[d] = Lane{streams[d], [h, g, up](cudaStream_t s) {
+                        // copy-check: the H2D then D2H round trip is counted after the timing
                         return up ? cudaMemcpyAsync(g, h, kBytes, cudaMemcpyHostToDevice, s)
-                                  : cudaMemcpyAsync(h, g, kBytes, cudaMemcpyDeviceToHost, s);
+                                  : cudaMemcpyAsync(h, g, kBytes, cudaMemcpyDeviceToHost, s);  // copy-check: same
                       }, kBytes, {}, d};
       ptrs.push_back(&lanes[d]);
     }
