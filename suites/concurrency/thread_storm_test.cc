@@ -22,6 +22,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "fixtures/storm.h"
 
@@ -146,8 +147,11 @@ TEST_F(ThreadStormTest, RacingOverlappingRegistrationsLeaveDisjointWinners) {
     if (!r.finished) return;
     std::vector<int> winners;
     for (int i = 0; i < threads; ++i) {
-      if (got[i] == cudaSuccess) winners.push_back(i);
-      else EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, got[i]) << "round " << round << " worker " << i;
+      if (got[i] == cudaSuccess) {
+        winners.push_back(i);
+      } else {
+        EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, got[i]) << "round " << round << " worker " << i;
+      }
     }
     EXPECT_FALSE(winners.empty()) << "round " << round << ": nobody could register";
     for (size_t k = 1; k < winners.size(); ++k) {
@@ -159,8 +163,10 @@ TEST_F(ThreadStormTest, RacingOverlappingRegistrationsLeaveDisjointWinners) {
       // A loser failed because of a registration that existed when it called: a winner's.
       const bool overlaps_winner = std::any_of(winners.begin(), winners.end(),
                                                [&](int w) { return std::abs(w - i) <= 1; });
-      if (got[i] != cudaSuccess) EXPECT_TRUE(overlaps_winner) << "round " << round << ": worker " << i
-                                                              << " was refused but overlaps no registration";
+      if (got[i] != cudaSuccess) {
+        EXPECT_TRUE(overlaps_winner) << "round " << round << ": worker " << i
+                                     << " was refused but overlaps no registration";
+      }
     }
     for (int w : winners) EXPECT_CUDA_OK(cudaHostUnregister(m.base + w * stride));
   }

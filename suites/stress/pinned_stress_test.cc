@@ -1,9 +1,8 @@
-// Stress: heavy pinning up to an explicit cap, thousands of registrations, and stream/event
-// ordering on shared mapped memory repeated for a time budget. Every cap and budget comes from
-// the environment, is recorded in the results, and is bounded, so the host is never taken down:
-//   PAGELOCK_STRESS_PIN_CAP_GIB     (default 16)    total pinned by the exhaustion test
+// Stress: thousands of registrations, and stream/event ordering on shared mapped memory repeated
+// for a time budget. (Pinning until failure is exhaustion_test.cc, contained.) Every budget
+// comes from the environment and is recorded in the results:
 //   PAGELOCK_STRESS_REGISTRATIONS   (default 4096)  concurrent registrations
-//   PAGELOCK_STRESS_SECONDS         (default 20)    time budget of the ordering loop (x time scale)
+//   PAGELOCK_STRESS_SECONDS         (default 10)    time budget of the ordering loop (x time scale)
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 #include <sys/mman.h>
@@ -30,47 +29,6 @@ double EnvNumber(const char* name, double fallback) {
 }
 
 class PinnedStressTest : public GpuTest {};
-
-TEST_F(PinnedStressTest, PinningUpToTheCapFailsOnlyCleanly) {
-  PAGELOCK_RULE("R06,R87");
-  const double cap_gib = EnvNumber("PAGELOCK_STRESS_PIN_CAP_GIB", 16);
-  const size_t chunk = size_t{256} << 20;
-  const size_t max_chunks = static_cast<size_t>(cap_gib * (1 << 30) / chunk);
-  Budget("pin_cap_GiB", cap_gib, "GiB");
-  std::vector<void*> chunks;
-  std::vector<double> ms;
-  cudaError_t stop = cudaSuccess;
-  while (chunks.size() < max_chunks) {
-    void* p = nullptr;
-    const auto t0 = std::chrono::steady_clock::now();
-    stop = cudaHostAlloc(&p, chunk, 0);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (stop != cudaSuccess) break;
-    static_cast<char*>(p)[0] = 1;  // the memory is real: touch both ends
-    static_cast<char*>(p)[chunk - 1] = 1;
-    chunks.push_back(p);
-  }
-  (void)cudaGetLastError();
-  std::sort(ms.begin(), ms.end());
-  Metric("pinned_GiB", static_cast<double>(chunks.size() * chunk) / (1 << 30), "GiB");
-  Metric("alloc_256MiB_median_ms", ms.empty() ? 0 : ms[ms.size() / 2], "ms");
-  Observe("stopped_by", stop == cudaSuccess ? "cap" : cudaGetErrorName(stop));
-  EXPECT_TRUE(stop == cudaSuccess || stop == cudaErrorMemoryAllocation)
-      << "pinning failed with " << DescribeCuda(stop) << " instead of cudaErrorMemoryAllocation";
-  if (!chunks.empty()) {
-    EXPECT_CUDA_OK(cudaFreeHost(chunks.back()));
-    chunks.pop_back();
-  }
-  void* probe = nullptr;
-  EXPECT_CUDA_OK(cudaHostAlloc(&probe, size_t{1} << 20, 0)) << "an exhaustion failure must not be sticky";
-  if (probe) {
-    EXPECT_CUDA_OK(cudaFreeHost(probe));
-  }
-  for (void* p : chunks) {
-    EXPECT_CUDA_OK(cudaFreeHost(p));
-  }
-  EXPECT_CUDA_OK(cudaDeviceSynchronize());
-}
 
 TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   PAGELOCK_RULE("R26,R33,R53");
@@ -109,7 +67,7 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
 
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   PAGELOCK_RULE("R77");
-  const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 20) * TimeScale();
+  const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 10) * TimeScale();
   Budget("time_s", budget_s, "s");
   const size_t max_bytes = size_t{8} << 20;
   void* host = nullptr;
