@@ -3,7 +3,7 @@
 // (each storm has a watchdog), and the pinned tracker ends where it started.
 // Budgets (environment; recorded in the results; the stress build has larger defaults):
 //   PAGELOCK_STORM_THREADS   worker threads of the round-trip storm (full 8, stress 16)
-//   PAGELOCK_STORM_SECONDS   time budget of the round-trip storm    (full 1, stress 20)
+//   PAGELOCK_STORM_SECONDS   time budget of the round-trip storm    (full 1, stress 10)
 //   PAGELOCK_STORM_ROUNDS    rounds of the registration races       (full 20, stress 200)
 // On a machine with several GPUs the round-trip workers use them in turn (worker i: device
 // i mod count). Rule ids refer to suites/rules.tsv.
@@ -30,7 +30,7 @@ namespace pagelock {
 namespace {
 
 #ifdef PAGELOCK_STRESS_TIER
-constexpr double kThreads = 16, kSeconds = 20, kRounds = 200;
+constexpr double kThreads = 16, kSeconds = 10, kRounds = 200;
 #else
 constexpr double kThreads = 8, kSeconds = 1, kRounds = 20;
 #endif

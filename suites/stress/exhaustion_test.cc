@@ -100,7 +100,9 @@ PAGELOCK_SCENARIO(Exhaust) {
   report.Set("memavailable_at_stop", static_cast<long long>(ReadMemInfo().mem_available));
   std::sort(ms.begin(), ms.end());
   report.Set("pin_median_us", static_cast<long long>(ms.empty() ? 0 : ms[ms.size() / 2] * 1e3));
+  // R87: the slot holds the failure once (runtime paths), then it is clear.
   report.Error("last_error_after_stop", cudaGetLastError());
+  report.Error("last_error_cleared", cudaGetLastError());
 
   // Not sticky: with one chunk given back, a small pin works and the device is healthy.
   if (!chunks.empty()) {
@@ -238,7 +240,8 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
       Warn(std::string(PathName(path)) + ": exhaustion not reached: " + outcome + " at " +
            std::to_string(pinned * chunk_gib) + " GiB (containment " + r.Get("containment") + ")");
     }
-    EXPECT_EQ(r.Get("last_error_after_stop"), "cudaSuccess") << "the failure left a runtime error behind";
+    Observe("last_error_after_stop", r.Get("last_error_after_stop"));
+    EXPECT_EQ(r.Get("last_error_cleared"), "cudaSuccess") << "cudaGetLastError did not clear the failure";
     EXPECT_EQ(r.Get("probe_pin"), "ok") << "after giving one chunk back, a 1 MiB pin failed: the failure is sticky";
     EXPECT_EQ(r.Get("sync_after_stop"), "cudaSuccess");
     EXPECT_EQ(r.Get("checksum"), "cudaSuccess");
