@@ -376,5 +376,91 @@ TEST(DeviceFlagsRaceTest, FlagQueriesRacingFirstCallsAllSucceedAndTheSetFlagStic
       << "the scheduling flag set during the race is not what the device reports afterwards";
 }
 
+// Fresh process: one thread keeps changing the scheduling flag while the others run pinned
+// copies and kernels (peer case 22). Nothing deadlocks, every round trip is exact, and the flag
+// set last is the one reported.
+PAGELOCK_SCENARIO(DeviceFlagChangesDuringWork) {
+  report.Error("init", cudaFree(nullptr));
+  const double seconds = std::atof(ScenarioArg().c_str());
+  const unsigned schedules[] = {cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
+                                cudaDeviceScheduleBlockingSync, cudaDeviceScheduleAuto};
+  StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
+    if (w.index() == 0) {
+      while (w.TimeLeft()) {
+        const unsigned f = schedules[w.iterations % 4];
+        w.Doing("cudaSetDeviceFlags");
+        cudaError_t e = cudaSetDeviceFlags(f);
+        unsigned got = 0;
+        w.Doing("cudaGetDeviceFlags");
+        if (e == cudaSuccess) e = cudaGetDeviceFlags(&got);
+        if (e != cudaSuccess) {
+          w.Problem("flags " + std::to_string(f) + ": " + DescribeCuda(e));
+          return;
+        }
+        ++w.iterations;
+      }
+      return;
+    }
+    const size_t n = 1 << 20;
+    void *src = nullptr, *dst = nullptr, *dev = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaError_t e = cudaHostAlloc(&src, n, 0);
+    if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
+    if (e == cudaSuccess) e = cudaMalloc(&dev, n);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
+    while (e == cudaSuccess && w.TimeLeft()) {
+      ++seed;
+      HostFillPattern(src, n, seed);
+      w.Doing("cudaMemcpyAsync / LaunchInvertBytes");
+      e = cudaMemcpyAsync(dev, src, n, cudaMemcpyHostToDevice, stream);
+      if (e == cudaSuccess) e = LaunchInvertBytes(dev, n, stream);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(dst, dev, n, cudaMemcpyDeviceToHost, stream);
+      w.Doing("cudaStreamQuery (bounded wait)");
+      if (e == cudaSuccess) e = BoundedSync(stream);
+      if (e == cudaSuccess) {
+        const size_t bad = HostCountPatternMismatches(dst, n, seed, 0xff);
+        if (bad) w.Problem(std::to_string(bad) + " bytes wrong after a round trip");
+      }
+      ++w.iterations;
+    }
+    if (e != cudaSuccess) w.Problem(DescribeCuda(e));
+    w.Doing("cleanup");
+    if (stream) (void)cudaStreamDestroy(stream);
+    (void)cudaFree(dev);
+    (void)cudaFreeHost(src);
+    (void)cudaFreeHost(dst);
+  });
+  report.Set("finished", r.finished ? "1" : "0");
+  report.Set("problems", r.Summary());
+  report.Set("workers_without_iterations", r.workers_without_iterations);
+  report.Set("iterations", r.iterations);
+  if (!r.finished) return;
+  report.Error("final_set", cudaSetDeviceFlags(cudaDeviceScheduleYield));
+  unsigned final_flags = 0;
+  report.Error("final_get", cudaGetDeviceFlags(&final_flags));
+  report.Set("final_flags", static_cast<long long>(final_flags));
+}
+
+TEST(DeviceFlagsRaceTest, SchedulingFlagChangesDuringCopiesAndKernelsNeitherDeadlockNorCorrupt) {
+  PAGELOCK_RULE("R59,R62,C03");
+  PAGELOCK_REQUIRE(RequireUsableDevice());
+  const double seconds = StormSeconds();
+  Budget("time_s", seconds * TimeScale(), "s");
+  Budget("threads_count", 4, "count");
+  ChildResult r = RunScenario("DeviceFlagChangesDuringWork", seconds + 90, {ScenarioArgEnv(std::to_string(seconds))});
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("init"), "cudaSuccess");
+  ASSERT_EQ(r.Get("finished"), "1") << "threads stuck (deadlock?): " << r.Get("problems");
+  EXPECT_EQ(r.Get("problems"), "") << "problems: " << r.Get("problems");
+  EXPECT_EQ(r.Get("workers_without_iterations"), "0");
+  Metric("iterations_count", std::atof(r.Get("iterations").c_str()), "count");
+  EXPECT_EQ(r.Get("final_set"), "cudaSuccess");
+  EXPECT_EQ(r.Get("final_get"), "cudaSuccess");
+  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("final_flags").c_str()));
+  EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleYield))
+      << "flags reported after the storm: " << final_flags;
+}
+
 }  // namespace
 }  // namespace pagelock

@@ -1,5 +1,6 @@
 // Large single allocations and registrations: one call of 2 GiB + 4 KiB (past the 2 GiB limit
-// some kernels had), 4 GiB, 64 GiB and the most RAM allows, through cudaHostAlloc and
+// some kernels had), 4 GiB, 64 GiB, the most RAM allows, and 110% of the device's memory
+// (oversubscription; NotSupported where RAM is smaller), through cudaHostAlloc and
 // cudaHostRegister, each in a contained scenario child. The device reads the host's bytes in the
 // first and last pages and writes back what the host then checks; a failure must be clean
 // (cudaErrorMemoryAllocation, not sticky). A size the host cannot hold above the memory floor
@@ -27,7 +28,7 @@ namespace {
 
 constexpr int64_t kHeadroom = 4 * kGiB;  // the child's own memory (context, binary) in its cgroup
 
-enum class Size { k2GiBPlus4KiB, k4GiB, k64GiB, kRamAllows };
+enum class Size { k2GiBPlus4KiB, k4GiB, k64GiB, kRamAllows, kGpuMemoryPlus10Percent };
 
 const char* SizeName(Size s) {
   switch (s) {
@@ -35,6 +36,7 @@ const char* SizeName(Size s) {
     case Size::k4GiB: return "4GiB";
     case Size::k64GiB: return "64GiB";
     case Size::kRamAllows: return "RamAllows";
+    case Size::kGpuMemoryPlus10Percent: return "GpuMemoryPlus10Percent";
   }
   return "?";
 }
@@ -53,6 +55,9 @@ int64_t Bytes(Size s) {
     case Size::k4GiB: return 4 * kGiB;
     case Size::k64GiB: return 64 * kGiB;
     case Size::kRamAllows: return RamAllowsBytes();
+    // More than the device holds: pinned memory is not limited by device memory (peer case 25).
+    case Size::kGpuMemoryPlus10Percent:
+      return static_cast<int64_t>(Probe().devices[0].total_memory_bytes) / 10 * 11 / 4096 * 4096;
   }
   return 0;
 }
@@ -193,7 +198,8 @@ TEST_P(LargeSinglePinTest, OneCallOfThisSizePinsAndTheDeviceReachesTheLastPage) 
 INSTANTIATE_TEST_SUITE_P(
     PathsAndSizes, LargeSinglePinTest,
     ::testing::Combine(::testing::Values(Path::kHostAlloc, Path::kHostRegister),
-                       ::testing::Values(Size::k2GiBPlus4KiB, Size::k4GiB, Size::k64GiB, Size::kRamAllows)),
+                       ::testing::Values(Size::k2GiBPlus4KiB, Size::k4GiB, Size::k64GiB, Size::kRamAllows,
+                                         Size::kGpuMemoryPlus10Percent)),
     [](const ::testing::TestParamInfo<std::tuple<Path, Size>>& i) {
       return std::string(PathName(std::get<0>(i.param))) + "_" + SizeName(std::get<1>(i.param));
     });
