@@ -91,6 +91,7 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   Budget("warn_p99_ms", warn_ms, "ms");
   auto box = Containment::Create("neighbour", static_cast<int64_t>(pin_gib * kGiB) + 4 * kGiB);
   box->RecordBudgets();
+  const PinCounters pins_before = ReadPinCounters();
   const size_t n = 4096;
   void* src = nullptr;
   void* dst = nullptr;
@@ -154,6 +155,10 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   EXPECT_EQ(quiet.failures, 0) << quiet.first_failure;
   EXPECT_EQ(loaded.failures, 0) << "while the other process pinned: " << loaded.first_failure;
   EXPECT_GE(loaded.alloc_us.size(), 10u) << "the neighbour barely ran while the other process pinned";
+  if (pins_before.available) {
+    const PinCounters after = WaitForPinBalance(pins_before.balance(), 20);
+    EXPECT_EQ(after.balance(), pins_before.balance()) << "pages still pinned after the churning child exited";
+  }
   const double p99_ms = std::max(Percentile(loaded.alloc_us, 0.99), Percentile(loaded.copy_us, 0.99)) / 1e3;
   if (p99_ms > warn_ms) {
     Warn("p99 latency of small pinned work while another process pins: " + std::to_string(p99_ms) +

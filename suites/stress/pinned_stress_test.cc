@@ -2,6 +2,7 @@
 // for a time budget. (Pinning until failure is exhaustion_test.cc, contained.) Every budget
 // comes from the environment and is recorded in the results:
 //   PAGELOCK_STRESS_REGISTRATIONS   (default 4096)  concurrent registrations
+//   PAGELOCK_STRESS_REGISTRATION_CEILING (70000)    cap of the registration-count ceiling case
 //   PAGELOCK_STRESS_SECONDS         (default 10)    time budget of the ordering loop (x time scale)
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +24,13 @@
 
 namespace pagelock {
 namespace {
+
+std::string ReadSmallFile(const char* path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
 
 double EnvNumber(const char* name, double fallback) {
   const char* v = std::getenv(name);
@@ -63,6 +72,58 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
     EXPECT_CUDA_OK(cudaHostUnregister(base + i * stride));
   }
   munmap(map, n * stride);
+}
+
+// Counts lines of a /proc file (VMAs in /proc/self/maps).
+long CountLines(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  long n = 0;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
+  PAGELOCK_RULE("R48,R87");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  // One page each, a page apart: many registrations, little memory (4 KiB x the cap).
+  const size_t cap = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATION_CEILING", 70000));
+  const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 10) * TimeScale();
+  const size_t page = PageSize();
+  Budget("registrations_cap_count", static_cast<double>(cap), "count");
+  Budget("time_s", budget_s, "s");
+  Observe("vm_max_map_count", static_cast<long long>(std::atoll(ReadSmallFile("/proc/sys/vm/max_map_count").c_str())));
+  Observe("vmas_before", static_cast<long long>(CountLines("/proc/self/maps")));
+  void* map = mmap(nullptr, 2 * cap * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  char* base = static_cast<char*>(map);
+  size_t registered = 0;
+  cudaError_t stop = cudaSuccess;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
+  while (registered < cap && std::chrono::steady_clock::now() < deadline) {
+    stop = cudaHostRegister(base + 2 * registered * page, page, 0);
+    if (stop != cudaSuccess) break;
+    ++registered;
+  }
+  Metric("live_registrations_count", static_cast<double>(registered), "count");
+  Observe("vmas_at_stop", static_cast<long long>(CountLines("/proc/self/maps")));
+  Observe("stopped_by", stop != cudaSuccess ? cudaGetErrorName(stop) : registered == cap ? "cap" : "time");
+  if (stop != cudaSuccess) {
+    EXPECT_EQ(cudaGetLastError(), stop);  // R87: the failure is in the slot once
+    EXPECT_CUDA_ERROR(cudaErrorMemoryAllocation, stop)
+        << "registration " << registered << " failed with another error than the documented one";
+    // Not sticky: one registration given back, one more works.
+    if (registered > 0) {
+      EXPECT_CUDA_OK(cudaHostUnregister(base + 2 * (registered - 1) * page));
+      EXPECT_CUDA_OK(cudaHostRegister(base + 2 * (registered - 1) * page, page, 0))
+          << "after the ceiling, a freed slot cannot be registered again";
+    }
+  }
+  size_t failures = 0;
+  for (size_t i = 0; i < registered; ++i) failures += cudaHostUnregister(base + 2 * i * page) != cudaSuccess;
+  EXPECT_EQ(failures, 0u) << "unregistering failed " << failures << " times";
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  munmap(map, 2 * cap * page);
 }
 
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
