@@ -9,8 +9,12 @@
 #include <rapidcheck/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
 
 #include "fixtures/gpu_property.h"
+#include "fixtures/time_scale.h"
 #include "suites/model/model.h"
 
 namespace pagelock {
@@ -18,17 +22,53 @@ namespace {
 
 std::atomic<uint64_t> g_steps{0};
 
+#ifdef PAGELOCK_MODEL_STRESS
+// The stress tier: more and longer sequences (set before RapidCheck reads RC_PARAMS; the run
+// seed is appended by fixtures/seed.cc), bounded by PAGELOCK_MODEL_STRESS_SECONDS.
+const bool g_stress_params = [] {
+  const char* old = std::getenv("RC_PARAMS");
+  std::string p = old ? old : "";
+  if (p.find("max_success") == std::string::npos) p += " max_success=2000";
+  if (p.find("max_size") == std::string::npos) p += " max_size=200";
+  setenv("RC_PARAMS", p.c_str(), 1);
+  return true;
+}();
+constexpr double kDefaultSeconds = 240;
+constexpr char kSecondsEnv[] = "PAGELOCK_MODEL_STRESS_SECONDS";
+#else
+constexpr double kDefaultSeconds = 60;  // a safety bound: the full tier's fixed count ends first
+constexpr char kSecondsEnv[] = "PAGELOCK_MODEL_SECONDS";
+#endif
+
+double TimeLimitSeconds() {
+  const char* s = std::getenv(kSecondsEnv);
+  const double v = s ? std::atof(s) : kDefaultSeconds;
+  return (v > 0 ? v : kDefaultSeconds) * TimeScale();
+}
+std::chrono::steady_clock::time_point g_start;
+std::atomic<uint64_t> g_sequences{0}, g_skipped{0};
+
 class PinnedModel : public GpuProperty {};
 
 RC_GTEST_FIXTURE_PROP(PinnedModel, DriverAgreesWithTheModelOnEveryStep, ()) {
   if (!ready()) return;
   PAGELOCK_RULE("M01,R19,R22,R30,R31,R32,R33,R34,R35,R36,R51,R53,R56,R71,R72,R77,R76");
   const auto& params = rc::detail::configuration().testParams;
-  Budget("sequences", params.maxSuccess, "count");
-  Budget("max_sequence_size", params.maxSize, "commands");
+  if (g_sequences == 0 && g_skipped == 0) {
+    g_start = std::chrono::steady_clock::now();
+    Budget("sequences", params.maxSuccess, "count");
+    Budget("max_sequence_size", params.maxSize, "commands");
+    Budget("time_limit_s", TimeLimitSeconds(), "s");
+  }
+  // Past the time limit the remaining sequences are not run (recorded, so a short run is visible).
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - g_start).count() > TimeLimitSeconds()) {
+    Observe("sequences_skipped_at_time_limit", static_cast<unsigned long long>(++g_skipped));
+    return;
+  }
   auto api = MakeRealPinnedApi();
   g_steps += RunPinnedApiStateMachine(*api, ModelRules{});
   Metric("model_steps_count", static_cast<double>(g_steps.load()), "count");
+  Metric("model_sequences_count", static_cast<double>(++g_sequences), "count");
 }
 
 }  // namespace
