@@ -69,7 +69,7 @@ TEST_F(MappedAtomicsTest, SystemAtomicsRacingHostAtomicsAreExactWithNativeHostAt
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   const unsigned long long want = kHostAdds + static_cast<unsigned long long>(kBlocks) * kThreads * kIters;
   const unsigned long long got = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
-  RecordProperty("lost_updates_count", std::to_string(want - got));
+  Metric("lost_updates_count", static_cast<double>(want - got), "count");
   // Without native host atomics, atomicity against the host is not promised: informational.
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostNativeAtomicSupported, 1));
   EXPECT_EQ(got, want);
@@ -84,7 +84,7 @@ TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
   for (unsigned c : caps) {
     EXPECT_NE(c, 0xdeadu) << "every requested entry is written";
   }
-  RecordProperty("integer_add_capabilities", std::to_string(caps[0]));
+  Observe("integer_add_capabilities", caps[0]);
   if (device().Attr(cudaDevAttrHostNativeAtomicSupported) == 1 &&
       device().Attr(cudaDevAttrOnlyPartialHostNativeAtomicSupported) == 0) {
     for (unsigned c : caps) {
@@ -117,7 +117,7 @@ TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {
   EXPECT_TRUE(finished) << "the store kernel did not finish within its time limit";
   EXPECT_CUDA_OK(cudaStreamSynchronize(stream));
   EXPECT_CUDA_OK(cudaStreamDestroy(stream));
-  RecordProperty("host_reads_count", std::to_string(reads));
+  Metric("host_reads_count", static_cast<double>(reads), "count");
   EXPECT_GT(reads, 0u);
   EXPECT_EQ(torn, 0u) << "torn values seen by the host";
 }

@@ -142,7 +142,7 @@ TEST_F(DeviceFlagsTest, GetDeviceFlagsBeforeInitialisationSucceeds) {
   ChildResult r = Run("GetFlagsFirst");
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
-  RecordProperty("flags_before_init", r.Get("get_flags_value"));
+  Observe("flags_before_init", r.Get("get_flags_value"));
   EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & ~0xffu, 0u) << "only cudaDeviceMask bits";
 }
 
@@ -155,7 +155,7 @@ TEST_P(SchedulingFlagTest, ValidFlagIsAcceptedAndReportedBack) {
   EXPECT_EQ(r.Get("set_flags"), ErrName(cudaSuccess));
   EXPECT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
   const unsigned got = std::stoul(r.Get("get_flags_value"));
-  RecordProperty("get_flags_value", std::to_string(got));
+  Observe("get_flags_value", got);
   EXPECT_EQ(got & cudaDeviceScheduleMask, GetParam() & cudaDeviceScheduleMask);
   if (GetParam() & cudaDeviceSyncMemops) {
     EXPECT_EQ(got & cudaDeviceSyncMemops, cudaDeviceSyncMemops);
@@ -230,9 +230,9 @@ TEST_F(DeviceFlagsTest, SetDeviceFlagsWithANonPrimaryDriverContextCurrentIsRejec
   ASSERT_CHILD_COMPLETED(r);
   ASSERT_EQ(r.Get("driver"), "<missing>") << r.Get("driver");
   EXPECT_EQ(r.Get("create"), "CUDA_SUCCESS");
-  RecordProperty("set_flags", r.Get("set_flags"));
-  RecordProperty("get_flags_value", r.Get("get_flags_value"));
-  RecordProperty("ctx_flags", r.Get("ctx_flags"));
+  Observe("set_flags", r.Get("set_flags"));
+  Observe("get_flags_value", r.Get("get_flags_value"));
+  Observe("ctx_flags", r.Get("ctx_flags"));
   // The 708 enum text names this interop case, but the 49 enum text (a runtime call that needs
   // the primary context while a non-primary one is current) is what r580 returns: see R66.
   EXPECT_EQ(r.Get("set_flags"), ErrName(cudaErrorIncompatibleDriverContext));

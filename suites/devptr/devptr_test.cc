@@ -66,11 +66,17 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSa
 TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHostPointers) {
   PAGELOCK_RULE("R45");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 0));
-  std::vector<char> buf(kSize);
+  std::vector<unsigned char> buf(kSize);
+  HostFillPattern(buf.data(), buf.size(), 45);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
   void* dev = nullptr;
-  EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
   EXPECT_NE(dev, nullptr);
+  EXPECT_NE(dev, static_cast<void*>(buf.data())) << "R45: a distinct alias is documented here";
+  // The distinct alias must still reach the same bytes.
+  ASSERT_CUDA_OK(LaunchInvertBytes(dev, buf.size()));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(HostCountPatternMismatches(buf.data(), buf.size(), 45, 0xff), 0u);
   EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
 }
 
@@ -92,7 +98,7 @@ TEST_F(DevicePointerTest, WriteCombinedMemoryWorksThroughItsDevicePointer) {
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, cudaHostAllocWriteCombined | cudaHostAllocMapped));
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
-  RecordProperty("device_pointer_equals_host_pointer", dev == p ? "yes" : "no");
+  Observe("device_pointer_equals_host_pointer", dev == p);
   ASSERT_CUDA_OK(LaunchFillPattern(dev, kSize, 5));
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(HostCountPatternMismatches(p, kSize, 5), 0u) << "R16: WC reads are slow, not wrong";
@@ -160,14 +166,22 @@ TEST_F(PointerAttributesTest, NullAttributesStructReturnsInvalidValue) {
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaPointerGetAttributes(nullptr, buf.data()));
 }
 
-TEST_F(PointerAttributesTest, ReservedTailIsZero) {
+// The caller value-initialises the struct (R03); the runtime fills the documented fields and
+// must leave the reserved tail zero, since later versions give those words a meaning.
+TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   PAGELOCK_RULE("R03");
   void* p = nullptr;
-  ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, 0));
-  cudaPointerAttributes a;
-  std::memset(&a, 0xab, sizeof a);
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
+  cudaPointerAttributes a{};
   EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
   EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.hostPointer, p);
+  EXPECT_NE(a.devicePointer, nullptr);
+#if CUDART_VERSION >= 13000
+  for (size_t i = 0; i < sizeof a.reserved / sizeof a.reserved[0]; ++i) {
+    EXPECT_EQ(a.reserved[i], 0) << "reserved[" << i << "] written by cudaPointerGetAttributes";
+  }
+#endif
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 

@@ -75,6 +75,12 @@ TEST_F(HostRegisterGateTest, AtsSystemsRegisterAndAllocateWithoutPinning) {
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
   ExpectRoundTrip(buf.data(), buf.size(), true, 3);
   EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  // The allocation half of the rule: a pinned allocation succeeds and is device-accessible too.
+  void* alloc = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&alloc, kSize, cudaHostAllocMapped));
+  HostFillPattern(alloc, kSize, 4);
+  ExpectRoundTrip(alloc, kSize, true, 4);
+  EXPECT_CUDA_OK(cudaFreeHost(alloc));
 }
 
 class HostRegisterMatrixTest
@@ -89,7 +95,7 @@ TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer
   }
   auto region = HostRegion::Make(kind, kSize);
   if (!region->data()) {
-    GTEST_SKIP() << "NotSupported: " << region->unavailable();
+    PAGELOCK_NOT_SUPPORTED(region->unavailable());
   }
   const uint32_t seed = static_cast<uint32_t>(RunSeed()) ^ flags;
   HostFillPattern(region->data(), region->size(), seed);
@@ -195,10 +201,10 @@ TEST_F(HostRegisterTest, WritableDiskFileMappingFollowsTheKernelPinningRule) {
   PAGELOCK_RULE("P02");
   auto region = HostRegion::Make(HostMemoryKind::kDiskFileMmap, kSize);
   if (!region->data()) {
-    GTEST_SKIP() << "NotSupported: " << region->unavailable();
+    PAGELOCK_NOT_SUPPORTED(region->unavailable());
   }
   const bool refused = KernelRefusesWritableFilePins();
-  RecordProperty("kernel_refuses_writable_file_pins", refused ? "yes" : "no");
+  Observe("kernel_refuses_writable_file_pins", refused);
   EXPECT_CUDA_ERROR(refused ? cudaErrorInvalidValue : cudaSuccess,
                     cudaHostRegister(region->data(), region->size(), 0));
   if (!refused) {
@@ -262,8 +268,8 @@ TEST_F(HostRegisterTest, GetFlagsOfRegisteredMemoryReturnsInvalidValue) {
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
   unsigned flags = 0xdeadbeef;
   const cudaError_t e = cudaHostGetFlags(&flags, buf.data());
-  RecordProperty("host_get_flags_result", cudaGetErrorName(e));
-  RecordProperty("host_get_flags_value", std::to_string(flags));
+  Observe("host_get_flags_result", cudaGetErrorName(e));
+  Observe("host_get_flags_value", flags);
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, e);
   EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
 }
@@ -360,12 +366,12 @@ TEST_F(HostRegisterTest, IoMemoryFlagOnADesignatedPciBarSucceeds) {
   PAGELOCK_RULE("R44");
   const char* resource = std::getenv("PAGELOCK_IOMEMORY_RESOURCE");
   if (!resource || !*resource) {
-    GTEST_SKIP() << "NotSupported: PAGELOCK_IOMEMORY_RESOURCE unset (no MMIO range designated)";
+    PAGELOCK_NOT_SUPPORTED("PAGELOCK_IOMEMORY_RESOURCE unset (no MMIO range designated)");
   }
   ChildResult r = RunScenario("RegisterPciBar", 60, {ScenarioArgEnv(resource)});
   ASSERT_CHILD_COMPLETED(r);
   if (r.Get("mmap") != "ok") {
-    GTEST_SKIP() << "NotSupported: mmap " << resource << ": " << r.Get("mmap");
+    PAGELOCK_NOT_SUPPORTED("mmap " + std::string(resource) + ": " + r.Get("mmap"));
   }
   EXPECT_EQ(r.Get("register"), ErrName(cudaSuccess));
   EXPECT_EQ(r.Get("unregister"), ErrName(cudaSuccess));

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 
 namespace pagelock {
@@ -21,24 +22,48 @@ static_assert(static_cast<int>(cudaErrorHostMemoryAlreadyRegistered) ==
               static_cast<int>(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED));
 static_assert(static_cast<int>(cudaErrorSetOnActiveProcess) == 708);
 
-TEST(AbiTest, ErrorCodesUseTheUnifiedNumbering) {
-  PAGELOCK_RULE("R01,R02");
-  EXPECT_EQ(static_cast<int>(cudaErrorInvalidValue), 1);
-  EXPECT_EQ(static_cast<int>(cudaErrorMemoryAllocation), 2);
-  EXPECT_EQ(static_cast<int>(cudaErrorHostMemoryAlreadyRegistered), 712);
-  EXPECT_EQ(static_cast<int>(cudaErrorHostMemoryNotRegistered), 713);
-  EXPECT_STREQ(cudaGetErrorName(static_cast<cudaError_t>(712)), "cudaErrorHostMemoryAlreadyRegistered");
-}
-
-TEST(AbiTest, PointerAttributesHaveTheDocumentedLayout) {
-  PAGELOCK_RULE("R03");
+// R01, R02, R03: compile-time facts of the headers, checked where they belong (a run-time test
+// of a constant cannot fail on any machine).
+static_assert(static_cast<int>(cudaErrorInvalidValue) == 1 &&
+              static_cast<int>(cudaErrorMemoryAllocation) == 2 &&
+              static_cast<int>(cudaErrorHostMemoryAlreadyRegistered) == 712 &&
+              static_cast<int>(cudaErrorHostMemoryNotRegistered) == 713);
 #if CUDART_VERSION >= 13000
-  EXPECT_EQ(sizeof(cudaPointerAttributes), 88u) << "13.x adds long reserved[8]";
-#else
-  EXPECT_EQ(sizeof(cudaPointerAttributes), 24u);
+static_assert(sizeof(cudaPointerAttributes) == 88, "13.x adds long reserved[8]");
 #endif
-  cudaPointerAttributes a{};
-  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);
+
+// What the installed driver says about the codes the suites assert by name: runtime and driver
+// share one numbering since 10.1 (R02), so the driver must name each code as the header does.
+struct SharedCode {
+  CUresult driver;
+  cudaError_t runtime;
+  const char* driver_name;
+  const char* runtime_name;
+};
+
+class DriverErrorNamesTest : public GpuTest {};
+
+TEST_F(DriverErrorNamesTest, InstalledDriverNamesTheSharedErrorCodesAsTheHeadersDo) {
+  PAGELOCK_RULE("R01,R02");
+  PAGELOCK_REQUIRE(RequireDriverApi());
+  const SharedCode codes[] = {
+      {CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidValue, "CUDA_ERROR_INVALID_VALUE", "cudaErrorInvalidValue"},
+      {CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation, "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"},
+      {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, cudaErrorHostMemoryAlreadyRegistered,
+       "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "cudaErrorHostMemoryAlreadyRegistered"},
+      {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, cudaErrorHostMemoryNotRegistered,
+       "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "cudaErrorHostMemoryNotRegistered"},
+      {CUDA_ERROR_NOT_SUPPORTED, cudaErrorNotSupported, "CUDA_ERROR_NOT_SUPPORTED", "cudaErrorNotSupported"},
+      {CUDA_ERROR_ILLEGAL_ADDRESS, cudaErrorIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "cudaErrorIllegalAddress"},
+  };
+  for (const SharedCode& c : codes) {
+    EXPECT_EQ(static_cast<int>(c.driver), static_cast<int>(c.runtime)) << c.runtime_name;
+    const char* name = nullptr;
+    ASSERT_CU_OK(Driver().cuGetErrorName(c.driver, &name));
+    ASSERT_NE(name, nullptr);
+    EXPECT_STREQ(name, c.driver_name);
+    EXPECT_STREQ(cudaGetErrorName(c.runtime), c.runtime_name);
+  }
 }
 
 class DeviceFactsTest : public GpuTest {};

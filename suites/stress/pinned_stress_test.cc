@@ -36,7 +36,7 @@ TEST_F(PinnedStressTest, PinningUpToTheCapFailsOnlyCleanly) {
   const double cap_gib = EnvNumber("PAGELOCK_STRESS_PIN_CAP_GIB", 16);
   const size_t chunk = size_t{256} << 20;
   const size_t max_chunks = static_cast<size_t>(cap_gib * (1 << 30) / chunk);
-  RecordProperty("cap_GiB", std::to_string(cap_gib));
+  Budget("pin_cap_GiB", cap_gib, "GiB");
   std::vector<void*> chunks;
   std::vector<double> ms;
   cudaError_t stop = cudaSuccess;
@@ -52,9 +52,9 @@ TEST_F(PinnedStressTest, PinningUpToTheCapFailsOnlyCleanly) {
   }
   (void)cudaGetLastError();
   std::sort(ms.begin(), ms.end());
-  RecordProperty("pinned_GiB", std::to_string(static_cast<double>(chunks.size() * chunk) / (1 << 30)));
-  RecordProperty("alloc_256MiB_median_ms", std::to_string(ms.empty() ? 0 : ms[ms.size() / 2]));
-  RecordProperty("stopped_by", stop == cudaSuccess ? "cap" : cudaGetErrorName(stop));
+  Metric("pinned_GiB", static_cast<double>(chunks.size() * chunk) / (1 << 30), "GiB");
+  Metric("alloc_256MiB_median_ms", ms.empty() ? 0 : ms[ms.size() / 2], "ms");
+  Observe("stopped_by", stop == cudaSuccess ? "cap" : cudaGetErrorName(stop));
   EXPECT_TRUE(stop == cudaSuccess || stop == cudaErrorMemoryAllocation)
       << "pinning failed with " << DescribeCuda(stop) << " instead of cudaErrorMemoryAllocation";
   if (!chunks.empty()) {
@@ -77,7 +77,7 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   const size_t n = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATIONS", 4096));
   const size_t page = PageSize(), region = 16 * page, stride = region + page;  // a gap between
-  RecordProperty("registrations_count", std::to_string(n));
+  Budget("registrations_count", n, "count");
   void* map = mmap(nullptr, n * stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(map, MAP_FAILED);
   char* base = static_cast<char*>(map);
@@ -91,7 +91,7 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
     }
   }
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  RecordProperty("register_mean_us", std::to_string(registered ? us / registered : 0));
+  Metric("register_mean_us", registered ? us / registered : 0, "us");
   std::mt19937_64 rng(RunSeed());
   for (int k = 0; k < 64 && registered; ++k) {
     const size_t i = rng() % registered, off = rng() % region;
@@ -110,7 +110,7 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   PAGELOCK_RULE("R77");
   const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 20) * TimeScale();
-  RecordProperty("budget_s", std::to_string(budget_s));
+  Budget("time_s", budget_s, "s");
   const size_t max_bytes = size_t{8} << 20;
   void* host = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&host, max_bytes, cudaHostAllocMapped));
@@ -138,7 +138,7 @@ TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   }
   unsigned long long mismatches = ~0ull;
   ASSERT_CUDA_OK(cudaMemcpy(&mismatches, bad, sizeof mismatches, cudaMemcpyDefault));
-  RecordProperty("iterations_count", std::to_string(iterations));
+  Metric("iterations_count", static_cast<double>(iterations), "count");
   EXPECT_GT(iterations, 0);
   EXPECT_EQ(mismatches, 0u) << "a consumer ordered by an event read stale bytes";
   EXPECT_CUDA_OK(cudaEventDestroy(written));
