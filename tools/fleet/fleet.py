@@ -361,6 +361,8 @@ def cmd_report(args):
         raise UsageError("report needs --label TEXT or --night YYYY-MM-DD")
     if args.night and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", args.night):
         raise UsageError(f"--night {args.night!r}: expected YYYY-MM-DD")
+    if not history.is_url(args.history) and not os.path.exists(args.history):
+        raise UsageError(f"--history {args.history}: no such database")
     try:
         db = history.connect(args.history)
     except history.HistoryError as e:
