@@ -36,7 +36,7 @@ def render(runs, changes_only=False):
     maps = [{c.id: c for c in run.cases} for _, run, _ in runs]
     differing = [i for i in ids if len({str(m[i].status) if i in m else "—" for m in maps}) > 1]
     h = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>pagelock: run comparison</title>",
-         f"<style>{H.CSS} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
+         f"<style>{H.css()} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
          f"<body class='{'changes' if changes_only else ''}'><h1>pagelock: {len(runs)} runs side by side</h1>",
          f"<p>{len(ids)} cases, <b>{len(differing)}</b> with different statuses. "
          "<label><input type='checkbox' id='only' " + ("checked" if changes_only else "") +

@@ -2,7 +2,10 @@
 """Summarises a testlogs tree (Bazel's bazel-testlogs or a bundle run) and writes a
 self-contained HTML report and the results as JSON.
 
-  reports/report.py TESTLOGS [--html FILE] [--json FILE] [--title TEXT]
+  reports/report.py TESTLOGS [--html FILE] [--json FILE] [--junit FILE] [--csv-dir DIR] [--title TEXT]
+
+--junit writes a JUnit XML with one <testcase> per case (a case that passed on a retry passes,
+CRASH/TIMEOUT are <error>); --csv-dir writes deqp-runner style results.csv and failures.csv.
 
 Prints counts by status and ends with the line 'N passed, N failed, N skipped'.
 Exit codes: 0 report written and every case clean (PASS, WARN, NOT_SUPPORTED, SKIP);
@@ -17,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from reports import ciout  # noqa: E402
 from reports import htmlreport as html_report  # noqa: E402
 from reports import model  # noqa: E402
 
@@ -26,6 +30,8 @@ def main(argv=None):
     p.add_argument("testlogs", help="testlogs tree, or a Bazel build event JSON file (--build_event_json_file)")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--json", help="write results.json here")
+    p.add_argument("--junit", help="write a JUnit XML of the final status per case here")
+    p.add_argument("--csv-dir", help="write results.csv and failures.csv (deqp-runner style) here")
     p.add_argument("--title", default="pagelock report")
     p.add_argument("--strict", action="store_true", help="exit 3 when some case did not pass")
     args = p.parse_args(argv)
@@ -49,6 +55,16 @@ def main(argv=None):
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(html_report.render(run, title=args.title))
             print(f"report: wrote {args.html}")
+        if args.junit:
+            os.makedirs(os.path.dirname(os.path.abspath(args.junit)), exist_ok=True)
+            with open(args.junit, "w", encoding="utf-8") as f:
+                f.write(ciout.junit_xml(run))
+        if args.csv_dir:
+            os.makedirs(args.csv_dir, exist_ok=True)
+            for name, text in ((ciout.RESULTS_CSV, ciout.results_csv(run)),
+                               (ciout.FAILURES_CSV, ciout.failures_csv(run))):
+                with open(os.path.join(args.csv_dir, name), "w", encoding="utf-8") as f:
+                    f.write(text)
     except OSError as e:
         print(f"report: cannot write the report: {e}", file=sys.stderr)
         return 2

@@ -201,6 +201,21 @@ class HtmlTest(unittest.TestCase):
         with open(os.path.join(root, "r/index.html")) as f:
             self.assertIn("cudaDevAttrX=0 (need 1)", f.read())
 
+    def test_report_cli_writes_junit_and_deqp_csvs(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([root, "--junit", os.path.join(root, "out/junit.xml"),
+                                          "--csv-dir", os.path.join(root, "out")]), 0)
+        with open(os.path.join(root, "out/junit.xml")) as f:
+            junit = f.read()
+        self.assertIn('failures="1"', junit)
+        self.assertIn('skipped="1"', junit)
+        with open(os.path.join(root, "out/failures.csv")) as f:
+            self.assertEqual(f.read(), "suites/a:a_test/S.Bad,Fail\n")
+        with open(os.path.join(root, "out/results.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,7 +4,8 @@
 Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier with one
 run seed for every binary, retries failed cases with the same seed and filter, compares the
 results with the expectations for this GPU SKU and driver and with a baseline run (coverage
-included), writes a run directory (results.json, index.html, failures.csv, testlogs/), stores
+included), writes a run directory (results.json, index.html, junit.xml, results.csv,
+failures.csv, expectations-update.txt, testlogs/), stores
 the run in the history database, prints a verdict and exits with its code.
 
   plan (every input checked, nothing written) -> run -> retry -> compare -> publish
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import expectations as expect  # noqa: E402
 from reports import history  # noqa: E402
@@ -55,6 +57,8 @@ TIERS = {"bat": "tier_bat,-stress,-selftest,-host",
          "full": "tier_bat,tier_full,-stress,-selftest,-host",
          "stress": "tier_bat,tier_full,tier_stress,-selftest,-host"}
 MAX_RESTARTS = 5
+# This run's failures as `fail`/`flake`/`coverage` entries: a starting point for expectations.
+EXPECTATIONS_UPDATE = "expectations-update.txt"
 
 
 def say(msg):
@@ -295,8 +299,12 @@ def publish(plan, run, comp, info, args):
     """Writes results.json, failures.csv, the history row and index.html; returns the report
     path. A write that fails (full disk) raises OSError after what was written is complete."""
     run_dir = plan.run_dir
+    info["outputs"] = {"JUnit (final verdict per case)": ciout.JUNIT_NAME,
+                       "deqp-runner results / failures": f"{ciout.RESULTS_CSV}, {ciout.FAILURES_CSV}",
+                       "suggested expectation entries": EXPECTATIONS_UPDATE}
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
-    with open(os.path.join(run_dir, "failures.csv"), "w") as f:
+    ciout.write(run_dir, run, comp)
+    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
     trends = {}
     if plan.db:

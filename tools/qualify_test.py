@@ -71,7 +71,8 @@ class QualifyTest(unittest.TestCase):
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
         self.assertEqual(self.qualify(), 0, self.output)
         run_dir, res = self.last_run()
-        for name in ("results.json", "index.html", "failures.csv", "testlogs/selftest/fake_gtest/test.xml"):
+        for name in ("results.json", "index.html", "failures.csv", "results.csv", "junit.xml",
+                     "expectations-update.txt", "testlogs/selftest/fake_gtest/test.xml"):
             self.assertTrue(os.path.exists(os.path.join(run_dir, name)), name)
         self.assertEqual(res["info"]["verdict"], "QUALIFIED")
         self.assertIn("verdict: QUALIFIED (exit 0)", self.output)
@@ -83,6 +84,15 @@ class QualifyTest(unittest.TestCase):
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH", "CRASH"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "REGRESSION")
+        # The documented CI glob finds one JUnit file per run, each case once, final verdicts:
+        # the crash retried three times is one <error>, never three.
+        files = glob.glob(os.path.join(self.out, "*", "junit.xml"))
+        self.assertEqual(len(files), 1)
+        with open(files[0]) as f:
+            junit = f.read()
+        self.assertEqual(junit.count('name="CrashesWhenAsked"'), 1)
+        self.assertEqual(len(re.findall(r"<testcase ", junit)), len(res["run"]["cases"]))
+        self.assertIn('<error message="[REGRESSION] CRASH', junit)
 
     def test_a_flake_is_visible_and_asks_for_an_update(self):
         self.assertEqual(self.qualify(mode="flaky"), 5, self.output)
@@ -396,7 +406,8 @@ class BrowserTest(unittest.TestCase):
         self.assertEqual(console, [], "console output from the report")
         m = re.search(r'<pre id="selftest">(.*?)</pre>', dom.stdout, re.S)
         self.assertIsNotNone(m, "the report's self-test did not run:\n" + dom.stdout[-2000:])
-        seen = json.loads(m.group(1).replace("&quot;", '"'))
+        seen = json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                          .replace("&amp;", "&"))
         cases = res["run"]["cases"]
         self.assertEqual(seen["total"], len(cases))
         self.assertEqual(seen["filters"]["FAIL"], sum(c["status"] == "FAIL" for c in cases))

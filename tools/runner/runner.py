@@ -107,7 +107,8 @@ class RunConfig:
     log_head_bytes: int = LOG_HEAD_BYTES
     log_tail_bytes: int = LOG_TAIL_BYTES
     kill_grace_s: float = KILL_GRACE_S
-    quiet: bool = False  # no progress lines on stdout
+    quiet: bool = False  # no progress lines
+    progress_stderr: bool = False  # progress on stderr (stdout is for --json)
     labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
 
 
@@ -347,6 +348,131 @@ def _pump(fd, sink, stop):
 
 
 # ---------------------------------------------------------------------------------------------
+# Progress: [k/N], elapsed time and the running case
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    """What the runner prints while it works. On a terminal one status line is redrawn about
+    once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
+    pipes) one plain line per target, when it starts and when it ends. Both print a notice once
+    per launch when a binary passes half its time limit, naming the case that is running."""
+
+    def __init__(self, total, stream=None, tty=None, clock=time.monotonic):
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.clock = clock
+        self.started = clock()
+        self.k = 0
+        self.label = ""
+        self.case, self.case_since = None, None
+        self.journal, self.journal_pos, self.journal_buf = None, 0, b""
+        self.launch_start, self.limit, self.noticed = None, None, False
+        self.last_draw = 0.0
+        self.drawn = False
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def line(self, msg):
+        """A line that stays (a target ended, a notice); the status line is redrawn after it."""
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+        self._write(f"runner: {msg}\n")
+
+    def prefix(self):
+        return f"[{self.k}/{self.total}] {_clock(self.clock() - self.started)}"
+
+    def target_started(self, label):
+        self.k += 1
+        self.label = label
+        self.case = None
+        if not self.tty:
+            self.line(f"{self.prefix()} {label} ...")
+        else:
+            self.tick(force=True)
+
+    def target_ended(self, text):
+        self.line(f"{self.prefix()} {text}")
+
+    def launch(self, journal, limit_s):
+        self.journal, self.journal_pos, self.journal_buf = journal, 0, b""
+        self.launch_start, self.limit, self.noticed = self.clock(), limit_s, False
+
+    def _read_journal(self):
+        """The case that is running: the last 'start' event without its 'end' (new lines only)."""
+        try:
+            with open(self.journal, "rb") as f:
+                f.seek(self.journal_pos)
+                data = f.read(1 << 20)
+        except OSError:
+            return
+        self.journal_pos += len(data)
+        self.journal_buf += data
+        *lines, self.journal_buf = self.journal_buf.split(b"\n")
+        for raw in lines:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("event") == "start":
+                self.case, self.case_since = str(ev.get("case", "")), self.clock()
+            elif ev.get("event") == "end" and ev.get("case") == self.case:
+                self.case = None
+
+    def tick(self, force=False):
+        """Called by the launch loop: reads the journal, prints the half-limit notice, and on a
+        terminal redraws the status line (at most once a second)."""
+        now = self.clock()
+        if not force and now - self.last_draw < 1.0:
+            return
+        self.last_draw = now
+        if self.journal:
+            self._read_journal()
+        if self.launch_start is not None and self.limit and not self.noticed and \
+                now - self.launch_start > self.limit / 2:
+            self.noticed = True
+            what = (f"case {self.case} has run {now - self.case_since:.0f} s" if self.case
+                    else "no case is running")
+            self.line(f"notice: {self.label} passed half its time limit ({now - self.launch_start:.0f} "
+                      f"of {self.limit:.0f} s); {what}")
+        if self.tty:
+            running = f": {self.case} ({now - self.case_since:.0f} s)" if self.case else ""
+            text = f"{self.prefix()} {self.label}{running}"
+            self._write("\r\033[K" + text[:200])
+            self.drawn = True
+
+    def done(self):
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+
+
+class _Quiet(Progress):
+    """RunConfig(quiet=True): tracks nothing, prints nothing."""
+
+    def __init__(self):
+        super().__init__(0, stream=sys.stderr, tty=False)
+
+    def _write(self, text):
+        pass
+
+    def tick(self, force=False):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
 # Processes
 
 class _State:
@@ -356,6 +482,7 @@ class _State:
         self.signal = 0
         self.pgid = None
         self.count = 0
+        self.progress = None  # Progress, or None (run_target's old entry point)
 
 
 def _killpg(pgid, sig):
@@ -392,7 +519,7 @@ def _kill_token_holders(token):
     return killed
 
 
-def _launch(args, env, state, timeout_s, grace_s, sink):
+def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     """Runs one command in a new session, its output pumped into sink. Returns
     (returncode, timed_out, seconds, leftovers_killed)."""
     token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
@@ -425,6 +552,8 @@ def _launch(args, env, state, timeout_s, grace_s, sink):
                 term_at = now
             elif term_at is not None and (now - term_at > grace_s or state.count > 1):
                 _killpg(proc.pid, signal.SIGKILL)
+            if tick is not None:
+                tick()
             time.sleep(0.05)
     finally:
         state.pgid = None
@@ -636,8 +765,12 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
             shown = " ".join(gargs) if len(gfilter) < 300 else \
                 f"--gtest_filter=<{len(batch)} cases>"
             tlog.write(f"=== pagelock runner: attempt {launch} of {label}: {shown}\n")
+            prog = state.progress
+            if prog is not None:
+                prog.launch(journal, timeout_s)
             rc, timed_out, secs, leftovers = _launch([binary] + gargs, env, state, timeout_s,
-                                                     cfg.kill_grace_s, tlog.write)
+                                                     cfg.kill_grace_s, tlog.write,
+                                                     prog.tick if prog is not None else None)
             result.exit_code = rc
             entry = {"attempt": launch, "cases": len(batch), "returncode": rc,
                      "timed_out": timed_out, "seconds": round(secs, 3)}
@@ -833,6 +966,8 @@ def run(config: RunConfig) -> RunnerResult:
     try:
         return _run(config, out, say, state)
     finally:
+        if state.progress is not None:
+            state.progress.done()
         for s, h in old_handlers.items():
             signal.signal(s, h)
 
@@ -852,6 +987,8 @@ def _run(config, out, say, state):
     except OutputError as e:
         return RunnerResult("OUTPUT_ERROR", [], out, config.seed, str(e))
     seed = config.seed if config.seed is not None else _draw_seed()
+    state.progress = _Quiet() if config.quiet else Progress(
+        len(targets), stream=sys.stderr if config.progress_stderr else sys.stdout)
     results = []
     info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed,
             "config": dataclasses.asdict(config), "status": "RUNNING", "targets": [],
@@ -874,10 +1011,11 @@ def _run(config, out, say, state):
         for t in targets:
             if state.signal:
                 break
-            say(f"{t['label']} ...")
+            state.progress.target_started(t["label"])
             r = _run_target(config.bundle, t, out, config, seed, state)
             results.append(r)
-            say(f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
+            state.progress.target_ended(
+                f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
                 + (f"; restarts {r.restarts}" if r.restarts else "")
                 + "".join(f"; blamed {a['blamed']}" for a in r.launches if "blamed" in a))
         if state.signal:
@@ -924,6 +1062,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=None,
                    help="PAGELOCK_SEED for every binary (default: one drawn for the run)")
     p.add_argument("--shuffle", action="store_true", help="run cases in random order (gtest)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary on stdout (status, exit_code, seed, out, counts, "
+                   "targets); progress and messages go to stderr")
     p.add_argument("--kill-grace-s", type=float, default=KILL_GRACE_S,
                    help=f"seconds between SIGTERM and SIGKILL when a test is stopped "
                    f"(default {KILL_GRACE_S:.0f})")
@@ -937,7 +1078,8 @@ def main(argv=None):
     cfg = RunConfig(bundle=args.bundle, out=args.out, tags=args.tags, target_regex=args.targets,
                     filters={"*": args.gtest_filter} if args.gtest_filter else {},
                     seed=args.seed, shuffle=args.shuffle, time_scale=args.time_scale,
-                    max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s))
+                    max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s),
+                    progress_stderr=args.json)
     try:
         r = run(cfg)
     except KeyboardInterrupt:  # a second Ctrl-C before the handlers were installed
@@ -945,6 +1087,12 @@ def main(argv=None):
         return 128 + signal.SIGINT
     if r.status in ("BAD_BUNDLE", "NOTHING_SELECTED", "OUTPUT_ERROR", "INTERRUPTED"):
         print(f"runner: {r.message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"tool": "runner", "status": r.status, "exit_code": r.exit_code,
+                          "message": r.message, "seed": r.seed, "out": r.out, "counts": r.counts,
+                          "targets": [{"label": t.label, "counts": t.counts, "restarts": t.restarts,
+                                       "problems": t.problems} for t in r.targets]}))
+        return r.exit_code
     if r.targets:
         print(f"runner: seed {r.seed}; results in {r.out}")
         order = list(getattr(model, "STATUSES", testlogs.RAW_STATUSES))

@@ -121,5 +121,65 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("no target matches", buf.getvalue())
 
 
+class ProgressTest(unittest.TestCase):
+    """[k/N] progress, the running case from the journal, and the half-limit notice."""
+
+    def setUp(self):
+        self.now = 100.0
+        self.out = io.StringIO()
+        self.journal = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "j.jsonl")
+
+    def progress(self, tty):
+        return runner.Progress(2, stream=self.out, tty=tty, clock=lambda: self.now)
+
+    def event(self, **ev):
+        with open(self.journal, "a") as f:
+            f.write(json.dumps(ev) + "\n")
+
+    def test_plain_lines_per_target_when_not_a_terminal(self):
+        p = self.progress(tty=False)
+        p.target_started("//a:a_test")
+        self.now += 75
+        p.target_ended("//a:a_test: PASS=3")
+        p.target_started("//b:b_test")
+        self.assertEqual(self.out.getvalue().splitlines(), [
+            "runner: [1/2] 0:00:00 //a:a_test ...", "runner: [1/2] 0:01:15 //a:a_test: PASS=3",
+            "runner: [2/2] 0:01:15 //b:b_test ..."])
+        self.assertNotIn("\r", self.out.getvalue())
+
+    def test_a_case_past_half_the_limit_is_named_once(self):
+        p = self.progress(tty=False)
+        p.target_started("//a:a_test")
+        p.launch(self.journal, 300.0)
+        self.event(event="start", case="S.Quick")
+        self.event(event="end", case="S.Quick", status="PASS")
+        self.event(event="start", case="S.Hangs")
+        self.now += 10
+        p.tick()
+        self.assertNotIn("notice", self.out.getvalue())
+        self.now += 141
+        p.tick()
+        self.now += 5
+        p.tick()
+        notices = [l for l in self.out.getvalue().splitlines() if "notice" in l]
+        self.assertEqual(notices, ["runner: notice: //a:a_test passed half its time limit (151 of 300 s); "
+                                   "case S.Hangs has run 141 s"])
+
+    def test_a_terminal_gets_one_redrawn_line_with_the_running_case(self):
+        p = self.progress(tty=True)
+        p.target_started("//a:a_test")
+        p.launch(self.journal, 300.0)
+        self.event(event="start", case="S.Slow")
+        self.now += 2
+        p.tick()
+        self.now += 0.5
+        p.tick()  # within a second of the last draw: nothing
+        text = self.out.getvalue()
+        self.assertTrue(text.endswith("\r\x1b[K[1/2] 0:00:02 //a:a_test: S.Slow (0 s)"), repr(text))
+        self.assertEqual(text.count("S.Slow"), 1)
+        p.target_ended("//a:a_test: PASS=1")
+        self.assertTrue(self.out.getvalue().endswith("\r\x1b[Krunner: [1/2] 0:00:02 //a:a_test: PASS=1\n"))
+
+
 if __name__ == "__main__":
     unittest.main()
