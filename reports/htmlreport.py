@@ -449,6 +449,11 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
         body.append(f"<div class='small'>rule <span class='rule mono'>{esc(rule)}</span></div>")
     if note and note != msg:
         body.append(f"<div class='small'>{esc(note)}</div>")
+    klog = case.logs.get("kernel_log", "") if case is not None else ""
+    if klog:  # driver-side evidence beside the failure (runner: kernel log while the case ran)
+        lines = klog.splitlines()
+        more = f" (+{len(lines) - 3} more in details)" if len(lines) > 3 else ""
+        body.append(f"<div class='kern'><b>kernel log</b><pre>{esc(chr(10).join(lines[:3]))}{esc(more)}</pre></div>")
     if case is not None and (case.status.is_fail or case.flaky or kind in ("FLAKE", "UNEXPECTED_PASS",
                                                                            "COVERAGE_LOST")):
         rp = case.replay_command()
@@ -514,6 +519,7 @@ def changes_section(run, comp=None, baseline=None):
                  for c in sorted(run.cases, key=lambda c: c.id) if c.status == kind and c.id not in listed]
         rows += _fold(group, str(kind))
     h = ["<h2 id='what-changed'>What changed</h2>" if comp is not None else "<h2 id='what-changed'>Failures</h2>"]
+    h.append(kernel_log_note(run))
     if rows:
         h.append(_HEAD + "".join(rows) + "</table>")
     elif comp is not None:
@@ -524,6 +530,22 @@ def changes_section(run, comp=None, baseline=None):
         h.append(f"<details><summary>{len(other)} other differences (expected failures, known flakes, "
                  f"fixed, new)</summary>{_HEAD}{''.join(other)}</table></details>")
     return "".join(h)
+
+
+def kernel_log_note(run):
+    """Whether driver-side evidence could be collected: the runner records how it read the kernel
+    log (pagelock_kernel_log); Bazel runs have none."""
+    how = run.fingerprint.get("pagelock_kernel_log", "")
+    lines = sum(1 for c in run.cases if c.logs.get("kernel_log"))
+    if how.startswith("read from"):
+        text = (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
+                f"shown with it; {lines} case(s) have some.")
+    elif how:
+        text = f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
+    else:
+        text = ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "
+                "evidence in this report.")
+    return f"<p class='small' id='kernel-log'>{esc(text)}</p>"
 
 
 def _counts_line(run, comp_counts):

@@ -61,8 +61,13 @@ MAX_RESTARTS = 5
 EXPECTATIONS_UPDATE = "expectations-update.txt"
 
 
+# --json: the human lines (and the runner's progress) go to stderr, stdout carries one JSON object.
+HUMAN = {"stream": None, "json": False}
+SUMMARY = {}  # what --json prints: filled in as the run goes
+
+
 def say(msg):
-    print(f"qualify: {msg}", flush=True)
+    print(f"qualify: {msg}", file=HUMAN["stream"] or sys.stdout, flush=True)
 
 
 class Stop(Exception):
@@ -108,7 +113,7 @@ def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
     res = runner.run(runner.RunConfig(
         bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
         filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
-        time_scale=time_scale, max_restarts=MAX_RESTARTS))
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"]))
     if res.status == "INTERRUPTED":
         raise Interrupted(res.message or "a signal")
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
@@ -371,20 +376,30 @@ def main(argv=None):
                    help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
+                   "counts); the progress and the human lines go to stderr")
     args = p.parse_args(argv)
+    HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
+    SUMMARY.clear()
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return _qualify(args, argv)
+        code = _qualify(args, argv)
     except Stop as e:
         say(str(e))
-        return e.code
+        code = e.code
     except Interrupted as e:
         _kill_children()
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
-        return cmp.EXIT_INTERRUPTED
+        code = cmp.EXIT_INTERRUPTED
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    if args.json:
+        print(json.dumps(dict({"tool": "qualify", "exit_code": code, "verdict": cmp.VERDICTS[code][0]},
+                              **SUMMARY)))
+    HUMAN.update(stream=None, json=False)
+    return code
 
 
 def _qualify(args, argv):
@@ -396,6 +411,7 @@ def _qualify(args, argv):
         os.makedirs(plan.run_dir)
     except OSError as e:
         raise Stop(cmp.EXIT_CONFIG, f"cannot create the run folder {plan.run_dir}: {e.strerror}")
+    SUMMARY.update(run_dir=plan.run_dir)
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
@@ -431,7 +447,12 @@ def _qualify(args, argv):
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
                                    f"({e}); the verdict would have been {verdict}")
-    print(model.format_counts(run.counts()))
+    print(model.format_counts(run.counts()), file=HUMAN["stream"] or sys.stdout)
+    SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},
+                   comparison={k: v for k, v in comp.summary.items() if v},
+                   outputs={n: os.path.join(plan.run_dir, n) for n in
+                            (ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, EXPECTATIONS_UPDATE,
+                             "results.json")})
     if any(comp.summary.values()):
         say("against expectations and baseline: " +
             ", ".join(f"{k}={v}" for k, v in sorted(comp.summary.items()) if v))

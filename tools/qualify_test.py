@@ -94,6 +94,20 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(len(re.findall(r"<testcase ", junit)), len(res["run"]["cases"]))
         self.assertIn('<error message="[REGRESSION] CRASH', junit)
 
+    def test_json_prints_one_object_on_stdout_and_the_rest_on_stderr(self):
+        os.environ["PAGELOCK_FAKE_MODE"] = "fail"
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = qualify.main(["--bundle", self.bundle, "--out", self.out, "--expectations", self.exp,
+                               "--allow-no-gpu", "--json", "--retries", "0"])
+        self.assertEqual(rc, 3, err.getvalue())
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["exit_code"], doc["verdict"]), (3, "REGRESSIONS"))
+        self.assertEqual(doc["comparison"]["REGRESSION"], 1)
+        self.assertTrue(os.path.isfile(doc["outputs"]["junit.xml"]))
+        self.assertIn("[1/1]", err.getvalue())  # the runner's progress
+        self.assertIn("verdict: REGRESSIONS", err.getvalue())
+
     def test_a_flake_is_visible_and_asks_for_an_update(self):
         self.assertEqual(self.qualify(mode="flaky"), 5, self.output)
         _, res = self.last_run()
@@ -148,8 +162,14 @@ class QualifyTest(unittest.TestCase):
         runs = sorted(d for d in glob.glob(os.path.join(self.out, "*")) if os.path.isdir(d))
         html = os.path.join(self.tmp, "cmp.html")
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 0)
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 3)
         self.assertIn("1 case(s) differ", out.getvalue())
+        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html, "--json"]), 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual([d["statuses"] for d in doc["differing"]], [["FAIL", "PASS"]])
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main([runs[-1], runs[-1], "--html", html]), 0)
         with contextlib.redirect_stderr(io.StringIO()):
             self.assertEqual(compare_runs.main([runs[-1], "--html", html]), 2)
 
