@@ -449,7 +449,8 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
         body.append(f"<div class='small'>rule <span class='rule mono'>{esc(rule)}</span></div>")
     if note and note != msg:
         body.append(f"<div class='small'>{esc(note)}</div>")
-    klog = case.logs.get("kernel_log", "") if case is not None else ""
+    klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
+        if case is not None else ""
     if klog:  # driver-side evidence beside the failure (runner: kernel log while the case ran)
         lines = klog.splitlines()
         more = f" (+{len(lines) - 3} more in details)" if len(lines) > 3 else ""
@@ -536,7 +537,7 @@ def kernel_log_note(run):
     """Whether driver-side evidence could be collected: the runner records how it read the kernel
     log (pagelock_kernel_log); Bazel runs have none."""
     how = run.fingerprint.get("pagelock_kernel_log", "")
-    lines = sum(1 for c in run.cases if c.logs.get("kernel_log"))
+    lines = sum(1 for c in run.cases if any(k.startswith("kernel_log") for k in c.logs))
     if how.startswith("read from"):
         text = (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
                 f"shown with it; {lines} case(s) have some.")

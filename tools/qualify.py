@@ -288,6 +288,10 @@ def retry_failures(plan, run, args):
             r = retried.get(c.id)
             new = r.status if r else model.Status.MISSING
             c.attempts.append(new)
+            # Every attempt's logs stay (the log tail and kernel lines of the last failure are the
+            # ones a reviewer needs), named by attempt.
+            for key, text in (r.logs.items() if r else ()):
+                c.logs[f"{key} (attempt {len(c.attempts)})"] = text
             if new.is_pass:
                 c.first_failure = c.first_failure or c.message
                 c.status, c.message = new, ""

@@ -83,6 +83,9 @@ class QualifyTest(unittest.TestCase):
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH", "CRASH"])
+        # the log tail of every attempt is kept, not only the first one's
+        self.assertEqual(sorted(k for k in by["CrashesWhenAsked"]["logs"] if k.startswith("log_tail")),
+                         ["log_tail", "log_tail (attempt 2)", "log_tail (attempt 3)"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "REGRESSION")
         # The documented CI glob finds one JUnit file per run, each case once, final verdicts:
         # the crash retried three times is one <error>, never three.
