@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from reports import model
-from reports.model import FAILING, STATUSES, count_statuses, format_counts  # noqa: F401
+from reports.model import FAILING, STATUSES, count_statuses, format_counts, is_clean  # noqa: F401
 
 from reports.model import NOT_SUPPORTED_PREFIX  # noqa: E402,F401
 
@@ -68,8 +68,6 @@ class Run:
         return model.Run.from_json(d)
 
 
-def is_clean(counts):
-    return not any(counts.get(s, 0) for s in FAILING)
 
 
 
