@@ -93,6 +93,17 @@ class RunnerTest(unittest.TestCase):
         run = model.load_testlogs(out)
         self.assertEqual(run.fingerprint["pagelock_kernel_log"], f"read from {kmsg}")
 
+    def test_json_summary_alone_on_stdout_progress_on_stderr(self):
+        os.environ["PAGELOCK_FAKE_MODE"] = "fail"
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = runner.main(["--bundle", self.bundle, "--out", os.path.join(self.tmp, "j"), "--tags", "",
+                              "--json"])
+        self.assertEqual(rc, 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["status"], doc["exit_code"], doc["counts"]["FAIL"]), ("FAILURES", 3, 1))
+        self.assertIn("runner: [1/1]", err.getvalue())
+
     def test_hang_is_killed_at_the_limit_and_reported_as_timeout(self):
         self.write_manifest(timeout_s=3)
         start = time.monotonic()
