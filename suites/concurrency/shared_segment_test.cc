@@ -53,6 +53,7 @@ unsigned long long DeviceMismatches(const void* dev, size_t n, uint32_t seed, cu
   if (*e == cudaSuccess) *e = cudaMemset(bad, 0, sizeof *bad);
   if (*e == cudaSuccess) *e = LaunchCountPatternMismatches(dev, n, seed, bad);
   if (*e == cudaSuccess) *e = cudaDeviceSynchronize();
+  // copy-check: the mismatch count read back is itself the check of the device bytes
   if (*e == cudaSuccess) *e = cudaMemcpy(&result, bad, sizeof result, cudaMemcpyDefault);
   if (bad) (void)cudaFree(bad);
   return result;
