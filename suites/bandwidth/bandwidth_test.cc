@@ -28,6 +28,7 @@
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
+#include "suites/streams/stream_util.h"
 
 namespace pagelock {
 namespace {
@@ -186,7 +187,7 @@ class BandwidthTest : public GpuTest {
     if (alias) {
       ASSERT_CUDA_OK(DeviceFill(alias, kBytes, seed));
     } else {
-      HostFillPattern(host, kBytes, seed);
+      streams::HostFillPatternFrom(host, kBytes, 0, seed);
     }
     // Pageable copies (no alias) are not held and take fewer samples: they are slow and may block.
     const int loops = alias ? kLoops : 2, samples = alias ? kSamples : 3;
@@ -201,7 +202,7 @@ class BandwidthTest : public GpuTest {
     Measure({&down}, loops, samples, alias != nullptr);
     if (HasFatalFailure()) return;
     const double d = Record("d2h_" + prefix + "_ce", down);
-    const size_t bad = alias ? DeviceCount(alias, kBytes, seed2) : HostCountPatternMismatches(host, kBytes, seed2);
+    const size_t bad = alias ? DeviceCount(alias, kBytes, seed2) : streams::HostCountPattern(host, kBytes, 0, seed2);
     EXPECT_EQ(bad, 0u) << prefix << ": the timed D2H copies did not deliver every byte";
     if (h2d) *h2d = u;
     if (d2h) *d2h = d;
@@ -426,14 +427,14 @@ TEST_F(BandwidthTest, EveryDeviceCopiesAtItsOwnLinkRate) {
     cudaStream_t s = nullptr;
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    HostFillPattern(pinned.host, kBytes, seed);
+    streams::HostFillPatternFrom(pinned.host, kBytes, 0, seed);
     Lane up{s, [&](cudaStream_t st) { return cudaMemcpyAsync(dev, pinned.host, kBytes, cudaMemcpyHostToDevice, st); }, kBytes};
     Measure({&up});
     const std::string name = "h2d_pinned_ce_device" + std::to_string(d);
     if (!HasFatalFailure()) Metric(name + "_GBps", Median(up.gbps), "GB/s");
     std::memset(pinned.host, 0, kBytes);
     ASSERT_CUDA_OK(cudaMemcpy(pinned.host, dev, kBytes, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(HostCountPatternMismatches(pinned.host, kBytes, seed), 0u)
+    EXPECT_EQ(streams::HostCountPattern(pinned.host, kBytes, 0, seed), 0u)
         << "device " << d << ": the timed H2D copies did not deliver every byte";
     EXPECT_CUDA_OK(cudaStreamDestroy(s));
     EXPECT_CUDA_OK(cudaFree(dev));
@@ -457,7 +458,7 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
     ASSERT_CUDA_OK(cudaMalloc(&dev[d], kBytes));
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking));
     seeds[d] = static_cast<uint32_t>(CaseRng()());
-    HostFillPattern(host[d]->host, kBytes, seeds[d]);
+    streams::HostFillPatternFrom(host[d]->host, kBytes, 0, seeds[d]);
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
   for (const bool up : {true, false}) {
@@ -485,7 +486,7 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
     Metric(std::string(up ? "host_to_all" : "all_to_host") + "_ce_sum_GBps", sum, "GB/s");
     if (!up) {
       for (int d = 0; d < count; ++d) {
-        EXPECT_EQ(HostCountPatternMismatches(host[d]->host, kBytes, seeds[d]), 0u)
+        EXPECT_EQ(streams::HostCountPattern(host[d]->host, kBytes, 0, seeds[d]), 0u)
             << "device " << d << ": the timed all-devices copies did not deliver every byte";
       }
     }
