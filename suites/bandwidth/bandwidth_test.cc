@@ -97,9 +97,13 @@ class BandwidthTest : public GpuTest {
       }
     }
     for (void* d : {device_, device2_}) {
-      if (d) EXPECT_CUDA_OK(cudaFree(d));
+      if (d) {
+        EXPECT_CUDA_OK(cudaFree(d));
+      }
     }
-    if (flag_) EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    if (flag_) {
+      EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    }
     GpuTest::TearDown();
   }
 

@@ -51,9 +51,15 @@ class OrderingTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
   }
   void TearDown() override {
     if (flag_) __atomic_store_n(flag_, 1u, __ATOMIC_RELEASE);  // never leave a kernel waiting
-    if (stream_) EXPECT_CUDA_OK(cudaStreamSynchronize(stream_));
-    if (stream_) EXPECT_CUDA_OK(cudaStreamDestroy(stream_));
-    if (flag_) EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    if (stream_) {
+      EXPECT_CUDA_OK(cudaStreamSynchronize(stream_));
+    }
+    if (stream_) {
+      EXPECT_CUDA_OK(cudaStreamDestroy(stream_));
+    }
+    if (flag_) {
+      EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    }
     GpuTest::TearDown();
   }
   cudaError_t HoldStream() {
