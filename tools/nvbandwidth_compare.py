@@ -39,6 +39,12 @@ CASES = [
 ]
 # Cases only tabled when one of the tools has a figure (they need two or more GPUs in pagelock).
 OPTIONAL = {"host_to_all_memcpy_ce:sum", "all_to_host_memcpy_ce:sum"}
+# With one GPU nvbandwidth still runs host_to_all / all_to_host (its SUM is that GPU's figure),
+# while pagelock's all-devices case needs two GPUs: compare with the single-device CE figure.
+SINGLE_GPU_FALLBACK = {
+    "host_to_all_memcpy_ce:sum": ["h2d_pinned_ce_GBps", "h2d_allocated_ce_GBps"],
+    "all_to_host_memcpy_ce:sum": ["d2h_pinned_ce_GBps", "d2h_allocated_ce_GBps"],
+}
 METRIC_PREFIX = "pagelock.metric."
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
@@ -120,6 +126,7 @@ def parse_nvbandwidth(text, device=0):
             # A matrix row: its index, then one cell per column ("N/A" where not measured).
             if len(cells) >= 2 and cells[0].isdigit() and all(NUMBER.fullmatch(c) or c == "N/A" for c in cells[1:]):
                 rows_seen = True
+                found[current + ":gpus"] = len(cells) - 1
                 if device + 1 < len(cells) and cells[device + 1] != "N/A":
                     found[current] = float(cells[device + 1])
     return found
@@ -153,6 +160,8 @@ def compare(pagelock, nvbw, tolerance):
     rows = []
     for case, names, unit in CASES:
         name = next((n for n in names if n in pagelock), names[0])
+        if name not in pagelock and nvbw.get(case.split(":")[0] + ":gpus") == 1:
+            name = next((n for n in SINGLE_GPU_FALLBACK.get(case, []) if n in pagelock), name)
         mine, theirs = pagelock.get(name), nvbw.get(case)
         if case in OPTIONAL and mine is None and theirs is None:
             continue

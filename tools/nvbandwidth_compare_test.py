@@ -132,6 +132,24 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(row["within"])
         self.assertFalse(any(r["case"] == "all_to_host_memcpy_ce:sum" for r in rows))
 
+    def test_one_gpu_all_devices_sum_is_compared_with_the_single_device_figure(self):
+        text = ("Running host_to_all_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
+                "           0\n 0     54.44\n\nSUM host_to_all_memcpy_ce 54.44\n"
+                "Running all_to_host_memcpy_ce.\nmemcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)\n"
+                "           0\n 0     54.88\n\nSUM all_to_host_memcpy_ce 54.88\n")
+        figures = nc.parse_nvbandwidth(text)
+        rows = nc.compare({"h2d_pinned_ce_GBps": 55.0, "d2h_pinned_ce_GBps": 54.0}, figures, 0.02)
+        up = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        down = next(r for r in rows if r["case"] == "all_to_host_memcpy_ce:sum")
+        self.assertEqual((up["metric"], up["pagelock"]), ("h2d_pinned_ce_GBps", 55.0))
+        self.assertEqual((down["metric"], down["pagelock"]), ("d2h_pinned_ce_GBps", 54.0))
+        self.assertTrue(up["within"] and down["within"])
+        # Two GPUs: no fallback, the sum stays missing.
+        two = nc.parse_nvbandwidth(text.replace("           0\n 0     54.44", "           0         1\n 0     54.44     54.00"))
+        rows = nc.compare({"h2d_pinned_ce_GBps": 55.0}, two, 0.02)
+        up = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        self.assertIsNone(up["pagelock"])
+
     def test_pagelock_alone_tables_its_figures(self):
         rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML))
         self.assertEqual(rc, 0)

@@ -1,5 +1,7 @@
 #include "kernels/streams/stream_kernels.h"
 
+#include <cuda/atomic>
+
 namespace pagelock {
 namespace {
 
@@ -41,6 +43,33 @@ __global__ void AwaitFlag(const volatile unsigned* flag, unsigned want, unsigned
     }
   }
   __threadfence_system();
+}
+
+template <int kForm>
+__global__ void AwaitFlagForm(const unsigned* flag, unsigned want, unsigned long long timeout_ns,
+                              unsigned* status) {
+  const unsigned long long start = GlobalNs();
+  for (;;) {
+    unsigned v;
+    if (kForm == 0) {
+      v = *reinterpret_cast<const volatile unsigned*>(flag);
+    } else if (kForm == 1) {
+      cuda::atomic_ref<unsigned, cuda::thread_scope_system> ref(*const_cast<unsigned*>(flag));
+      v = ref.load(cuda::memory_order_acquire);
+    } else if (kForm == 2) {
+      asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    } else if (kForm == 3) {
+      v = *flag;
+      __threadfence_system();
+    } else {
+      v = *flag;
+    }
+    if (v == want) break;
+    if (GlobalNs() - start > timeout_ns) {
+      *reinterpret_cast<volatile unsigned*>(status) = kKernelTimedOut;
+      break;
+    }
+  }
 }
 
 __global__ void CountByteMismatches(const unsigned char* p, size_t n, unsigned char value,
@@ -165,6 +194,18 @@ cudaError_t LaunchDelayThenFill(void* dst, size_t n, uint32_t seed, uint64_t ns,
 cudaError_t LaunchAwaitFlag(const unsigned* flag, unsigned want, uint64_t timeout_ns,
                             unsigned* status, cudaStream_t stream) {
   AwaitFlag<<<1, 1, 0, stream>>>(flag, want, timeout_ns, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAwaitFlagForm(const unsigned* flag, unsigned want, PollForm form, uint64_t timeout_ns,
+                                unsigned* status, cudaStream_t stream) {
+  switch (form) {
+    case PollForm::kVolatile: AwaitFlagForm<0><<<1, 1, 0, stream>>>(flag, want, timeout_ns, status); break;
+    case PollForm::kAtomicRefAcquire: AwaitFlagForm<1><<<1, 1, 0, stream>>>(flag, want, timeout_ns, status); break;
+    case PollForm::kRelaxedSysAsm: AwaitFlagForm<2><<<1, 1, 0, stream>>>(flag, want, timeout_ns, status); break;
+    case PollForm::kPlainWithFence: AwaitFlagForm<3><<<1, 1, 0, stream>>>(flag, want, timeout_ns, status); break;
+    case PollForm::kPlain: AwaitFlagForm<4><<<1, 1, 0, stream>>>(flag, want, timeout_ns, status); break;
+  }
   return cudaGetLastError();
 }
 

@@ -30,6 +30,20 @@ cudaError_t LaunchDelayThenFill(void* dst, size_t n, uint32_t seed, uint64_t ns,
 cudaError_t LaunchAwaitFlag(const unsigned* flag, unsigned want, uint64_t timeout_ns,
                             unsigned* status, cudaStream_t stream);
 
+// How a polling kernel reads a host-written flag (LaunchAwaitFlagForm).
+enum class PollForm {
+  kVolatile = 0,         // volatile load
+  kAtomicRefAcquire = 1, // cuda::atomic_ref<unsigned, cuda::thread_scope_system>::load(acquire)
+  kRelaxedSysAsm = 2,    // PTX ld.relaxed.sys
+  kPlainWithFence = 3,   // plain load followed by __threadfence_system() (no liveness promise)
+  kPlain = 4,            // plain load (the compiler may hoist it: no liveness promise)
+};
+
+// One thread polls *flag with `form` until it equals want or timeout_ns passes; stores
+// kKernelTimedOut into *status on timeout.
+cudaError_t LaunchAwaitFlagForm(const unsigned* flag, unsigned want, PollForm form, uint64_t timeout_ns,
+                                unsigned* status, cudaStream_t stream);
+
 // Adds to *mismatches the number of i < n with p[i] != value (device-side check of a memset).
 cudaError_t LaunchCountByteMismatches(const void* p, size_t n, unsigned char value,
                                       unsigned long long* mismatches, cudaStream_t stream);

@@ -107,8 +107,12 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
     std::vector<unsigned char> heap(2 * 4096);
     void* page = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(heap.data()) + 4095) & ~uintptr_t{4095});
     void* pinned = nullptr;
-    if (c == PinCall::kFreeHost) ASSERT_CUDA_OK(cudaHostAlloc(&pinned, 4096, 0));
-    if (c == PinCall::kHostUnregister) ASSERT_CUDA_OK(cudaHostRegister(page, 4096, 0));
+    if (c == PinCall::kFreeHost) {
+      ASSERT_CUDA_OK(cudaHostAlloc(&pinned, 4096, 0));
+    }
+    if (c == PinCall::kHostUnregister) {
+      ASSERT_CUDA_OK(cudaHostRegister(page, 4096, 0));
+    }
     void* scratch = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&scratch, 4096));
     cudaStream_t s = nullptr;
@@ -125,14 +129,24 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
     cudaGraph_t graph = nullptr;
     *end = cudaStreamEndCapture(s, &graph);
     (void)cudaGetLastError();  // a rejected call leaves its error behind (R87)
-    if (graph) EXPECT_CUDA_OK(cudaGraphDestroy(graph));
+    if (graph) {
+      EXPECT_CUDA_OK(cudaGraphDestroy(graph));
+    }
     EXPECT_CUDA_OK(cudaStreamDestroy(s));
     EXPECT_CUDA_OK(cudaFree(scratch));
     // Undo what the call did, or what it failed to undo.
-    if (c == PinCall::kHostAlloc && *call == cudaSuccess) EXPECT_CUDA_OK(cudaFreeHost(allocated));
-    if (c == PinCall::kHostRegister && *call == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(page));
-    if (c == PinCall::kFreeHost && *call != cudaSuccess) EXPECT_CUDA_OK(cudaFreeHost(pinned));
-    if (c == PinCall::kHostUnregister && *call != cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(page));
+    if (c == PinCall::kHostAlloc && *call == cudaSuccess) {
+      EXPECT_CUDA_OK(cudaFreeHost(allocated));
+    }
+    if (c == PinCall::kHostRegister && *call == cudaSuccess) {
+      EXPECT_CUDA_OK(cudaHostUnregister(page));
+    }
+    if (c == PinCall::kFreeHost && *call != cudaSuccess) {
+      EXPECT_CUDA_OK(cudaFreeHost(pinned));
+    }
+    if (c == PinCall::kHostUnregister && *call != cudaSuccess) {
+      EXPECT_CUDA_OK(cudaHostUnregister(page));
+    }
   }
 };
 

@@ -135,6 +135,7 @@ class HazardTest : public GpuTest, public ::testing::WithParamInterface<const ch
 TEST_P(HazardTest, ReleasingMemoryUnderQueuedWorkReturnsSuccessAndTheProcessSurvives) {
   PAGELOCK_RULE("R19,R33,R77,S10");
   const std::string arg = GetParam();
+  if (arg.rfind("unregister", 0) == 0) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   ChildResult r = RunScenario("ReleaseWhileInFlight", 60, {ScenarioArgEnv(arg)});
   ASSERT_CHILD_COMPLETED(r);
   ExpectSurvived(r);

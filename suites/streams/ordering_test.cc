@@ -16,9 +16,12 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
+#include <cstring>
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/time_scale.h"
+#include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
 #include "suites/streams/stream_util.h"
 
@@ -48,9 +51,15 @@ class OrderingTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
   }
   void TearDown() override {
     if (flag_) __atomic_store_n(flag_, 1u, __ATOMIC_RELEASE);  // never leave a kernel waiting
-    if (stream_) EXPECT_CUDA_OK(cudaStreamSynchronize(stream_));
-    if (stream_) EXPECT_CUDA_OK(cudaStreamDestroy(stream_));
-    if (flag_) EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    if (stream_) {
+      EXPECT_CUDA_OK(cudaStreamSynchronize(stream_));
+    }
+    if (stream_) {
+      EXPECT_CUDA_OK(cudaStreamDestroy(stream_));
+    }
+    if (flag_) {
+      EXPECT_CUDA_OK(cudaFreeHost(flag_));
+    }
     GpuTest::TearDown();
   }
   cudaError_t HoldStream() {
@@ -178,6 +187,60 @@ TEST_P(EarlyCompletionTest, DeviceToHostCopyIsNotReportedCompleteBeforeItRuns) {
 INSTANTIATE_TEST_SUITE_P(Destinations, EarlyCompletionTest,
                          ::testing::Values(Mem::kPinned, Mem::kWriteCombined, Mem::kRegisteredMalloc,
                                            Mem::kRegisteredMemfd),
+                         [](const auto& info) { return MemName(info.param); });
+
+// A synchronous H2D copy followed at once by a kernel on a non-blocking stream, which does not
+// wait for the legacy stream: from page-locked memory cudaMemcpy is synchronous, so the kernel
+// always sees the bytes; from pageable memory the call "returns once the pageable buffer has been
+// copied to the staging memory ... the DMA to final destination may not have completed", so
+// stale reads are allowed and their rate is recorded.
+class SyncCopyThenOtherStreamTest : public GpuTest, public ::testing::WithParamInterface<Mem> {};
+
+TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes) {
+  PAGELOCK_RULE("R76,S02");
+  const Mem m = GetParam();
+  constexpr size_t kCopy = size_t{1} << 20;
+  constexpr int kIterations = 50;
+  Budget("iterations", kIterations, "count");
+  std::string why;
+  auto src = Buffer::Make(m, kCopy, &why);
+  ASSERT_NE(src, nullptr) << why;
+  auto dst = Buffer::Make(Mem::kDevice, kCopy, &why);
+  ASSERT_NE(dst, nullptr) << why;
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kIterations * sizeof(unsigned long long), cudaHostAllocMapped));
+  auto* counts = static_cast<unsigned long long*>(p);
+  std::memset(p, 0, kIterations * sizeof(unsigned long long));
+  cudaStream_t s = nullptr;
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<uint32_t> seeds;
+  for (int i = 0; i < kIterations; ++i) {
+    seeds.push_back(static_cast<uint32_t>(CaseRng()()));
+    streams::HostFillPatternFrom(src->host(), kCopy, 0, seeds.back());
+    ASSERT_CUDA_OK(cudaMemcpy(dst->dev(), src->host(), kCopy, cudaMemcpyHostToDevice));  // copy-check: counted next
+    ASSERT_CUDA_OK(LaunchCountPatternMismatches(dst->dev(), kCopy, seeds.back(), counts + i, s));
+    ASSERT_CUDA_OK(cudaStreamSynchronize(s));  // the next copy must not overwrite what is being checked
+  }
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  int stale = 0;
+  for (int i = 0; i < kIterations; ++i) stale += counts[i] != 0;
+  // The device holds the last copy in full once everything is idle, whatever the memory.
+  Checker check;
+  ASSERT_CUDA_OK(check.status());
+  size_t bad = 0;
+  ASSERT_CUDA_OK(check.CountPattern(*dst, 0, kCopy, 0, seeds.back(), &bad));
+  EXPECT_EQ(bad, 0u) << "bytes of the last copy missing after the device went idle";
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+  Metric("stale_iterations_count", stale, "count");
+  if (streams::IsPinned(m)) {
+    EXPECT_EQ(stale, 0) << stale << " of " << kIterations << " kernels on a non-blocking stream saw bytes of an "
+                        << "earlier copy after cudaMemcpy from page-locked memory had returned";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sources, SyncCopyThenOtherStreamTest,
+                         ::testing::Values(Mem::kPinned, Mem::kRegisteredMalloc, Mem::kPageable),
                          [](const auto& info) { return MemName(info.param); });
 
 }  // namespace

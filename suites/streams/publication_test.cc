@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fixtures/gpu_test.h"
@@ -155,6 +156,55 @@ TEST_F(TokenRingTest, HostAndOneKernelPerGpuPassTheTokenWithoutLosingIt) {
   EXPECT_EQ(__atomic_load_n(token, __ATOMIC_ACQUIRE), members * kLaps) << "the token lost or gained passes";
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
+
+// Liveness of the ways a kernel can poll a host-written flag. Volatile loads, system-scope
+// acquire loads (libcu++ atomic_ref) and ld.relaxed.sys must see the host's store within the
+// bound (the memory model promises it); a plain load, with or without a fence, promises nothing
+// (the compiler may hoist it), so whether it saw the flag is recorded only, under a short bound.
+class PollingFormTest : public GpuTest, public ::testing::WithParamInterface<PollForm> {};
+
+TEST_P(PollingFormTest, KernelPollingAHostWrittenFlagSeesIt) {
+  PAGELOCK_RULE("R77,S14");
+  const PollForm form = GetParam();
+  const bool promised = form == PollForm::kVolatile || form == PollForm::kAtomicRefAcquire ||
+                        form == PollForm::kRelaxedSysAsm;
+  const double bound_s = promised ? kWaitS : 0.2;
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, 64 * sizeof(unsigned), cudaHostAllocMapped));
+  auto* flag = static_cast<unsigned*>(p);
+  unsigned* status = flag + 32;  // another cache line
+  std::memset(p, 0, 64 * sizeof(unsigned));
+  cudaStream_t s = nullptr;
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ASSERT_CUDA_OK(LaunchAwaitFlagForm(flag, 1, form, static_cast<uint64_t>(bound_s * TimeScale() * 1e9), status, s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the kernel is polling by now
+  const auto start = std::chrono::steady_clock::now();
+  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  ASSERT_CUDA_OK(streams::PollStream(s, 2 * bound_s)) << "the polling kernel did not end within its bound";
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const bool seen = __atomic_load_n(status, __ATOMIC_ACQUIRE) == kKernelOk;
+  Observe("saw_flag", seen);
+  Metric("release_to_kernel_end_ms", ms, "ms");
+  if (promised) {
+    EXPECT_TRUE(seen) << "the kernel never saw the host's flag within " << bound_s << " s";
+  }
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, PollingFormTest,
+                         ::testing::Values(PollForm::kVolatile, PollForm::kAtomicRefAcquire, PollForm::kRelaxedSysAsm,
+                                           PollForm::kPlainWithFence, PollForm::kPlain),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case PollForm::kVolatile: return std::string("Volatile");
+                             case PollForm::kAtomicRefAcquire: return std::string("AtomicRefAcquire");
+                             case PollForm::kRelaxedSysAsm: return std::string("LdRelaxedSys");
+                             case PollForm::kPlainWithFence: return std::string("PlainWithFence");
+                             case PollForm::kPlain: return std::string("Plain");
+                           }
+                           return std::string("Unknown");
+                         });
 
 }  // namespace
 }  // namespace pagelock
