@@ -18,6 +18,8 @@
 namespace pagelock {
 namespace {
 
+uint64_t g_steps = 0;
+
 rc::detail::TestResult RunAgainstFake(const ModelRules& rules, int cases) {
   rc::detail::TestMetadata meta;
   meta.id = "PinnedModelFake";
@@ -27,7 +29,7 @@ rc::detail::TestResult RunAgainstFake(const ModelRules& rules, int cases) {
   return rc::detail::checkTestable(
       [&] {
         FakePinnedApi api;
-        RunPinnedApiStateMachine(api, rules);
+        g_steps += RunPinnedApiStateMachine(api, rules);
       },
       meta, params);
 }
@@ -40,8 +42,11 @@ std::string Show(const rc::detail::TestResult& r) {
 
 TEST(PinnedModelFakeTest, CorrectModelAgreesWithTheFakeDriver) {
   PAGELOCK_RULE("M01");
+  g_steps = 0;
   const auto r = RunAgainstFake(ModelRules{}, 200);
   EXPECT_TRUE(r.is<rc::detail::SuccessResult>()) << Show(r);
+  Metric("model_steps_count", static_cast<double>(g_steps), "count");
+  EXPECT_GT(g_steps, 2000u) << "sequences too short to exercise the model";
 }
 
 // The shrunk counterexample: the shortest command list, one C++ statement per command.

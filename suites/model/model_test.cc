@@ -48,6 +48,13 @@ double TimeLimitSeconds() {
   return (v > 0 ? v : kDefaultSeconds) * TimeScale();
 }
 std::chrono::steady_clock::time_point g_start;
+
+// The documented rules, with R52 only where pageable memory is not device-accessible (HMM/ATS).
+ModelRules Rules() {
+  ModelRules r;
+  r.pageable_has_no_device_pointer = Probe().devices.at(0).Attr(cudaDevAttrPageableMemoryAccess) == 0;
+  return r;
+}
 std::atomic<uint64_t> g_sequences{0}, g_skipped{0};
 
 class PinnedModel : public GpuProperty {};
@@ -68,14 +75,14 @@ RC_GTEST_FIXTURE_PROP(PinnedModel, DriverAgreesWithTheModelOnEveryStep, ()) {
     return;
   }
   auto api = MakeRealPinnedApi();
-  g_steps += RunPinnedApiStateMachine(*api, ModelRules{});
+  g_steps += RunPinnedApiStateMachine(*api, Rules());
   Metric("model_steps_count", static_cast<double>(g_steps.load()), "count");
   Metric("model_sequences_count", static_cast<double>(++g_sequences), "count");
 }
 
 // Process-global steps run in a child: device flags set first, then sequences; a device reset;
 // then sequences again in the fresh context. "agree", or RapidCheck's shrunk counterexample.
-std::string RunSequences(int n, uint64_t seed) {
+std::string RunSequences(int n, uint64_t seed, const ModelRules& rules) {
   rc::detail::TestMetadata meta;
   meta.id = "PinnedModelChild";
   rc::detail::TestParams params;
@@ -83,7 +90,7 @@ std::string RunSequences(int n, uint64_t seed) {
   params.maxSuccess = n;
   params.maxSize = 50;
   auto api = MakeRealPinnedApi();
-  const auto r = rc::detail::checkTestable([&] { RunPinnedApiStateMachine(*api, ModelRules{}); }, meta, params);
+  const auto r = rc::detail::checkTestable([&] { RunPinnedApiStateMachine(*api, rules); }, meta, params);
   if (r.is<rc::detail::SuccessResult>()) return "agree";
   std::ostringstream os;
   rc::detail::printResultMessage(r, os);
@@ -95,7 +102,8 @@ std::string RunSequences(int n, uint64_t seed) {
 PAGELOCK_SCENARIO(PinnedModelAcrossDeviceFlagsAndReset) {
   const uint64_t seed = std::strtoull(ScenarioArg().c_str(), nullptr, 10);
   report.Error("set_device_flags", cudaSetDeviceFlags(cudaDeviceMapHost));
-  report.Set("before_reset", RunSequences(20, seed));
+  const ModelRules rules = Rules();
+  report.Set("before_reset", RunSequences(20, seed, rules));
   void* p = nullptr;
   report.Error("host_alloc", cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
   report.Error("reset", cudaDeviceReset());
@@ -103,7 +111,7 @@ PAGELOCK_SCENARIO(PinnedModelAcrossDeviceFlagsAndReset) {
   report.Error("attributes_after_reset", cudaPointerGetAttributes(&a, p));
   report.Set("type_after_reset", static_cast<long long>(a.type));
   (void)cudaGetLastError();
-  report.Set("after_reset", RunSequences(20, seed + 1));
+  report.Set("after_reset", RunSequences(20, seed + 1, rules));
 }
 
 TEST(PinnedModelChildTest, ModelHoldsAfterDeviceFlagsAndAcrossADeviceReset) {
