@@ -2,17 +2,17 @@
 escaped, filters and search in a few lines of inline JavaScript."""
 
 import html
-import json
 import re
 
-from reports import results as model
+from reports import model
 
 STATUS_COLORS = {
     "PASS": "#2e7d32", "WARN": "#b7791f", "NOT_SUPPORTED": "#546e7a", "SKIP": "#78909c",
     "FAIL": "#c62828", "TIMEOUT": "#6a1b9a", "CRASH": "#b71c1c", "INFRA_ERROR": "#37474f",
     "MISSING": "#ef6c00", "EXPECTED_FAIL": "#8d6e63", "KNOWN_FLAKE": "#8d6e63",
     "FLAKE": "#f9a825", "UNEXPECTED_PASS": "#0277bd", "REGRESSION": "#d50000",
-    "FIXED": "#00897b", "NEW": "#5c6bc0", "DROPPED": "#ff7043",
+    "FIXED": "#00897b", "NEW": "#5c6bc0", "DROPPED": "#ff7043", "COVERAGE_LOST": "#ad1457",
+    "KNOWN_COVERAGE_LOSS": "#8d6e63",
 }
 
 CSS = """
@@ -111,7 +111,6 @@ def _param_of(case):
 def matrix_section(cases):
     """API family x parameter (flag combination) matrix of worst status."""
     cells, params, families = {}, [], []
-    order = {s: i for i, s in enumerate(model.STATUSES)}
     for c in cases:
         p = _param_of(c)
         if p is None:
@@ -122,7 +121,7 @@ def matrix_section(cases):
         if row not in families:
             families.append(row)
         prev = cells.get((row, p))
-        if prev is None or order.get(c.status, 0) > order.get(prev, 0):
+        if prev is None or c.status.severity > prev.severity:
             cells[(row, p)] = c.status
     if not cells:
         return ""
@@ -139,17 +138,48 @@ def matrix_section(cases):
     return "".join(out)
 
 
+def case_details(c):
+    """The typed fields of one case, each escaped: rules, seed and replay, attempts, metrics,
+    budgets, observations, child outcome, logs, other properties."""
+    more = []
+    if c.rules:
+        more.append(f"<b>rules</b> <span class='mono'>{esc(','.join(c.rules))}</span><br>")
+    if c.seed is not None or c.run_seed is not None:
+        more.append(f"<b>seed</b> <span class='mono'>case {esc(c.seed if c.seed is not None else '?')}"
+                    f", run {esc(c.run_seed if c.run_seed is not None else '?')}</span><br>")
+    if c.status.is_fail or c.status == model.Status.WARN or c.flaky:
+        more.append(f"<b>replay</b> <pre>{esc(c.replay_command())}</pre>")
+    if len(c.attempts) > 1:
+        more.append(f"<b>attempts</b> <span class='mono'>{esc(' '.join(map(str, c.attempts)))}</span><br>")
+    if c.first_failure:
+        more.append(f"<b>first failure</b><pre>{esc(c.first_failure)}</pre>")
+    for title, d in (("metric", c.metrics), ("budget", c.budgets), ("observed", c.observed)):
+        for k, v in d.items():
+            more.append(f"<span class='mono'>{title} {esc(k)} = {esc(v)}</span><br>")
+    if c.child:
+        more.append(f"<span class='mono'>child = {esc(c.child)}</span><br>")
+    if c.health:
+        more.append(f"<span class='mono'>health = {esc(c.health)}</span><br>")
+    for k, v in c.extra.items():
+        more.append(f"<span class='mono'>{esc(k)} = {esc(v)}</span><br>")
+    for k, v in c.logs.items():
+        more.append(f"<b>{esc(k)}</b><pre>{esc(v)}</pre>")
+    return more
+
+
 def render(run, title="pagelock report", verdict=None, extra_sections=(), comparison_status=None,
-           seed=None):
-    """run: results.Run. verdict: (text, color) or None. comparison_status: {case id: status}
+           seed=None, comparison_counts=None):
+    """run: model.Run. verdict: (text, color) or None. comparison_status: {case id: status}
     from a comparison against expectations and baseline (shown next to the raw status)."""
     counts = run.counts()
     statuses = [s for s in model.STATUSES if counts.get(s)]
     comp_counts = {}
     for s in (comparison_status or {}).values():
-        comp_counts[s] = comp_counts.get(s, 0) + 1
+        comp_counts[str(s)] = comp_counts.get(str(s), 0) + 1
+    if comparison_counts:  # also DROPPED and machine coverage, which no case row carries
+        comp_counts = {k: n for k, n in comparison_counts.items() if n}
     fp = run.fingerprint
-    seed = seed or fp.get("seed")
+    seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
     h = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
          f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
     if verdict:
@@ -186,16 +216,17 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), compar
     h.append(matrix_section(run.cases))
 
     h.append("<h2>Cases</h2><div class='filters'>")
-    for s in statuses + sorted(comp_counts):
+    for s in statuses + sorted({str(v) for v in (comparison_status or {}).values()}):
         h.append(f"<button data-status='{esc(s)}'>{esc(s)}</button>")
     h.append("<button id='clear'>all</button> <input id='search' type='search' "
              "placeholder='search id, message, reason'> <span class='small'><span id='shown'></span> shown</span></div>")
     h.append("<table id='cases'><tr><th>status</th><th>case</th><th>s</th><th>reason / message</th></tr>")
-    for i, c in enumerate(sorted(run.cases, key=lambda c: (model.STATUSES.index(c.status) * -1 if c.status in model.FAILING else 0, c.id))):
+    for i, c in enumerate(sorted(run.cases, key=lambda c: (-c.status.severity if c.status.is_fail else 0, c.id))):
         comp = (comparison_status or {}).get(c.id)
+        comp = str(comp) if comp else None
         status_key = c.status + (" " + comp if comp else "")
-        text = " ".join([c.id, c.status, comp or "", c.message, c.reason,
-                         c.properties.get("rules", "")]).lower()
+        text = " ".join([c.id, str(c.status), comp or "", c.message, c.reason,
+                         ",".join(c.rules)]).lower()
         detail = c.reason or first_line(c.message)
         h.append(f"<tr class='case' data-idx='{i}' data-statuses='{esc(status_key)}' data-text='{esc(text)}'>"
                  f"<td>{badge(c.status)}{(' ' + badge(comp)) if comp and comp != c.status else ''}</td>"
@@ -204,18 +235,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), compar
         more = []
         if c.message:
             more.append(f"<b>message</b><pre>{esc(c.message)}</pre>")
-        rules = c.properties.get("rules")
-        if rules:
-            more.append(f"<b>rules</b> <span class='mono'>{esc(rules)}</span><br>")
-        if c.status in model.FAILING or c.status == "WARN":
-            more.append(f"<b>replay</b> <pre>{esc(c.replay_command(seed))}</pre>")
-        for k, v in c.properties.items():
-            if k in ("rules",):
-                continue
-            if k in ("log_tail", "child_log"):
-                more.append(f"<b>{esc(k)}</b><pre>{esc(v)}</pre>")
-            else:
-                more.append(f"<span class='mono'>{esc(k)} = {esc(v)}</span><br>")
+        more += case_details(c)
         if more:
             h.append(f"<details><summary>details</summary>{''.join(more)}</details>")
         h.append("</td></tr>")
@@ -267,22 +287,23 @@ def sparkline(values, width=160, height=28):
 
 
 def metrics_section(run, trends):
-    from reports.history import metrics_of
     rows, groups = [], {}
     for c in run.cases:
-        for name, v in sorted(metrics_of(c).items()):
-            unit = name.rsplit("_", 1)[1]
-            groups.setdefault(unit, []).append((name[: -len(unit) - 1], v))
+        for name, m in sorted(c.metrics.items()):
+            unit = m.unit
+            if m.finite:  # nan/inf are shown as such in the table, never drawn
+                groups.setdefault(unit, []).append((name, m.value))
             t = trends.get(name, [])
             spark = sparkline([x[2] for x in t]) if t else ""
-            rows.append([f"<span class='mono'>{esc(name)}</span>", f"{v:.3f}", esc(unit), esc(c.id), spark,
+            value = f"{m.value:.3f}" if m.finite else repr(m.value)
+            rows.append([f"<span class='mono'>{esc(name)}</span>", esc(value), esc(unit), esc(c.id), spark,
                          esc(" ".join(f"{x[2]:.1f}" for x in t[-6:]))])
     if not rows:
         return ""
     out = ["<h2>Metrics</h2><p class='small'>Medians of event-timed repetitions after warm-up; "
            "trend over the last runs of this SKU from the history database.</p>"]
     for unit, items in sorted(groups.items()):
-        if unit != "count":  # counts of different things share no scale; the table has them
+        if unit not in ("count", ""):  # counts of different things share no scale; the table has them
             out.append(bar_chart(items, unit))
     out.append(_table(["metric", "value", "unit", "case", "trend", "last values"], rows))
     return "".join(out)
@@ -303,18 +324,24 @@ def render_qualification(run, info, comp, baseline, trends):
     sections.append("<h2>Run</h2>" + _table(["", ""], info_rows))
 
     by_id = {c.id: c for c in run.cases}
-    order = ["REGRESSION", "FLAKE", "UNEXPECTED_PASS", "FIXED", "NEW", "EXPECTED_FAIL", "KNOWN_FLAKE"]
     change_rows = []
-    for st in order:
+    for key, s, why in comp.machine:
+        change_rows.append([badge(str(s)), "", f"<span class='mono'>{esc(key)}</span>", "", esc(why)])
+    for st in model.Change:  # most serious first
         for cid, s in sorted(comp.status.items()):
             if s == st:
                 c = by_id[cid]
-                change_rows.append([badge(s), badge(c.status), f"<span class='mono'>{esc(cid)}</span>",
-                                    esc(c.properties.get("attempts", "")), esc(comp.notes.get(cid, ""))])
+                change_rows.append([badge(str(s)), badge(str(c.status)), f"<span class='mono'>{esc(cid)}</span>",
+                                    esc(" ".join(map(str, c.attempts)) if len(c.attempts) > 1 else ""),
+                                    esc(comp.notes.get(cid, ""))])
+    base = baseline.by_id() if baseline else {}
     for cid in comp.dropped:
-        prev = next((c for c in baseline.cases if c.id == cid), None) if baseline else None
-        change_rows.append([badge("DROPPED"), badge(prev.status) if prev else "",
-                            f"<span class='mono'>{esc(cid)}</span>", "", "in the baseline, not in this run"])
+        prev = base.get(cid)
+        covered = cid in comp.dropped_covered
+        change_rows.append([badge("KNOWN_COVERAGE_LOSS" if covered else "DROPPED"),
+                            badge(str(prev.status)) if prev else "",
+                            f"<span class='mono'>{esc(cid)}</span>", "",
+                            "in the baseline, not in this run" + (" (expected or not exercised there)" if covered else "")])
     sections.append("<h2>Against expectations and baseline</h2>" +
                     (_table(["comparison", "now", "case", "attempts", "why"], change_rows)
                      if change_rows else "<p>No differences: every case matches its expectation and the baseline.</p>"))
@@ -323,5 +350,5 @@ def render_qualification(run, info, comp, baseline, trends):
             f"<li class='mono'>{esc(e.source)}: {esc(e.kind)} {esc(e.pattern)} {esc(e.bug)}</li>" for e in comp.stale) + "</ul>")
     sections.append(metrics_section(run, trends))
     title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
-    return render(run, title=title, verdict=comp.verdict, extra_sections=sections,
-                  comparison_status=comp.status)
+    return render(run, title=title, verdict=comp.verdict, extra_sections=sections, seed=info.get("seed"),
+                  comparison_status=comp.status, comparison_counts=comp.summary)

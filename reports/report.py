@@ -6,19 +6,19 @@ self-contained HTML report and the results as JSON.
 
 Prints counts by status and ends with the line 'N passed, N failed, N skipped'.
 Exit codes: 0 report written and every case clean (PASS, WARN, NOT_SUPPORTED, SKIP);
-3 report written and some case FAIL/CRASH/TIMEOUT/INFRA_ERROR/MISSING (only with --strict);
-2 bad input (no such folder, no results in it).
+3 report written and some case FAIL/CRASH/TIMEOUT/INFRA_ERROR/MISSING or a status the model
+does not know (only with --strict); 2 bad input (no such folder, no results in it, an output
+file that cannot be written); nothing is written before the input has been read.
 """
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reports import htmlreport as html_report  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 
 
 def main(argv=None):
@@ -32,7 +32,7 @@ def main(argv=None):
     try:
         run = (model.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
                else model.load_bep(args.testlogs))
-    except FileNotFoundError as e:
+    except (OSError, ValueError) as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
     if not run.cases:
@@ -40,15 +40,18 @@ def main(argv=None):
         return 2
     for problem in run.problems:
         print(f"report: warning: {problem}", file=sys.stderr)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(run.to_json(), f, indent=1)
-    if args.html:
-        os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(html_report.render(run, title=args.title))
-        print(f"report: wrote {args.html}")
+    try:
+        if args.json:
+            os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+            model.write_results(args.json, run)
+        if args.html:
+            os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(html_report.render(run, title=args.title))
+            print(f"report: wrote {args.html}")
+    except OSError as e:
+        print(f"report: cannot write the report: {e}", file=sys.stderr)
+        return 2
     counts = run.counts()
     print(model.format_counts(counts))
     if args.strict and not model.is_clean(counts):

@@ -112,12 +112,12 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("manifest.json:1: malformed JSON", buf.getvalue())
 
-    def test_empty_selection_exits_two(self):
+    def test_empty_selection_exits_four(self):
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
             rc = runner.main(["--bundle", self.bundle, "--out", os.path.join(self.tmp, "y"),
                               "--tags", "no_such_tag"])
-        self.assertEqual(rc, 2)
+        self.assertEqual(rc, 4)
         self.assertIn("no target matches", buf.getvalue())
 
 

@@ -1,0 +1,311 @@
+// Cases that close the gaps the fault-injecting driver layer (tools/faults) found: data paths and
+// synchronisation the other suites exercise only in passing. Each case names the catalogue faults
+// it catches. Queued host work (cudaLaunchHostFunc) that waits on the test makes "the stream is
+// busy" certain instead of a race with a short kernel. Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "fixtures/driver_api.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/outcome.h"
+#include "fixtures/profile.h"
+#include "fixtures/time_scale.h"
+#include "kernels/access_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{4} << 20;
+// Large enough that a copy takes about a millisecond: a copy that returns early is caught.
+constexpr size_t kLargeSize = size_t{64} << 20;
+
+class FaultGapsTest : public GpuTest {
+ protected:
+  uint32_t seed() const { return static_cast<uint32_t>(CaseSeed()); }
+};
+
+// Queued host work that holds a stream until the test releases it (bounded: it gives up after
+// the limit, so a lost release never hangs the binary).
+struct Gate {
+  std::atomic<bool> open{false};
+  std::atomic<bool> passed{false};
+  double limit_s = 10.0 * TimeScale();
+
+  static void CUDART_CB Hold(void* self) {
+    auto* g = static_cast<Gate*>(self);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(g->limit_s);
+    while (!g->open.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    g->passed.store(true);
+  }
+  // Queued host work that sleeps, so work queued behind it starts late.
+  static void CUDART_CB Delay(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }
+};
+
+// Faults: htod_async_corrupts, dtoh_async_corrupts, async_copy_truncated.
+TEST_F(FaultGapsTest, AsyncCopiesThroughPinnedMemoryDeliverEveryByte) {
+  PAGELOCK_RULE("R76");
+  unsigned char *src = nullptr, *dst = nullptr;
+  void* d = nullptr;
+  cudaStream_t s = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&src), kSize, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&dst), kSize, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  HostFillPattern(src, kSize, seed());
+  // Start every destination byte different from what the copy must deliver, the last one too.
+  for (size_t i = 0; i < kSize; ++i) dst[i] = static_cast<unsigned char>(~src[i]);
+  ASSERT_CUDA_OK(cudaMemsetAsync(d, static_cast<unsigned char>(~src[kSize - 1]), kSize, s));
+  ASSERT_CUDA_OK(cudaMemcpyAsync(d, src, kSize, cudaMemcpyHostToDevice, s));
+  ASSERT_CUDA_OK(cudaMemcpyAsync(dst, d, kSize, cudaMemcpyDeviceToHost, s));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(dst[kSize - 1], src[kSize - 1]) << "the last byte of the round trip";
+  EXPECT_EQ(HostCountPatternMismatches(dst, kSize, seed()), 0u);
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaFreeHost(dst));
+  EXPECT_CUDA_OK(cudaFreeHost(src));
+}
+
+// Faults: dtoh_returns_early, dtoh_corrupts_last_byte, dtoh_truncated, htod_truncated.
+TEST_F(FaultGapsTest, SynchronousCopyToPinnedMemoryIsCompleteOnReturn) {
+  PAGELOCK_RULE("R76");
+  unsigned char* host = nullptr;
+  void* d = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&host), kLargeSize, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaMalloc(&d, kLargeSize));
+  HostFillPattern(host, kLargeSize, seed());
+  const unsigned char last = host[kLargeSize - 1];
+  ASSERT_CUDA_OK(cudaMemcpy(d, host, kLargeSize, cudaMemcpyHostToDevice));
+  for (size_t i = 0; i < kLargeSize; ++i) host[i] = static_cast<unsigned char>(~host[i]);
+  ASSERT_CUDA_OK(cudaMemcpy(host, d, kLargeSize, cudaMemcpyDeviceToHost));
+  // Read the byte a DMA writes last before anything else: a copy still in flight shows here.
+  const unsigned char seen_last = *static_cast<volatile unsigned char*>(host + kLargeSize - 1);
+  EXPECT_EQ(seen_last, last) << "the last byte was not there when cudaMemcpy returned";
+  EXPECT_EQ(HostCountPatternMismatches(host, kLargeSize, seed()), 0u);
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaFreeHost(host));
+}
+
+// Copies device memory into pinned memory and counts the bytes that are not `value`.
+size_t CountNotEqual(const void* d, size_t n, unsigned char value, unsigned char* pinned) {
+  if (cudaMemcpy(pinned, d, n, cudaMemcpyDeviceToHost) != cudaSuccess) return n + 1;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += pinned[i] != value;
+  return bad;
+}
+
+// Faults: memset_wrong_last_byte, memset_truncated. Odd and 4-byte multiple sizes, over a pattern
+// (freshly allocated memory is often zero, which hides a memset that stops short).
+TEST_F(FaultGapsTest, MemsetWritesEveryByteOverAPattern) {
+  PAGELOCK_RULE("R77");
+  unsigned char* pinned = nullptr;
+  void* d = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pinned), kSize, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  for (size_t n : {kSize, kSize - 3}) {
+    ASSERT_CUDA_OK(LaunchFillPattern(d, kSize, seed()));
+    ASSERT_CUDA_OK(cudaMemset(d, 0x5a, n));
+    EXPECT_EQ(CountNotEqual(d, n, 0x5a, pinned), 0u) << "memset of " << n << " bytes";
+  }
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaFreeHost(pinned));
+}
+
+// Fault: memset_async_wrong_last_byte.
+TEST_F(FaultGapsTest, MemsetAsyncWritesEveryByteOverAPattern) {
+  PAGELOCK_RULE("R77");
+  unsigned char* pinned = nullptr;
+  void* d = nullptr;
+  cudaStream_t s = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pinned), kSize, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (size_t n : {kSize, kSize - 3}) {
+    ASSERT_CUDA_OK(LaunchFillPattern(d, kSize, seed(), s));
+    ASSERT_CUDA_OK(cudaMemsetAsync(d, 0xa5, n, s));
+    ASSERT_CUDA_OK(cudaStreamSynchronize(s));
+    EXPECT_EQ(CountNotEqual(d, n, 0xa5, pinned), 0u) << "memset of " << n << " bytes";
+  }
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaFreeHost(pinned));
+}
+
+// Queues a delay, then a kernel that writes the pattern into mapped memory, on stream s.
+void QueueLateKernelWrite(void* mapped, cudaStream_t s, uint32_t seed, cudaError_t* launch) {
+  *launch = cudaLaunchHostFunc(s, &Gate::Delay, nullptr);
+  if (*launch == cudaSuccess) *launch = LaunchFillPattern(mapped, kSize, seed, s);
+}
+
+enum class Waiter { kStream, kEvent, kDevice };
+
+// Faults: stream_sync_returns_early, event_sync_returns_early, event_record_early,
+// ctx_sync_returns_early. The kernel starts 100 ms late, so a wait that returns early sees
+// none of its writes.
+class SynchronizeTest : public FaultGapsTest, public ::testing::WithParamInterface<Waiter> {};
+
+TEST_P(SynchronizeTest, HostSeesKernelWritesToMappedMemoryOnceTheWaitReturns) {
+  PAGELOCK_RULE("R77");
+  unsigned char* host = nullptr;
+  cudaStream_t s = nullptr;
+  cudaEvent_t done = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&host), kSize, cudaHostAllocMapped));
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ASSERT_CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, host, 0));
+  memset(host, 0, kSize);
+  cudaError_t launch = cudaSuccess;
+  QueueLateKernelWrite(dev, s, seed(), &launch);
+  ASSERT_CUDA_OK(launch);
+  ASSERT_CUDA_OK(cudaEventRecord(done, s));
+  switch (GetParam()) {
+    case Waiter::kStream: ASSERT_CUDA_OK(cudaStreamSynchronize(s)); break;
+    case Waiter::kEvent: ASSERT_CUDA_OK(cudaEventSynchronize(done)); break;
+    case Waiter::kDevice: ASSERT_CUDA_OK(cudaDeviceSynchronize()); break;
+  }
+  EXPECT_EQ(HostCountPatternMismatches(host, kSize, seed()), 0u)
+      << "bytes the kernel had not written when the wait returned";
+  EXPECT_CUDA_OK(cudaStreamSynchronize(s));  // never leave work behind on failure
+  EXPECT_CUDA_OK(cudaEventDestroy(done));
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFreeHost(host));
+}
+
+INSTANTIATE_TEST_SUITE_P(Waits, SynchronizeTest,
+                         ::testing::Values(Waiter::kStream, Waiter::kEvent, Waiter::kDevice),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case Waiter::kStream: return "stream_synchronize";
+                             case Waiter::kEvent: return "event_synchronize";
+                             default: return "device_synchronize";
+                           }
+                         });
+
+// Faults: stream_query_lies, event_query_lies, event_record_early.
+TEST_F(FaultGapsTest, QueriesReportNotReadyWhileQueuedWorkIsHeld) {
+  PAGELOCK_RULE("R77");
+  cudaStream_t s = nullptr;
+  cudaEvent_t after = nullptr;
+  Gate gate;
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ASSERT_CUDA_OK(cudaEventCreateWithFlags(&after, cudaEventDisableTiming));
+  ASSERT_CUDA_OK(cudaLaunchHostFunc(s, &Gate::Hold, &gate));
+  // No ASSERT until the gate is open and the stream drained: the held work points at `gate`.
+  EXPECT_CUDA_OK(cudaEventRecord(after, s));
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(s));
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaEventQuery(after));
+  gate.open.store(true);
+  ASSERT_CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_TRUE(gate.passed.load());
+  EXPECT_CUDA_OK(cudaStreamQuery(s));
+  EXPECT_CUDA_OK(cudaEventQuery(after));
+  (void)cudaGetLastError();  // NotReady above was expected
+  EXPECT_CUDA_OK(cudaEventDestroy(after));
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+}
+
+// Fault: stream_wait_ignored. A kernel on stream b that waits for an event of stream a must
+// not read mapped memory before stream a's kernel has written it (which starts 100 ms late).
+TEST_F(FaultGapsTest, StreamWaitingOnAnEventSeesTheOtherStreamsWrites) {
+  PAGELOCK_RULE("R77");
+  unsigned char* host = nullptr;
+  unsigned long long* mismatches = nullptr;
+  cudaStream_t a = nullptr, b = nullptr;
+  cudaEvent_t written = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&host), kSize, cudaHostAllocMapped));
+  ASSERT_CUDA_OK(cudaMalloc(&mismatches, sizeof *mismatches));
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  ASSERT_CUDA_OK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, host, 0));
+  memset(host, 0, kSize);
+  ASSERT_CUDA_OK(cudaMemsetAsync(mismatches, 0, sizeof *mismatches, b));
+  cudaError_t launch = cudaSuccess;
+  QueueLateKernelWrite(dev, a, seed(), &launch);
+  ASSERT_CUDA_OK(launch);
+  ASSERT_CUDA_OK(cudaEventRecord(written, a));
+  ASSERT_CUDA_OK(cudaStreamWaitEvent(b, written, 0));
+  ASSERT_CUDA_OK(LaunchCountPatternMismatches(dev, kSize, seed(), mismatches, b));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(b));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(a));
+  unsigned long long seen = ~0ull;
+  ASSERT_CUDA_OK(cudaMemcpy(&seen, mismatches, sizeof seen, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(seen, 0u) << "stream b read bytes stream a had not written yet";
+  EXPECT_CUDA_OK(cudaEventDestroy(written));
+  EXPECT_CUDA_OK(cudaStreamDestroy(b));
+  EXPECT_CUDA_OK(cudaStreamDestroy(a));
+  EXPECT_CUDA_OK(cudaFree(mismatches));
+  EXPECT_CUDA_OK(cudaFreeHost(host));
+}
+
+// Fault: freehost_leaks. Freed pinned memory is no longer known to the driver: its attributes
+// are those of unregistered host memory (R71), not of pinned memory.
+TEST_F(FaultGapsTest, FreedPinnedMemoryIsNoLongerPinned) {
+  PAGELOCK_RULE("R19,R71");
+  for (unsigned flags : {unsigned{cudaHostAllocDefault}, unsigned{cudaHostAllocMapped}}) {
+    void* p = nullptr;
+    ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags));
+    cudaPointerAttributes a{};
+    ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+    ASSERT_EQ(a.type, cudaMemoryTypeHost);
+    ASSERT_CUDA_OK(cudaFreeHost(p));
+    a = cudaPointerAttributes{};
+    const cudaError_t expected = ByProfile(cudaErrorInvalidValue, cudaSuccess, cudaSuccess);
+    EXPECT_CUDA_ERROR(expected, cudaPointerGetAttributes(&a, p)) << "flags " << flags;
+    if (expected == cudaSuccess) EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "flags " << flags;
+  }
+}
+
+// The runtime checks some arguments itself before it calls the driver, so a driver that skips
+// those checks is invisible to runtime-API cases. These ask the driver directly.
+class DriverArgumentsTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireDriverApi());
+    ASSERT_CUDA_OK(cudaFree(nullptr));  // the runtime's primary context is current for cu* calls
+  }
+  const DriverApi& d = Driver();
+};
+
+// Fault: hostalloc_accepts_unknown_flags.
+TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {
+  PAGELOCK_RULE("R09");
+  for (unsigned flags : {0x8u, 0x80000000u}) {
+    void* p = nullptr;
+    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostAlloc(&p, kSize, flags))
+        << "flags 0x" << std::hex << flags;
+    if (p) EXPECT_CU_OK(d.cuMemFreeHost(p));
+  }
+}
+
+// Fault: register_accepts_unknown_flags.
+TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
+  PAGELOCK_RULE("R26");
+  std::vector<char> buf(kSize);
+  for (unsigned flags : {0x10u, 0x80000000u}) {
+    const CUresult r = d.cuMemHostRegister(buf.data(), buf.size(), flags);
+    EXPECT_EQ(r, CUDA_ERROR_INVALID_VALUE) << "flags 0x" << std::hex << flags;
+    if (r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
+  }
+}
+
+// Fault: register_accepts_empty.
+TEST_F(DriverArgumentsTest, HostRegisterRejectsNullAndZeroSize) {
+  PAGELOCK_RULE("R39");
+  std::vector<char> buf(kSize);
+  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(nullptr, kSize, 0));
+  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(buf.data(), 0, 0));
+}
+
+}  // namespace
+}  // namespace pagelock

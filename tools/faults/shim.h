@@ -1,0 +1,168 @@
+// The fault-injecting driver layer: shared declarations of shim.cc (loader, cuGetProcAddress
+// interposition, log) and faults.cc (the catalogue).
+//
+// The CUDA runtime reaches almost every driver function through cuGetProcAddress. For each
+// function a fault may change (the "wrappable" entries below) the shim keeps the real function
+// pointers it handed out and a hook: when the active fault set a hook, cuGetProcAddress returns a
+// wrapper that calls hook(real, args...); otherwise the real pointer itself (no fault: nothing
+// is wrapped, so the control run executes the real driver's code only).
+#ifndef PAGELOCK_TOOLS_FAULTS_SHIM_H_
+#define PAGELOCK_TOOLS_FAULTS_SHIM_H_
+
+#include <cuda.h>  // types and enums only: the shim never calls a cu* name directly
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pagelock_faults {
+
+// Wrappers per entry: one per distinct real pointer (default stream, per-thread stream, ...).
+constexpr int kSlots = 4;
+constexpr int kNoMax = 1 << 30;
+
+struct EntryBase {
+  const char* name;              // base name as requested, e.g. "cuMemcpyHtoD"
+  int min_version;               // requests for versions in [min_version, max_version) get
+  int max_version;               //   the ABI of this entry (cudaTypedefs.h: PFN_<name>_v<N>)
+  void* hook;                    // set by the active fault; typed by Entry's signature
+  void* real[kSlots];            // the real pointers handed out so far
+  void* (*wrapper)(int slot);    // the wrapper function for a slot
+};
+
+// Called by every wrapper: notes (once per process, in the log) that the fault was reached.
+void NoteFired(EntryBase* e);
+
+template <typename Sig, EntryBase* E>
+struct Wrap;
+template <typename... A, EntryBase* E>
+struct Wrap<CUresult(A...), E> {
+  using Real = CUresult(CUDAAPI*)(A...);
+  using Hook = CUresult (*)(Real, A...);
+  template <int S>
+  static CUresult CUDAAPI Fn(A... a) {
+    Real real = reinterpret_cast<Real>(E->real[S]);
+    Hook hook = reinterpret_cast<Hook>(E->hook);
+    if (!hook) return real(a...);
+    NoteFired(E);
+    return hook(real, a...);
+  }
+  static void* Get(int s) {
+    static void* const table[kSlots] = {reinterpret_cast<void*>(&Fn<0>),
+                                        reinterpret_cast<void*>(&Fn<1>),
+                                        reinterpret_cast<void*>(&Fn<2>),
+                                        reinterpret_cast<void*>(&Fn<3>)};
+    return table[s];
+  }
+};
+
+// The wrappable entries: X(id, name, first version, end version, parameter list). The CUDA
+// runtime asks cuGetProcAddress for each function with the version its ABI appeared in (e.g.
+// cuMemcpyHtoD at 3020, the 64-bit one), the harness with CUDA_VERSION; a request outside an
+// entry's range has another ABI and is passed through unwrapped.
+#define PL_ENTRIES(X)                                                                        \
+  X(Init, "cuInit", 2000, kNoMax, (unsigned int))                                            \
+  X(DeviceGetCount, "cuDeviceGetCount", 2000, kNoMax, (int*))                                \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", 2000, kNoMax,                                \
+    (int*, CUdevice_attribute, CUdevice))                                                    \
+  X(DeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, kNoMax, (int*, CUdevice, CUdevice))  \
+  X(DevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags", 7000, kNoMax,                    \
+    (CUdevice, unsigned int))                                                                \
+  X(DevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState", 7000, kNoMax,                    \
+    (CUdevice, unsigned int*, int*))                                                         \
+  X(CtxGetFlags, "cuCtxGetFlags", 7000, kNoMax, (unsigned int*))                             \
+  X(CtxSetFlags, "cuCtxSetFlags", 12010, kNoMax, (unsigned int))                             \
+  X(CtxSynchronize, "cuCtxSynchronize", 2000, 13000, ())                                     \
+  X(CtxSynchronize13, "cuCtxSynchronize", 13000, kNoMax, (CUcontext))                        \
+  X(MemAlloc, "cuMemAlloc", 3020, kNoMax, (CUdeviceptr*, size_t))                            \
+  X(MemFree, "cuMemFree", 3020, kNoMax, (CUdeviceptr))                                       \
+  X(MemAllocHost, "cuMemAllocHost", 3020, kNoMax, (void**, size_t))                          \
+  X(MemHostAlloc, "cuMemHostAlloc", 2020, kNoMax, (void**, size_t, unsigned int))            \
+  X(MemFreeHost, "cuMemFreeHost", 2000, kNoMax, (void*))                                     \
+  X(MemHostRegister, "cuMemHostRegister", 4000, kNoMax, (void*, size_t, unsigned int))       \
+  X(MemHostUnregister, "cuMemHostUnregister", 4000, kNoMax, (void*))                         \
+  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", 3020, kNoMax,                      \
+    (CUdeviceptr*, void*, unsigned int))                                                     \
+  X(MemHostGetFlags, "cuMemHostGetFlags", 2030, kNoMax, (unsigned int*, void*))              \
+  X(MemGetAddressRange, "cuMemGetAddressRange", 3020, kNoMax,                                \
+    (CUdeviceptr*, size_t*, CUdeviceptr))                                                    \
+  X(PointerGetAttribute, "cuPointerGetAttribute", 4000, kNoMax,                              \
+    (void*, CUpointer_attribute, CUdeviceptr))                                               \
+  X(PointerGetAttributes, "cuPointerGetAttributes", 7000, kNoMax,                            \
+    (unsigned int, CUpointer_attribute*, void**, CUdeviceptr))                               \
+  X(Memcpy, "cuMemcpy", 4000, kNoMax, (CUdeviceptr, CUdeviceptr, size_t))                    \
+  X(MemcpyAsync, "cuMemcpyAsync", 4000, kNoMax, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
+  X(MemcpyHtoD, "cuMemcpyHtoD", 3020, kNoMax, (CUdeviceptr, const void*, size_t))            \
+  X(MemcpyDtoH, "cuMemcpyDtoH", 3020, kNoMax, (void*, CUdeviceptr, size_t))                  \
+  X(MemcpyDtoD, "cuMemcpyDtoD", 3020, kNoMax, (CUdeviceptr, CUdeviceptr, size_t))            \
+  X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", 3020, kNoMax,                                      \
+    (CUdeviceptr, const void*, size_t, CUstream))                                            \
+  X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", 3020, kNoMax, (void*, CUdeviceptr, size_t, CUstream)) \
+  X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync", 3020, kNoMax,                                      \
+    (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                            \
+  X(MemsetD8, "cuMemsetD8", 3020, kNoMax, (CUdeviceptr, unsigned char, size_t))              \
+  X(MemsetD32, "cuMemsetD32", 3020, kNoMax, (CUdeviceptr, unsigned int, size_t))             \
+  X(MemsetD8Async, "cuMemsetD8Async", 3020, kNoMax,                                          \
+    (CUdeviceptr, unsigned char, size_t, CUstream))                                          \
+  X(MemsetD32Async, "cuMemsetD32Async", 3020, kNoMax,                                        \
+    (CUdeviceptr, unsigned int, size_t, CUstream))                                           \
+  X(MemsetD2D8, "cuMemsetD2D8", 3020, kNoMax,                                                \
+    (CUdeviceptr, size_t, unsigned char, size_t, size_t))                                    \
+  X(MemsetD2D8Async, "cuMemsetD2D8Async", 3020, kNoMax,                                      \
+    (CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream))                          \
+  X(StreamSynchronize, "cuStreamSynchronize", 2000, kNoMax, (CUstream))                      \
+  X(StreamQuery, "cuStreamQuery", 2000, kNoMax, (CUstream))                                  \
+  X(StreamWaitEvent, "cuStreamWaitEvent", 3020, kNoMax, (CUstream, CUevent, unsigned int))   \
+  X(EventRecord, "cuEventRecord", 2000, kNoMax, (CUevent, CUstream))                         \
+  X(EventRecordWithFlags, "cuEventRecordWithFlags", 11010, kNoMax,                           \
+    (CUevent, CUstream, unsigned int))                                                       \
+  X(EventQuery, "cuEventQuery", 2000, kNoMax, (CUevent))                                     \
+  X(EventSynchronize, "cuEventSynchronize", 2000, kNoMax, (CUevent))                         \
+  X(EventElapsedTime, "cuEventElapsedTime", 2000, kNoMax, (float*, CUevent, CUevent))        \
+  X(DeviceGetHostAtomicCapabilities, "cuDeviceGetHostAtomicCapabilities", 13000, kNoMax,     \
+    (unsigned int*, const CUatomicOperation*, unsigned int, CUdevice))                       \
+  X(LaunchKernel, "cuLaunchKernel", 4000, kNoMax,                                            \
+    (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,       \
+     unsigned int, unsigned int, CUstream, void**, void**))                                  \
+  X(LaunchKernelEx, "cuLaunchKernelEx", 11060, kNoMax,                                       \
+    (const CUlaunchConfig*, CUfunction, void**, void**))
+
+#define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
+  extern EntryBase e_##n;                             \
+  using Real_##n = Wrap<CUresult args, &e_##n>::Real; \
+  using Hook_##n = Wrap<CUresult args, &e_##n>::Hook;
+PL_ENTRIES(PL_DECLARE_ENTRY)
+#undef PL_DECLARE_ENTRY
+
+// Hook<n>(fn) sets the hook of an entry, type-checked against the entry's signature:
+// HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {...}).
+#define PL_DECLARE_SETTER(n, name, lo, hi, args) \
+  inline void Hook##n(Hook_##n h) { e_##n.hook = reinterpret_cast<void*>(h); }
+PL_ENTRIES(PL_DECLARE_SETTER)
+#undef PL_DECLARE_SETTER
+
+// A real driver function (current ABI, default stream flags), for faults that need a second call
+// (e.g. corrupting a destination after the real copy). Null when the driver lacks it.
+void* RealFunction(const char* name);
+template <typename Fn>
+Fn Real(const char* name) {
+  return reinterpret_cast<Fn>(RealFunction(name));
+}
+
+// One line in the log (PAGELOCK_FAULT_LOG), when logging is on.
+void Log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// The catalogue (faults.cc).
+struct Fault {
+  const char* name;         // PAGELOCK_FAULT value
+  const char* rule;         // the rule of suites/rules.tsv it violates
+  const char* family;       // API family of the suites
+  const char* kind;         // "error" | "data" | "sync" | "flag" | "capability" | "resource" | "perf"
+  const char* description;  // what the buggy driver does
+  void (*install)();        // sets the hooks
+};
+const Fault* Catalogue(size_t* count);
+const Fault* FindFault(const char* name);
+
+}  // namespace pagelock_faults
+
+#endif  // PAGELOCK_TOOLS_FAULTS_SHIM_H_

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Tests of tools/mutation on CPU: the verdict logic on synthetic runs, bad usage, and one whole
+mutation run over a fake bundle whose test binary (testdata/fake_suite.py) drives the fault shim
+in front of the fake driver of tools/faults/testdata.
+
+Under Bazel the shim and the fake driver come from the runfiles; run directly
+(python3 tools/mutation/mutation_test.py) it builds them with g++/gcc.
+"""
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import mutation  # noqa: E402
+
+
+def repo_root():
+    srcdir = os.environ.get("TEST_SRCDIR")
+    if srcdir:
+        return os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "pagelock"))
+    return os.path.dirname(os.path.dirname(HERE))
+
+
+ROOT = repo_root()
+
+
+def shim_and_fake(tmp):
+    if os.environ.get("TEST_SRCDIR"):
+        return (os.path.join(ROOT, "tools/faults/shim"),
+                os.path.join(ROOT, "tools/faults/testdata/libfakecuda.so"))
+    subprocess.run([os.path.join(ROOT, "tools/faults/build_shim.sh"), os.path.join(tmp, "shim")],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["gcc", "-shared", "-fPIC", os.path.join(ROOT, "tools/faults/testdata/fake_libcuda.c"),
+                    "-o", os.path.join(tmp, "libfakecuda.so")], check=True)
+    return os.path.join(tmp, "shim"), os.path.join(tmp, "libfakecuda.so")
+
+
+def make_bundle(tmp, shim_dir):
+    b = os.path.join(tmp, "bundle")
+    for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
+                "reports/__init__.py", "reports/results.py"]:
+        os.makedirs(os.path.dirname(os.path.join(b, rel)), exist_ok=True)
+        shutil.copy(os.path.join(ROOT, rel), os.path.join(b, rel))
+    os.makedirs(os.path.join(b, "bin/fake"))
+    shutil.copy(os.path.join(ROOT, "tools/mutation/testdata/fake_suite.py"),
+                os.path.join(b, "bin/fake/fake_suite"))
+    os.chmod(os.path.join(b, "bin/fake/fake_suite"), 0o755)
+    os.makedirs(os.path.join(b, "faults"))
+    shutil.copy(os.path.join(shim_dir, "libcuda.so.1"), os.path.join(b, "faults/libcuda.so.1"))
+    shutil.copy(os.path.join(ROOT, "tools/faults/catalogue.tsv"), os.path.join(b, "faults/catalogue.tsv"))
+    with open(os.path.join(b, "faults/survivors.tsv"), "w") as f:
+        f.write("name\texplanation\nctx_sync_returns_early\tthe fake suite never checks data after a sync.\n")
+    with open(os.path.join(b, "manifest.json"), "w") as f:
+        json.dump({"info": {"commit": "test"}, "targets": [
+            {"label": "//fake:fake_suite", "path": "bin/fake/fake_suite", "tags": ["gpu"],
+             "timeout_s": 60}]}, f)
+    return b
+
+
+def quiet(fn, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = fn(*args)
+    return rc, out.getvalue(), err.getvalue()
+
+
+FAULT = {"name": "f", "rule": "R76", "family": "hostalloc", "kind": "data", "description": "d."}
+CAP = dict(FAULT, name="c", kind="capability")
+LOADED = (["fault=f", "fault=c", "fault=f"], ["cuMemcpyHtoD"], [])
+META = {"timed_out": False, "rc": 1, "seconds": 1.0}
+
+
+def st(**cases):
+    return {k: (v, "why" if v == "NOT_SUPPORTED" else "", "") for k, v in cases.items()}
+
+
+class VerdictTest(unittest.TestCase):
+    def test_a_case_that_passed_and_now_fails_kills_the_fault(self):
+        r = mutation.classify(FAULT, [(META, st(a="FAIL", b="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "KILLED")
+        self.assertEqual([c["case"] for c in r["caught_by"]], ["a"])
+
+    def test_a_not_supported_case_that_now_fails_kills_the_fault(self):
+        r = mutation.classify(CAP, [(META, st(a="FAIL"), LOADED, st(a="NOT_SUPPORTED"))], set())
+        self.assertEqual(r["verdict"], "KILLED")
+
+    def test_a_capability_fault_turning_cases_not_supported_is_handled(self):
+        r = mutation.classify(CAP, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "HANDLED")
+
+    def test_a_performance_fault_turning_passes_into_warnings_is_handled(self):
+        perf = dict(FAULT, kind="perf")
+        r = mutation.classify(perf, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "HANDLED")
+        r = mutation.classify(FAULT, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "SURVIVED")
+
+    def test_other_faults_turning_cases_not_supported_survive_as_masked(self):
+        r = mutation.classify(FAULT, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "SURVIVED")
+        self.assertIn("masked", r["note"])
+
+    def test_unstable_cases_never_count(self):
+        r = mutation.classify(FAULT, [(META, st(a="FAIL"), LOADED, st(a="PASS"))], {"a"})
+        self.assertEqual(r["verdict"], "SURVIVED")
+
+    def test_a_case_the_control_failed_never_counts(self):
+        self.assertEqual(mutation.unstable_cases(st(a="FAIL", b="PASS"), st(a="FAIL", b="PASS")), {"a"})
+        self.assertEqual(mutation.unstable_cases(st(a="PASS"), st(a="WARN")), {"a"})
+
+    def test_a_hung_run_kills_the_fault_through_its_unfinished_cases(self):
+        meta = dict(META, timed_out=True)
+        r = mutation.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "KILLED")
+        self.assertEqual(r["caught_by"][0]["fault"], "TIMEOUT")
+
+    def test_a_run_the_budget_stopped_is_not_run_unless_something_was_already_caught(self):
+        meta = dict(META, cut_by_budget=True)
+        r = mutation.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_RUN")
+        r = mutation.classify(FAULT, [(meta, st(a="FAIL"), LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "KILLED")
+
+    def test_a_fault_the_shim_never_loaded_is_an_error(self):
+        r = mutation.classify(FAULT, [(META, st(a="FAIL"), ([], [], ["unknown fault f"]), st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "ERROR")
+
+    def test_a_fault_never_reached_says_so(self):
+        r = mutation.classify(FAULT, [(META, st(a="PASS"), (["fault=f"], [], []), st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "SURVIVED")
+        self.assertIn("never reached", r["note"])
+
+    def test_score_counts_killed_and_handled_over_decided_faults(self):
+        s = mutation.score([{"verdict": v} for v in ["KILLED", "HANDLED", "SURVIVED", "ERROR", "NOT_RUN"]])
+        self.assertEqual((s["counted"], s["percent"]), (3, 66.7))
+
+    def test_html_escapes_everything(self):
+        doc = {"score": mutation.score([{"verdict": "SURVIVED"}]),
+               "control": {"summary": "PASS=1", "unstable": []},
+               "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>")]}
+        text = mutation.html_section(doc)
+        self.assertNotIn("<b>x</b>", text)
+        self.assertNotIn("<script>", text)
+        self.assertIn("caught 0 of 1", text)
+
+
+class UsageTest(unittest.TestCase):
+    def test_a_folder_that_is_not_a_bundle_exits_2(self):
+        d = tempfile.mkdtemp()
+        try:
+            rc, _, err = quiet(mutation.main, [d, "--out", os.path.join(d, "o")])
+            self.assertEqual(rc, 2)
+            self.assertIn("not a bundle", err)
+        finally:
+            shutil.rmtree(d)
+
+
+class EndToEndTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mutation_test_")
+        shim, fake = shim_and_fake(cls.tmp)
+        cls.bundle = make_bundle(cls.tmp, shim)
+        os.environ["PAGELOCK_REAL_LIBCUDA"] = fake
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+        os.environ.pop("PAGELOCK_REAL_LIBCUDA", None)
+
+    def test_unknown_fault_name_exits_2(self):
+        rc, _, err = quiet(mutation.main, [self.bundle, "--out", os.path.join(self.tmp, "bad"),
+                                           "--faults", "no_such_fault"])
+        self.assertEqual(rc, 2)
+        self.assertIn("unknown fault(s): no_such_fault", err)
+
+    def test_mutation_run_classifies_each_fault(self):
+        out = os.path.join(self.tmp, "out")
+        faults = ["htod_corrupts_last_byte", "hostalloc_out_of_memory", "cap_cannot_map_host",
+                  "ctx_sync_returns_early", "register_overlap_accepted"]
+        rc, stdout, err = quiet(mutation.main, [self.bundle, "--out", out, "--faults", ",".join(faults),
+                                                "--jobs", "3", "--run-timeout", "60"])
+        self.assertEqual(rc, 0, stdout + err)
+        with open(os.path.join(out, "mutation.json")) as f:
+            doc = json.load(f)
+        verdicts = {r["name"]: r["verdict"] for r in doc["faults"]}
+        self.assertEqual(verdicts, {"htod_corrupts_last_byte": "KILLED",
+                                    "hostalloc_out_of_memory": "KILLED",
+                                    "cap_cannot_map_host": "HANDLED",
+                                    "ctx_sync_returns_early": "SURVIVED",
+                                    "register_overlap_accepted": "SURVIVED"})
+        by = {r["name"]: r for r in doc["faults"]}
+        self.assertEqual([c["case"] for c in by["htod_corrupts_last_byte"]["caught_by"]],
+                         ["fake:fake_suite/FakeSuite.CopyDeliversEveryByte"])
+        self.assertEqual(by["ctx_sync_returns_early"]["reached"], ["cuCtxSynchronize"])
+        self.assertIn("never checks data", by["ctx_sync_returns_early"]["explanation"])
+        self.assertIn("never reached", by["register_overlap_accepted"]["note"])
+        self.assertEqual(doc["score"]["percent"], 60.0)
+        self.assertEqual(doc["control"]["summary"], "PASS=3")
+        control = os.path.join(out, "runs", "control")
+        self.assertEqual(sorted(os.listdir(control)), ["fault.log", "runner.out"])
+        with open(os.path.join(control, "fault.log")) as f:
+            self.assertEqual({l.split("\t")[1] for l in f}, {"init"})  # no request lines
+        with open(os.path.join(out, "mutation.html")) as f:
+            text = f.read()
+        self.assertIn("caught 3 of 5 injected driver faults (60.0%)", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
