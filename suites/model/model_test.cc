@@ -65,10 +65,33 @@ std::string RunSequences(int n, uint64_t seed, const ModelRules& rules) {
   params.maxSuccess = n;
   params.maxSize = 50;
   auto api = MakeRealPinnedApi();
-  const auto r = rc::detail::checkTestable([&] { RunPinnedApiStateMachine(*api, rules); }, meta, params);
+  // RapidCheck re-runs the shrunk sequence to describe it; a failure that depends on state left
+  // by earlier sequences then reads "no exceptions thrown". Keep the last failure message seen.
+  std::string last_failure;
+  const auto r = rc::detail::checkTestable(
+      [&] {
+        try {
+          (void)cudaGetLastError();  // each sequence starts with a clean last-error slot
+          RunPinnedApiStateMachine(*api, rules);
+          // The same health check as GpuProperty's TearDown: no error left unchecked.
+          const cudaError_t last = cudaGetLastError();
+          if (last != cudaSuccess) {
+            RC_FAIL(std::string("health: the sequence left an unchecked error: ") + cudaGetErrorName(last));
+          }
+        } catch (const rc::detail::CaseResult& failed) {
+          if (failed.type == rc::detail::CaseResult::Type::Failure) last_failure = failed.description;
+          throw;
+        }
+      },
+      meta, params);
   if (r.is<rc::detail::SuccessResult>()) return "agree";
   std::ostringstream os;
   rc::detail::printResultMessage(r, os);
+  if (r.is<rc::detail::FailureResult>() &&
+      r.get<rc::detail::FailureResult>().description.find("no exceptions thrown") != std::string::npos) {
+    os << "\n(the shrunk sequence passed when re-run: the failure depends on earlier state) last failure: "
+       << (last_failure.empty() ? "none recorded" : last_failure);
+  }
   std::string text = os.str();
   for (char& c : text) c = c == '\n' ? '|' : c;  // one report line
   return text;
