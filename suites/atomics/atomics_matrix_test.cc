@@ -49,6 +49,7 @@ TEST_P(OneGpuAtomicsTest, EveryScopeAndPatternIsExact) {
       run.pattern = pattern;
       run.blocks = kBlocks;
       run.seed = CaseSeed();
+      ASSERT_EQ(ShapeCasRun(run), "");
       const AtomicOutcome out = RunAtomics(words, run);
       ASSERT_TRUE(out.error.empty()) << ScopeName(scope) << "/" << PatternName(pattern) << ": " << out.error;
       EXPECT_TRUE(out.exact()) << OpTypeName(ot) << " " << ScopeName(scope) << " scope, "
@@ -95,6 +96,7 @@ TEST_P(HostRaceAtomicsTest, SystemScopeRacingHostThreadsIsExactWhereNative) {
     run.seed = CaseSeed();
     run.host_threads = kHostThreads;
     run.host_iters = kHostIters;
+    ASSERT_EQ(ShapeCasRun(run), "");
     const AtomicOutcome out = RunAtomics(words, run);
     ASSERT_TRUE(out.error.empty()) << PatternName(pattern) << ": " << out.error;
     ASSERT_EQ(out.gave_up, 0u) << PatternName(pattern) << ": " << out.Describe();
