@@ -34,6 +34,7 @@ from reports.model import Change, Status
 EXIT_QUALIFIED, EXIT_INFRA, EXIT_CONFIG, EXIT_REGRESSION, EXIT_NOTHING_RAN, EXIT_UPDATE = 0, 1, 2, 3, 4, 5
 EXIT_COVERAGE_LOST, EXIT_INTERRUPTED = 6, 7
 # exit code: (verdict text, colour, meaning) -- the table in qualify's docstring and README.
+# Colours carry white text: each meets WCAG AA (4.5:1), reports/report_browser_test.py checks.
 EXIT_CODES = {
     EXIT_QUALIFIED: ("QUALIFIED", "#2e7d32", "every case passed or matched its expectation; "
                      "no coverage lost against the baseline"),
@@ -42,9 +43,9 @@ EXIT_CODES = {
     EXIT_CONFIG: ("BAD CONFIGURATION", "#37474f", "bad arguments, bundle, expectations, baseline, "
                   "history or --out (nothing was run, no run folder was created)"),
     EXIT_REGRESSION: ("REGRESSIONS", "#c62828", "some case failed that no expectation covers"),
-    EXIT_NOTHING_RAN: ("NOTHING RAN", "#ef6c00", "no test binary matches the tier, or every case "
+    EXIT_NOTHING_RAN: ("NOTHING RAN", "#a84300", "no test binary matches the tier, or every case "
                        "was skipped"),
-    EXIT_UPDATE: ("EXPECTATIONS NEED UPDATING", "#f9a825", "unexpected passes, new flakes or "
+    EXIT_UPDATE: ("EXPECTATIONS NEED UPDATING", "#8a5300", "unexpected passes, new flakes or "
                   "stale expectation entries; nothing failed"),
     EXIT_COVERAGE_LOST: ("COVERAGE LOST", "#ad1457", "cases exercised in the baseline did not run "
                          "(NOT_SUPPORTED, SKIP, MISSING, DROPPED) or the machine lost GPUs, SKU or a "

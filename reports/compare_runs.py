@@ -5,11 +5,16 @@ for example two drivers on one machine, or one driver on two machines.
   reports/compare_runs.py RUN [RUN ...] --html compare.html [--changes-only]
 
 RUN is a qualify run directory, a results.json, or a testlogs tree. Prints how many cases differ.
-Exit codes: 0 written; 2 bad input (fewer than two runs, an unreadable or malformed run, an
---html file that cannot be written).
+Exit codes (the meanings the runner, report.py and qualify share):
+  0  written; every case has the same status in every run
+  2  bad input: fewer than two runs, an unreadable or malformed run, an --html file that cannot
+     be written
+  3  written; some case differs between the runs
+--json prints {"tool", "exit_code", "runs", "cases", "differing": [{"id", "statuses"}]} on stdout.
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -36,7 +41,7 @@ def render(runs, changes_only=False):
     maps = [{c.id: c for c in run.cases} for _, run, _ in runs]
     differing = [i for i in ids if len({str(m[i].status) if i in m else "—" for m in maps}) > 1]
     h = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>pagelock: run comparison</title>",
-         f"<style>{H.CSS} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
+         f"<style>{H.css()} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
          f"<body class='{'changes' if changes_only else ''}'><h1>pagelock: {len(runs)} runs side by side</h1>",
          f"<p>{len(ids)} cases, <b>{len(differing)}</b> with different statuses. "
          "<label><input type='checkbox' id='only' " + ("checked" if changes_only else "") +
@@ -71,6 +76,7 @@ def main(argv=None):
     p.add_argument("runs", nargs="+")
     p.add_argument("--html", required=True)
     p.add_argument("--changes-only", action="store_true")
+    p.add_argument("--json", action="store_true", help="a machine-readable summary on stdout")
     args = p.parse_args(argv)
     if len(args.runs) < 2:
         print("compare_runs: give at least two runs", file=sys.stderr)
@@ -88,8 +94,16 @@ def main(argv=None):
     except OSError as e:
         print(f"compare_runs: cannot write {args.html}: {e}", file=sys.stderr)
         return 2
-    print(f"compare_runs: {len(differing)} case(s) differ; wrote {args.html}")
-    return 0
+    code = 3 if differing else 0
+    human = sys.stderr if args.json else sys.stdout
+    print(f"compare_runs: {len(differing)} case(s) differ; wrote {args.html}", file=human)
+    if args.json:
+        maps = [run.by_id() for _, run, _ in runs]
+        print(json.dumps({"tool": "compare_runs", "exit_code": code, "runs": [n for n, _, _ in runs],
+                          "cases": len({i for m in maps for i in m}),
+                          "differing": [{"id": i, "statuses": [str(m[i].status) if i in m else None
+                                                               for m in maps]} for i in differing]}))
+    return code
 
 
 if __name__ == "__main__":

@@ -386,7 +386,7 @@ class Case:
             c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
         if PROP_HEALTH in props:
             c.health = props.pop(PROP_HEALTH)
-        for key in (PROP_CHILD_LOG, "child_log", "log_tail"):
+        for key in (PROP_CHILD_LOG, "child_log", "log_tail", "kernel_log"):
             if key in props:
                 c.logs[key.rsplit(".", 1)[-1]] = props.pop(key)
         attempts = props.pop("attempts", None)

@@ -190,16 +190,53 @@ class HtmlTest(unittest.TestCase):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             self.assertEqual(report.main([os.path.join(root, "absent")]), 2)
-            self.assertEqual(report.main([root]), 2)
+            self.assertEqual(report.main([root]), 4)
         self.assertIn("no test results", err.getvalue())
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            self.assertEqual(report.main([root, "--html", os.path.join(root, "r/index.html")]), 0)
+            self.assertEqual(report.main([root, "--html", os.path.join(root, "r/index.html")]), 3)
             self.assertEqual(report.main([root, "--strict"]), 3)
+            self.assertEqual(report.main([root, "--exit-zero"]), 0)
         self.assertIn("1 passed, 1 failed, 1 skipped", out.getvalue())
         with open(os.path.join(root, "r/index.html")) as f:
             self.assertIn("cudaDevAttrX=0 (need 1)", f.read())
+
+    def test_report_json_to_stdout_is_one_object(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(report.main([root, "--json", "-"]), 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["tool"], doc["exit_code"], doc["counts"]["FAIL"]), ("report", 3, 1))
+        self.assertIn("1 passed, 1 failed, 1 skipped", err.getvalue())
+
+    def test_kernel_log_lines_show_beside_the_failure_and_unreadable_logs_are_named(self):
+        c = model.Case.from_raw("//suites/a:a_test", "S", "Boom", "CRASH", 1.0, "killed by SIGKILL", "",
+                                {"kernel_log": "[9.0] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus"})
+        self.assertIn("Xid", c.logs["kernel_log"])
+        page = htmlreport.render(model.Run({"pagelock_kernel_log": "read from /dev/kmsg"}, [c]))
+        first_screen = page.split("id='cases'")[0]
+        self.assertIn("79, GPU has fallen off the bus", first_screen)
+        page = htmlreport.render(model.Run({"pagelock_kernel_log": "not readable (/dev/kmsg: Permission denied)"},
+                                           [model.Case.from_raw("//suites/a:a_test", "S", "F", "FAIL", 1.0, "x")]))
+        self.assertIn("Kernel log not readable (/dev/kmsg: Permission denied): no driver-side evidence", page)
+
+    def test_report_cli_writes_junit_and_deqp_csvs(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([root, "--junit", os.path.join(root, "out/junit.xml"),
+                                          "--csv-dir", os.path.join(root, "out")]), 3)
+        with open(os.path.join(root, "out/junit.xml")) as f:
+            junit = f.read()
+        self.assertIn('failures="1"', junit)
+        self.assertIn('skipped="1"', junit)
+        with open(os.path.join(root, "out/failures.csv")) as f:
+            self.assertEqual(f.read(), "suites/a:a_test/S.Bad,Fail\n")
+        with open(os.path.join(root, "out/results.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
 
 
 if __name__ == "__main__":

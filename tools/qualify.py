@@ -4,7 +4,8 @@
 Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier with one
 run seed for every binary, retries failed cases with the same seed and filter, compares the
 results with the expectations for this GPU SKU and driver and with a baseline run (coverage
-included), writes a run directory (results.json, index.html, failures.csv, testlogs/), stores
+included), writes a run directory (results.json, index.html, junit.xml, results.csv,
+failures.csv, expectations-update.txt, testlogs/), stores
 the run in the history database, prints a verdict and exits with its code.
 
   plan (every input checked, nothing written) -> run -> retry -> compare -> publish
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import expectations as expect  # noqa: E402
 from reports import history  # noqa: E402
@@ -55,10 +57,17 @@ TIERS = {"bat": "tier_bat,-stress,-selftest,-host",
          "full": "tier_bat,tier_full,-stress,-selftest,-host",
          "stress": "tier_bat,tier_full,tier_stress,-selftest,-host"}
 MAX_RESTARTS = 5
+# This run's failures as `fail`/`flake`/`coverage` entries: a starting point for expectations.
+EXPECTATIONS_UPDATE = "expectations-update.txt"
+
+
+# --json: the human lines (and the runner's progress) go to stderr, stdout carries one JSON object.
+HUMAN = {"stream": None, "json": False}
+SUMMARY = {}  # what --json prints: filled in as the run goes
 
 
 def say(msg):
-    print(f"qualify: {msg}", flush=True)
+    print(f"qualify: {msg}", file=HUMAN["stream"] or sys.stdout, flush=True)
 
 
 class Stop(Exception):
@@ -104,7 +113,7 @@ def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
     res = runner.run(runner.RunConfig(
         bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
         filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
-        time_scale=time_scale, max_restarts=MAX_RESTARTS))
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"]))
     if res.status == "INTERRUPTED":
         raise Interrupted(res.message or "a signal")
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
@@ -279,6 +288,10 @@ def retry_failures(plan, run, args):
             r = retried.get(c.id)
             new = r.status if r else model.Status.MISSING
             c.attempts.append(new)
+            # Every attempt's logs stay (the log tail and kernel lines of the last failure are the
+            # ones a reviewer needs), named by attempt.
+            for key, text in (r.logs.items() if r else ()):
+                c.logs[f"{key} (attempt {len(c.attempts)})"] = text
             if new.is_pass:
                 c.first_failure = c.first_failure or c.message
                 c.status, c.message = new, ""
@@ -295,8 +308,12 @@ def publish(plan, run, comp, info, args):
     """Writes results.json, failures.csv, the history row and index.html; returns the report
     path. A write that fails (full disk) raises OSError after what was written is complete."""
     run_dir = plan.run_dir
+    info["outputs"] = {"JUnit (final verdict per case)": ciout.JUNIT_NAME,
+                       "deqp-runner results / failures": f"{ciout.RESULTS_CSV}, {ciout.FAILURES_CSV}",
+                       "suggested expectation entries": EXPECTATIONS_UPDATE}
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
-    with open(os.path.join(run_dir, "failures.csv"), "w") as f:
+    ciout.write(run_dir, run, comp)
+    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
     trends = {}
     if plan.db:
@@ -363,20 +380,30 @@ def main(argv=None):
                    help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
+                   "counts); the progress and the human lines go to stderr")
     args = p.parse_args(argv)
+    HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
+    SUMMARY.clear()
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return _qualify(args, argv)
+        code = _qualify(args, argv)
     except Stop as e:
         say(str(e))
-        return e.code
+        code = e.code
     except Interrupted as e:
         _kill_children()
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
-        return cmp.EXIT_INTERRUPTED
+        code = cmp.EXIT_INTERRUPTED
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    if args.json:
+        print(json.dumps(dict({"tool": "qualify", "exit_code": code, "verdict": cmp.VERDICTS[code][0]},
+                              **SUMMARY)))
+    HUMAN.update(stream=None, json=False)
+    return code
 
 
 def _qualify(args, argv):
@@ -388,6 +415,7 @@ def _qualify(args, argv):
         os.makedirs(plan.run_dir)
     except OSError as e:
         raise Stop(cmp.EXIT_CONFIG, f"cannot create the run folder {plan.run_dir}: {e.strerror}")
+    SUMMARY.update(run_dir=plan.run_dir)
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
@@ -423,7 +451,12 @@ def _qualify(args, argv):
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
                                    f"({e}); the verdict would have been {verdict}")
-    print(model.format_counts(run.counts()))
+    print(model.format_counts(run.counts()), file=HUMAN["stream"] or sys.stdout)
+    SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},
+                   comparison={k: v for k, v in comp.summary.items() if v},
+                   outputs={n: os.path.join(plan.run_dir, n) for n in
+                            (ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, EXPECTATIONS_UPDATE,
+                             "results.json")})
     if any(comp.summary.values()):
         say("against expectations and baseline: " +
             ", ".join(f"{k}={v}" for k, v in sorted(comp.summary.items()) if v))

@@ -71,7 +71,8 @@ class QualifyTest(unittest.TestCase):
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
         self.assertEqual(self.qualify(), 0, self.output)
         run_dir, res = self.last_run()
-        for name in ("results.json", "index.html", "failures.csv", "testlogs/selftest/fake_gtest/test.xml"):
+        for name in ("results.json", "index.html", "failures.csv", "results.csv", "junit.xml",
+                     "expectations-update.txt", "testlogs/selftest/fake_gtest/test.xml"):
             self.assertTrue(os.path.exists(os.path.join(run_dir, name)), name)
         self.assertEqual(res["info"]["verdict"], "QUALIFIED")
         self.assertIn("verdict: QUALIFIED (exit 0)", self.output)
@@ -82,7 +83,33 @@ class QualifyTest(unittest.TestCase):
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH", "CRASH"])
+        # the log tail of every attempt is kept, not only the first one's
+        self.assertEqual(sorted(k for k in by["CrashesWhenAsked"]["logs"] if k.startswith("log_tail")),
+                         ["log_tail", "log_tail (attempt 2)", "log_tail (attempt 3)"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "REGRESSION")
+        # The documented CI glob finds one JUnit file per run, each case once, final verdicts:
+        # the crash retried three times is one <error>, never three.
+        files = glob.glob(os.path.join(self.out, "*", "junit.xml"))
+        self.assertEqual(len(files), 1)
+        with open(files[0]) as f:
+            junit = f.read()
+        self.assertEqual(junit.count('name="CrashesWhenAsked"'), 1)
+        self.assertEqual(len(re.findall(r"<testcase ", junit)), len(res["run"]["cases"]))
+        self.assertIn('<error message="[REGRESSION] CRASH', junit)
+
+    def test_json_prints_one_object_on_stdout_and_the_rest_on_stderr(self):
+        os.environ["PAGELOCK_FAKE_MODE"] = "fail"
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = qualify.main(["--bundle", self.bundle, "--out", self.out, "--expectations", self.exp,
+                               "--allow-no-gpu", "--json", "--retries", "0"])
+        self.assertEqual(rc, 3, err.getvalue())
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["exit_code"], doc["verdict"]), (3, "REGRESSIONS"))
+        self.assertEqual(doc["comparison"]["REGRESSION"], 1)
+        self.assertTrue(os.path.isfile(doc["outputs"]["junit.xml"]))
+        self.assertIn("[1/1]", err.getvalue())  # the runner's progress
+        self.assertIn("verdict: REGRESSIONS", err.getvalue())
 
     def test_a_flake_is_visible_and_asks_for_an_update(self):
         self.assertEqual(self.qualify(mode="flaky"), 5, self.output)
@@ -138,8 +165,14 @@ class QualifyTest(unittest.TestCase):
         runs = sorted(d for d in glob.glob(os.path.join(self.out, "*")) if os.path.isdir(d))
         html = os.path.join(self.tmp, "cmp.html")
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 0)
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 3)
         self.assertIn("1 case(s) differ", out.getvalue())
+        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html, "--json"]), 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual([d["statuses"] for d in doc["differing"]], [["FAIL", "PASS"]])
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main([runs[-1], runs[-1], "--html", html]), 0)
         with contextlib.redirect_stderr(io.StringIO()):
             self.assertEqual(compare_runs.main([runs[-1], "--html", html]), 2)
 
@@ -396,7 +429,8 @@ class BrowserTest(unittest.TestCase):
         self.assertEqual(console, [], "console output from the report")
         m = re.search(r'<pre id="selftest">(.*?)</pre>', dom.stdout, re.S)
         self.assertIsNotNone(m, "the report's self-test did not run:\n" + dom.stdout[-2000:])
-        seen = json.loads(m.group(1).replace("&quot;", '"'))
+        seen = json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                          .replace("&amp;", "&"))
         cases = res["run"]["cases"]
         self.assertEqual(seen["total"], len(cases))
         self.assertEqual(seen["filters"]["FAIL"], sum(c["status"] == "FAIL" for c in cases))

@@ -5,7 +5,7 @@
 // something else pins at the same time makes the exact check inconclusive (a WARN, recorded).
 // Budgets (environment; recorded; the stress build has larger defaults):
 //   PAGELOCK_ACCOUNTING_CYCLES     register/unregister cycles per kind (full 100, stress 2000)
-//   PAGELOCK_ACCOUNTING_HOLD_MIB   MiB the alloc and child cases hold (full 768, stress 4096)
+//   PAGELOCK_ACCOUNTING_HOLD_MIB   MiB the alloc and child cases hold (full 512, stress 4096)
 //   PAGELOCK_ACCOUNTING_SLACK_MIB  MemAvailable slack (default 256; well below the hold, so the
 //                                  check can fail)
 // Rule ids refer to suites/rules.tsv.
@@ -31,7 +31,7 @@ namespace {
 #ifdef PAGELOCK_STRESS_TIER
 constexpr double kCycles = 2000, kHoldMiB = 4096;
 #else
-constexpr double kCycles = 100, kHoldMiB = 768;
+constexpr double kCycles = 100, kHoldMiB = 512;
 #endif
 constexpr int64_t kMiB = int64_t{1} << 20;
 

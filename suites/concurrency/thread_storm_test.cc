@@ -3,7 +3,7 @@
 // (each storm has a watchdog), and the pinned tracker ends where it started.
 // Budgets (environment; recorded in the results; the stress build has larger defaults):
 //   PAGELOCK_STORM_THREADS   worker threads of the round-trip storm (full 8, stress 16)
-//   PAGELOCK_STORM_SECONDS   time budget of the round-trip storm    (full 1, stress 10)
+//   PAGELOCK_STORM_SECONDS   time budget of the round-trip storm    (full 0.5, stress 10)
 //   PAGELOCK_STORM_ROUNDS    rounds of the registration races       (full 20, stress 200)
 // On a machine with several GPUs the round-trip workers use them in turn (worker i: device
 // i mod count). Rule ids refer to suites/rules.tsv.
@@ -32,7 +32,7 @@ namespace {
 #ifdef PAGELOCK_STRESS_TIER
 constexpr double kThreads = 16, kSeconds = 10, kRounds = 200;
 #else
-constexpr double kThreads = 8, kSeconds = 1, kRounds = 20;
+constexpr double kThreads = 8, kSeconds = 0.5, kRounds = 20;
 #endif
 constexpr double kGraceS = 30;  // after the budget, before a worker counts as stuck
 
@@ -318,70 +318,10 @@ TEST_F(ThreadStormTest, FlagsAndFreeFromAnotherThreadSeeTheAllocation) {
   }
 }
 
-// Fresh process: threads race cudaGetDeviceFlags, first calls that create the context, pinned
-// allocations and one cudaSetDeviceFlags, all released together.
-PAGELOCK_SCENARIO(DeviceFlagsRaceFirstCalls) {
-  constexpr int kThreadsHere = 10;
-  std::vector<cudaError_t> got(kThreadsHere, cudaErrorUnknown);
-  std::vector<unsigned> flags(kThreadsHere, 0);
-  StormResult r = RunStorm(kThreadsHere, 0, 30, [&](StormWorker& w) {
-    const int i = w.index();
-    if (i < 4) {
-      w.Doing("cudaGetDeviceFlags");
-      got[i] = cudaGetDeviceFlags(&flags[i]);
-    } else if (i < 7) {
-      w.Doing("cudaFree(0)");
-      got[i] = cudaFree(nullptr);
-    } else if (i < 9) {
-      void* p = nullptr;
-      w.Doing("cudaHostAlloc");
-      got[i] = cudaHostAlloc(&p, 1 << 20, cudaHostAllocMapped);
-      if (got[i] == cudaSuccess) got[i] = cudaFreeHost(p);
-    } else {
-      w.Doing("cudaSetDeviceFlags");
-      got[i] = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
-    }
-  });
-  report.Set("finished", r.finished ? "1" : "0");
-  report.Set("stuck", r.Summary());
-  if (!r.finished) return;  // the parent fails on finished=0 (the exit may hang: a timeout)
-  for (int i = 0; i < kThreadsHere; ++i) {
-    report.Error("call_" + std::to_string(i), got[i]);
-    if (i < 4) report.Set("flags_" + std::to_string(i), static_cast<long long>(flags[i]));
-  }
-  unsigned final_flags = 0;
-  report.Error("final_get", cudaGetDeviceFlags(&final_flags));
-  report.Set("final_flags", static_cast<long long>(final_flags));
-}
-
-TEST(DeviceFlagsRaceTest, FlagQueriesRacingFirstCallsAllSucceedAndTheSetFlagSticks) {
-  PAGELOCK_RULE("R59,R62,R65,C03");
-  PAGELOCK_REQUIRE(RequireUsableDevice());
-  ChildResult r = RunScenario("DeviceFlagsRaceFirstCalls", 60);
-  Observe("child_stuck", r.Get("stuck"));
-  ASSERT_CHILD_COMPLETED(r);
-  ASSERT_EQ(r.Get("finished"), "1") << "threads stuck (deadlock?): " << r.Get("stuck");
-  for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(r.Get("call_" + std::to_string(i)), "cudaSuccess") << "racing call " << i
-        << (i < 4 ? " (cudaGetDeviceFlags)" : i < 7 ? " (cudaFree(0))" : i < 9 ? " (cudaHostAlloc)" : " (cudaSetDeviceFlags)");
-  }
-  for (int i = 0; i < 4; ++i) {
-    const unsigned f = static_cast<unsigned>(std::atoll(r.Get("flags_" + std::to_string(i)).c_str()));
-    EXPECT_EQ(f & ~static_cast<unsigned>(cudaDeviceMask), 0u) << "bits outside cudaDeviceMask: " << f;
-  }
-  EXPECT_EQ(r.Get("final_get"), "cudaSuccess");
-  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("final_flags").c_str()));
-  Observe("final_flags", static_cast<unsigned long long>(final_flags));
-  EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleBlockingSync))
-      << "the scheduling flag set during the race is not what the device reports afterwards";
-}
-
-// Fresh process: one thread keeps changing the scheduling flag while the others run pinned
-// copies and kernels (peer case 22). Nothing deadlocks, every round trip is exact, and the flag
-// set last is the one reported.
-PAGELOCK_SCENARIO(DeviceFlagChangesDuringWork) {
-  report.Error("init", cudaFree(nullptr));
-  const double seconds = std::atof(ScenarioArg().c_str());
+// Second phase of the DeviceFlags child: one thread keeps changing the scheduling flag while the
+// others run pinned copies and kernels (peer case 22). Nothing deadlocks, every round trip is
+// exact, and the flag set last is the one reported. Keys are prefixed "work_".
+void FlagChangesDuringWork(ScenarioReport& report, double seconds) {
   const unsigned schedules[] = {cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
                                 cudaDeviceScheduleBlockingSync, cudaDeviceScheduleAuto};
   StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
@@ -431,15 +371,81 @@ PAGELOCK_SCENARIO(DeviceFlagChangesDuringWork) {
     (void)cudaFreeHost(src);
     (void)cudaFreeHost(dst);
   });
-  report.Set("finished", r.finished ? "1" : "0");
-  report.Set("problems", r.Summary());
-  report.Set("workers_without_iterations", r.workers_without_iterations);
-  report.Set("iterations", r.iterations);
+  report.Set("work_finished", r.finished ? "1" : "0");
+  report.Set("work_problems", r.Summary());
+  report.Set("work_workers_without_iterations", r.workers_without_iterations);
+  report.Set("work_iterations", r.iterations);
   if (!r.finished) return;
-  report.Error("final_set", cudaSetDeviceFlags(cudaDeviceScheduleYield));
+  report.Error("work_final_set", cudaSetDeviceFlags(cudaDeviceScheduleYield));
+  unsigned final_flags = 0;
+  report.Error("work_final_get", cudaGetDeviceFlags(&final_flags));
+  report.Set("work_final_flags", static_cast<long long>(final_flags));
+}
+
+// Fresh process: threads race cudaGetDeviceFlags, first calls that create the context, pinned
+// allocations and one cudaSetDeviceFlags, all released together.
+PAGELOCK_SCENARIO(DeviceFlags) {
+  constexpr int kThreadsHere = 10;
+  std::vector<cudaError_t> got(kThreadsHere, cudaErrorUnknown);
+  std::vector<unsigned> flags(kThreadsHere, 0);
+  StormResult r = RunStorm(kThreadsHere, 0, 30, [&](StormWorker& w) {
+    const int i = w.index();
+    if (i < 4) {
+      w.Doing("cudaGetDeviceFlags");
+      got[i] = cudaGetDeviceFlags(&flags[i]);
+    } else if (i < 7) {
+      w.Doing("cudaFree(0)");
+      got[i] = cudaFree(nullptr);
+    } else if (i < 9) {
+      void* p = nullptr;
+      w.Doing("cudaHostAlloc");
+      got[i] = cudaHostAlloc(&p, 1 << 20, cudaHostAllocMapped);
+      if (got[i] == cudaSuccess) got[i] = cudaFreeHost(p);
+    } else {
+      w.Doing("cudaSetDeviceFlags");
+      got[i] = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    }
+  });
+  report.Set("finished", r.finished ? "1" : "0");
+  report.Set("stuck", r.Summary());
+  if (!r.finished) return;  // the parent fails on finished=0 (the exit may hang: a timeout)
+  for (int i = 0; i < kThreadsHere; ++i) {
+    report.Error("call_" + std::to_string(i), got[i]);
+    if (i < 4) report.Set("flags_" + std::to_string(i), static_cast<long long>(flags[i]));
+  }
   unsigned final_flags = 0;
   report.Error("final_get", cudaGetDeviceFlags(&final_flags));
   report.Set("final_flags", static_cast<long long>(final_flags));
+  FlagChangesDuringWork(report, std::atof(ScenarioArg().c_str()));
+}
+
+// One child runs both phases (a fresh process per phase would double the context start-up).
+const ChildResult& DeviceFlagsChild() {
+  static const ChildResult r = RunScenario("DeviceFlags", StormSeconds() + 120,
+                                           {ScenarioArgEnv(std::to_string(StormSeconds()))});
+  return r;
+}
+
+TEST(DeviceFlagsRaceTest, FlagQueriesRacingFirstCallsAllSucceedAndTheSetFlagSticks) {
+  PAGELOCK_RULE("R59,R62,R65,C03");
+  PAGELOCK_REQUIRE(RequireUsableDevice());
+  const ChildResult& r = DeviceFlagsChild();
+  Observe("child_stuck", r.Get("stuck"));
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("finished"), "1") << "threads stuck (deadlock?): " << r.Get("stuck");
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(r.Get("call_" + std::to_string(i)), "cudaSuccess") << "racing call " << i
+        << (i < 4 ? " (cudaGetDeviceFlags)" : i < 7 ? " (cudaFree(0))" : i < 9 ? " (cudaHostAlloc)" : " (cudaSetDeviceFlags)");
+  }
+  for (int i = 0; i < 4; ++i) {
+    const unsigned f = static_cast<unsigned>(std::atoll(r.Get("flags_" + std::to_string(i)).c_str()));
+    EXPECT_EQ(f & ~static_cast<unsigned>(cudaDeviceMask), 0u) << "bits outside cudaDeviceMask: " << f;
+  }
+  EXPECT_EQ(r.Get("final_get"), "cudaSuccess");
+  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("final_flags").c_str()));
+  Observe("final_flags", static_cast<unsigned long long>(final_flags));
+  EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleBlockingSync))
+      << "the scheduling flag set during the race is not what the device reports afterwards";
 }
 
 TEST(DeviceFlagsRaceTest, SchedulingFlagChangesDuringCopiesAndKernelsNeitherDeadlockNorCorrupt) {
@@ -448,16 +454,16 @@ TEST(DeviceFlagsRaceTest, SchedulingFlagChangesDuringCopiesAndKernelsNeitherDead
   const double seconds = StormSeconds();
   Budget("time_s", seconds * TimeScale(), "s");
   Budget("threads_count", 4, "count");
-  ChildResult r = RunScenario("DeviceFlagChangesDuringWork", seconds + 90, {ScenarioArgEnv(std::to_string(seconds))});
+  const ChildResult& r = DeviceFlagsChild();
   ASSERT_CHILD_COMPLETED(r);
-  ASSERT_EQ(r.Get("init"), "cudaSuccess");
-  ASSERT_EQ(r.Get("finished"), "1") << "threads stuck (deadlock?): " << r.Get("problems");
-  EXPECT_EQ(r.Get("problems"), "") << "problems: " << r.Get("problems");
-  EXPECT_EQ(r.Get("workers_without_iterations"), "0");
-  Metric("iterations_count", std::atof(r.Get("iterations").c_str()), "count");
-  EXPECT_EQ(r.Get("final_set"), "cudaSuccess");
-  EXPECT_EQ(r.Get("final_get"), "cudaSuccess");
-  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("final_flags").c_str()));
+  ASSERT_EQ(r.Get("finished"), "1") << "the first phase (racing first calls) got stuck: " << r.Get("stuck");
+  ASSERT_EQ(r.Get("work_finished"), "1") << "threads stuck (deadlock?): " << r.Get("work_problems");
+  EXPECT_EQ(r.Get("work_problems"), "") << "problems: " << r.Get("work_problems");
+  EXPECT_EQ(r.Get("work_workers_without_iterations"), "0");
+  Metric("iterations_count", std::atof(r.Get("work_iterations").c_str()), "count");
+  EXPECT_EQ(r.Get("work_final_set"), "cudaSuccess");
+  EXPECT_EQ(r.Get("work_final_get"), "cudaSuccess");
+  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("work_final_flags").c_str()));
   EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleYield))
       << "flags reported after the storm: " << final_flags;
 }

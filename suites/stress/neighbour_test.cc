@@ -129,6 +129,8 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
     r = RunScenario("PinAndChurn", seconds + 240, box->ChildEnv());
     child_done = true;
   });
+  // The fork of the child happens while this thread is outside the driver (no atfork surprises).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   while (!child_done) {
     sample(loaded);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

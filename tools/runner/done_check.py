@@ -140,7 +140,7 @@ def sigkill_check(args):
         _, victim = ended_and_running([first])
         print(f"     SIGKILL to pid {pid}; running then: {victim}")
     rc = proc.wait(timeout=3600)
-    check(rc == 1, f"1. the runner exits 1 after the kill (got {rc})")
+    check(rc == 3, f"1. the runner exits 3 (FAILURES) after the kill (got {rc})")
     journals, got, lost = verify_cases(tdir, args.target)
     _, running = ended_and_running(journals[:1])
     blamed = got.get(running) if running else got.get(f"(binary).{name}")

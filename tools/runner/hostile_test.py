@@ -168,7 +168,7 @@ class EndsOfABinary(Base):
         self.assertEqual(cases["(binary).hostile"].status, "FAIL")
         self.assertIn("exited with status 3", cases["(binary).hostile"].message)
         self.assertEqual(r.status, "FAILURES")
-        self.assertEqual(r.exit_code, 1)
+        self.assertEqual(r.exit_code, 3)
 
     def test_exit_mid_case_blames_that_case(self):
         r, cases = self.run_runner("A.passes,A.quits=exit:0,B.passes")
@@ -314,11 +314,11 @@ class Interrupts(Base):
         self.assertEqual(cases["B.never"].status, "MISSING")
         self.assertEqual(processes_with(self.mark), [])
 
-    def test_sigterm_stops_the_test_writes_what_finished_and_exits_143(self):
-        self.check_interrupted(signal.SIGTERM, 143)
+    def test_sigterm_stops_the_test_writes_what_finished_and_exits_7(self):
+        self.check_interrupted(signal.SIGTERM, 7)
 
-    def test_sigint_stops_the_test_writes_what_finished_and_exits_130(self):
-        self.check_interrupted(signal.SIGINT, 130)
+    def test_sigint_stops_the_test_writes_what_finished_and_exits_7(self):
+        self.check_interrupted(signal.SIGINT, 7)
 
     def test_report_blames_the_running_case_when_the_runner_itself_is_killed(self):
         proc = self.start_runner("A.passes,A.fails=fail,A.hangs=hang,B.never")
@@ -417,7 +417,7 @@ class Inputs(Base):
         self.assertEqual(cases["(binary).setup"].status, "INFRA_ERROR")
         self.assertIn("cannot start", cases["(binary).setup"].message)
         self.assertEqual(cases["A.passes"].status, "PASS")
-        self.assertEqual((r.status, r.exit_code), ("FAILURES", 1))
+        self.assertEqual((r.status, r.exit_code), ("FAILURES", 3))
 
     def test_bad_manifests_exit_two_with_the_reason(self):
         bad = {
@@ -449,13 +449,13 @@ class Inputs(Base):
         self.assertEqual(rc, 4)
         self.assertIn("no target matches", text)
 
-    def test_out_that_cannot_be_created_exits_three(self):
+    def test_out_that_cannot_be_created_exits_one(self):
         blocker = os.path.join(self.tmp, "file")
         with open(blocker, "w") as f:
             f.write("x")
         rc, text = self.main("--bundle", self.bundle, "--out", os.path.join(blocker, "out"),
                              "--tags", "")
-        self.assertEqual(rc, 3)
+        self.assertEqual(rc, 1)  # OUTPUT_ERROR, an infrastructure error as in qualify
         self.assertIn("cannot create", text)
 
     def test_full_disk_ends_with_exit_three_and_what_was_written_intact(self):
@@ -492,7 +492,7 @@ class Inputs(Base):
             finally:
                 runner._run_target = orig
             self.assertEqual(r.status, "OUTPUT_ERROR")
-            self.assertEqual(r.exit_code, 3)
+            self.assertEqual(r.exit_code, 1)
             self.assertIn("No space left", r.message)
             first = testlogs.read_gtest_xml(os.path.join(out, "a", "first", "test.xml"))
             self.assertIsNotNone(first[0])

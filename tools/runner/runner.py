@@ -24,16 +24,21 @@ Bazel's runs and the bundle's. Nothing a binary finished is lost, however it end
   inherited the runner's token in its environment, is killed.
 SIGTERM, SIGINT or SIGHUP to the runner stops the running test's process group (SIGTERM, then
 SIGKILL after a grace period), writes what has finished (test.xml of the target, with the
-running case named, and runner.json with status INTERRUPTED) and exits 128 + the signal number.
+running case named, and runner.json with status INTERRUPTED) and exits 7.
 
-Exit codes:
+Progress: `[k/N] elapsed target: running case` redrawn on a terminal, one plain line per target
+otherwise; a notice when a binary passes half its time limit. Driver-side evidence: new kernel
+log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached to the case
+that was running (property kernel_log); test.xml's pagelock_kernel_log says whether it was read.
+
+Exit codes (the meanings qualify, report.py and compare_runs.py share, reports/compare.py):
   0    CLEAN: every case passed, was not supported or was skipped
-  1    FAILURES: some case failed, crashed, timed out or went missing, or a binary's exit said so
+  1    OUTPUT_ERROR (infrastructure): cannot write the results (full disk, read-only --out);
+       what was written is intact
   2    bad usage or a broken bundle (bad manifest, missing binary, --out not the runner's)
-  3    OUTPUT_ERROR: cannot write the results (full disk, read-only --out); what was written is
-       intact
+  3    FAILURES: some case failed, crashed, timed out or went missing, or a binary's exit said so
   4    NOTHING_SELECTED: no target matches the selection
-  130, 143, 129   INTERRUPTED by SIGINT, SIGTERM or SIGHUP (128 + the signal number)
+  7    INTERRUPTED by SIGINT, SIGTERM or SIGHUP
 
 Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 """
@@ -60,10 +65,11 @@ from reports import results as model  # noqa: E402
 from reports import testlogs  # noqa: E402
 
 EXIT_CLEAN = 0
-EXIT_FAILURES = 1
+EXIT_OUTPUT_ERROR = 1
 EXIT_BAD_INPUT = 2
-EXIT_OUTPUT_ERROR = 3
+EXIT_FAILURES = 3
 EXIT_NOTHING_SELECTED = 4
+EXIT_INTERRUPTED = 7
 EXIT_POISONED = testlogs.EXIT_POISONED  # a case left a sticky error; restart on the rest
 EXIT_CODES = {"CLEAN": EXIT_CLEAN, "FAILURES": EXIT_FAILURES, "BAD_BUNDLE": EXIT_BAD_INPUT,
               "OUTPUT_ERROR": EXIT_OUTPUT_ERROR, "NOTHING_SELECTED": EXIT_NOTHING_SELECTED}
@@ -79,6 +85,7 @@ LIST_MAX_CASES = 1000000
 LIST_MAX_LINE = 65536
 LIST_TIMEOUT_S = 60
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
+KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
 _FAILING = {"FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING"}
 _LABEL_RE = re.compile(r"^//([A-Za-z0-9_.+=,@~-]+(/[A-Za-z0-9_.+=,@~-]+)*)?:[A-Za-z0-9_.+=,@~-]+$")
 
@@ -107,7 +114,9 @@ class RunConfig:
     log_head_bytes: int = LOG_HEAD_BYTES
     log_tail_bytes: int = LOG_TAIL_BYTES
     kill_grace_s: float = KILL_GRACE_S
-    quiet: bool = False  # no progress lines on stdout
+    quiet: bool = False  # no progress lines
+    progress_stderr: bool = False  # progress on stderr (stdout is for --json)
+    kernel_log: str = KMSG  # kernel log to follow ('' : none); lines go to the running case
     labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
 
 
@@ -135,7 +144,7 @@ class RunnerResult:
     @property
     def exit_code(self):
         if self.status == "INTERRUPTED":
-            return 128 + (self.signal or signal.SIGTERM)
+            return EXIT_INTERRUPTED
         return EXIT_CODES[self.status]
 
 
@@ -347,6 +356,215 @@ def _pump(fd, sink, stop):
 
 
 # ---------------------------------------------------------------------------------------------
+# Driver-side evidence: kernel log lines while a binary runs
+
+# What a GPU driver qualification engineer looks for (DCGM's Xid categories, oom-kill, IOMMU).
+KERNEL_PATTERN = re.compile(
+    r"NVRM|Xid|nvidia|oom[-_ ]kill|out of memory|killed process|oom_reaper|iommu|DMAR|AMD-Vi|"
+    r"page allocation failure|BUG:|general protection|soft lockup|hung_task|PCIe Bus Error|AER:",
+    re.IGNORECASE)
+KERNEL_LOG_MAX_LINES = 200  # per case
+
+
+class KernelLog:
+    """New kernel log records from /dev/kmsg (one record per read, 'prio,seq,usec,flags;text'),
+    opened at the end, non-blocking. Where it cannot be opened (no permission, dmesg_restrict,
+    a container), `status` says so and the report shows it."""
+
+    def __init__(self, path=KMSG):
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+            self.status = f"read from {path}"
+        except OSError as e:
+            self.fd = None
+            self.status = f"not readable ({path}: {e.strerror or e})"
+
+    @property
+    def readable(self):
+        return self.fd is not None
+
+    def read_new(self):
+        """The new records that match KERNEL_PATTERN, as '[seconds] text' lines."""
+        if self.fd is None:
+            return []
+        out = []
+        for _ in range(10000):
+            try:
+                data = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == 32:  # EPIPE: records were overwritten before we read them
+                    out.append("[?] (pagelock runner: kernel log records were lost: the ring "
+                               "buffer wrapped)")
+                    continue
+                break
+            if not data:
+                break
+            for rec in data.decode("utf-8", "replace").splitlines():
+                head, sep, text = rec.partition(";")
+                if not sep or rec.startswith(" "):
+                    continue  # continuation lines ('KEY=value') carry no message
+                fields = head.split(",")
+                try:
+                    ts = f"{int(fields[2]) / 1e6:.6f}"
+                except (IndexError, ValueError):
+                    ts = "?"
+                if KERNEL_PATTERN.search(text):
+                    out.append(f"[{ts}] {text}")
+        return out
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress: [k/N], elapsed time and the running case
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    """What the runner prints while it works. On a terminal one status line is redrawn about
+    once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
+    pipes) one plain line per target, when it starts and when it ends. Both print a notice once
+    per launch when a binary passes half its time limit, naming the case that is running."""
+
+    def __init__(self, total, stream=None, tty=None, clock=time.monotonic):
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.clock = clock
+        self.started = clock()
+        self.k = 0
+        self.label = ""
+        self.case, self.case_since = None, None
+        self.journal, self.journal_pos, self.journal_buf = None, 0, b""
+        self.launch_start, self.limit, self.noticed = None, None, False
+        self.last_draw = 0.0
+        self.drawn = False
+        self.kernel = None  # KernelLog, polled with the journal
+        self.kernel_lines = {}  # case running when the lines were read ('' for none) -> [line]
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def line(self, msg):
+        """A line that stays (a target ended, a notice); the status line is redrawn after it."""
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+        self._write(f"runner: {msg}\n")
+
+    def prefix(self):
+        return f"[{self.k}/{self.total}] {_clock(self.clock() - self.started)}"
+
+    def target_started(self, label):
+        self.k += 1
+        self.label = label
+        self.case = None
+        if not self.tty:
+            self.line(f"{self.prefix()} {label} ...")
+        else:
+            self.tick(force=True)
+
+    def target_ended(self, text):
+        self.line(f"{self.prefix()} {text}")
+
+    def launch(self, journal, limit_s):
+        self.journal, self.journal_pos, self.journal_buf = journal, 0, b""
+        self.launch_start, self.limit, self.noticed = self.clock(), limit_s, False
+        self.case = None
+        self.kernel_lines = {}
+
+    def _poll_kernel(self):
+        if self.kernel is not None:
+            for line in self.kernel.read_new():
+                self.kernel_lines.setdefault(self.case or "", []).append(line)
+
+    def end_launch(self):
+        """After the binary ended: the last journal lines and kernel records. Returns
+        {case running when read ('' for none): [kernel lines]}; the case that was running when
+        the binary died keeps the lines read after it."""
+        if self.journal:
+            self._read_journal()
+        self._poll_kernel()
+        self.launch_start = None
+        return self.kernel_lines
+
+    def _read_journal(self):
+        """The case that is running: the last 'start' event without its 'end' (new lines only)."""
+        try:
+            with open(self.journal, "rb") as f:
+                f.seek(self.journal_pos)
+                data = f.read(1 << 20)
+        except OSError:
+            return
+        self.journal_pos += len(data)
+        self.journal_buf += data
+        *lines, self.journal_buf = self.journal_buf.split(b"\n")
+        for raw in lines:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("event") == "start":
+                self.case, self.case_since = str(ev.get("case", "")), self.clock()
+            elif ev.get("event") == "end" and ev.get("case") == self.case:
+                self.case = None
+
+    def tick(self, force=False):
+        """Called by the launch loop: reads the journal, prints the half-limit notice, and on a
+        terminal redraws the status line (at most once a second)."""
+        now = self.clock()
+        if not force and now - self.last_draw < 1.0:
+            return
+        self.last_draw = now
+        if self.journal:
+            self._read_journal()
+        self._poll_kernel()
+        if self.launch_start is not None and self.limit and not self.noticed and \
+                now - self.launch_start > self.limit / 2:
+            self.noticed = True
+            what = (f"case {self.case} has run {now - self.case_since:.0f} s" if self.case
+                    else "no case is running")
+            self.line(f"notice: {self.label} passed half its time limit ({now - self.launch_start:.0f} "
+                      f"of {self.limit:.0f} s); {what}")
+        if self.tty:
+            running = f": {self.case} ({now - self.case_since:.0f} s)" if self.case else ""
+            text = f"{self.prefix()} {self.label}{running}"
+            self._write("\r\033[K" + text[:200])
+            self.drawn = True
+
+    def done(self):
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+
+
+class _Quiet(Progress):
+    """RunConfig(quiet=True): follows the journal and the kernel log, prints nothing."""
+
+    def __init__(self):
+        super().__init__(0, stream=sys.stderr, tty=False)
+
+    def _write(self, text):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
 # Processes
 
 class _State:
@@ -356,6 +574,8 @@ class _State:
         self.signal = 0
         self.pgid = None
         self.count = 0
+        self.progress = None  # Progress, or None (run_target's old entry point)
+        self.kernel = None  # KernelLog of the run
 
 
 def _killpg(pgid, sig):
@@ -392,7 +612,7 @@ def _kill_token_holders(token):
     return killed
 
 
-def _launch(args, env, state, timeout_s, grace_s, sink):
+def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     """Runs one command in a new session, its output pumped into sink. Returns
     (returncode, timed_out, seconds, leftovers_killed)."""
     token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
@@ -425,6 +645,8 @@ def _launch(args, env, state, timeout_s, grace_s, sink):
                 term_at = now
             elif term_at is not None and (now - term_at > grace_s or state.count > 1):
                 _killpg(proc.pid, signal.SIGKILL)
+            if tick is not None:
+                tick()
             time.sleep(0.05)
     finally:
         state.pgid = None
@@ -597,6 +819,7 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
     done = {}  # case -> <testcase> element
     root_attrs = {}
     binary_problems = []  # (status, sentence) for ends that no case can be blamed for
+    kernel_between = []  # kernel log lines read while no case was running
     try:
         tlog.write(f"=== pagelock runner: {label}, PAGELOCK_SEED={seed}\n")
         expected, err = list_cases(binary, user_filter, env, state,
@@ -636,9 +859,14 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
             shown = " ".join(gargs) if len(gfilter) < 300 else \
                 f"--gtest_filter=<{len(batch)} cases>"
             tlog.write(f"=== pagelock runner: attempt {launch} of {label}: {shown}\n")
+            prog = state.progress
+            if prog is not None:
+                prog.launch(journal, timeout_s)
             rc, timed_out, secs, leftovers = _launch([binary] + gargs, env, state, timeout_s,
-                                                     cfg.kill_grace_s, tlog.write)
+                                                     cfg.kill_grace_s, tlog.write,
+                                                     prog.tick if prog is not None else None)
             result.exit_code = rc
+            klines = prog.end_launch() if prog is not None else {}
             entry = {"attempt": launch, "cases": len(batch), "returncode": rc,
                      "timed_out": timed_out, "seconds": round(secs, 3)}
             if leftovers:
@@ -671,6 +899,16 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
                 done[running] = testlogs.synthesize_case(
                     running, status, msg, log_tail=tlog.recent_text())
                 entry["blamed"] = running
+            for kcase, lines in klines.items():
+                lines = lines[-KERNEL_LOG_MAX_LINES:]
+                tlog.write(f"=== pagelock runner: kernel log during attempt {launch}"
+                           f"{' while ' + kcase + ' ran' if kcase else ''}:\n" + "\n".join(lines) + "\n")
+                target_el = done.get(kcase) if kcase else None
+                if target_el is None:
+                    kernel_between.extend(lines)
+                else:
+                    _add_property(target_el, "kernel_log", "\n".join(lines))
+                entry["kernel_log_lines"] = entry.get("kernel_log_lines", 0) + len(lines)
             progress = len(done) > before
             ran_failed = any(_failed(done[c]) for c in batch if c in done)
             if rc == EXIT_POISONED and not timed_out and not state.signal:
@@ -724,8 +962,13 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
                         key=["FAIL", "TIMEOUT", "CRASH"].index)
             text = "\n".join(f"{s}: {m}" for s, m in binary_problems)
             done[f"(binary).{name}"] = testlogs.synthesize_case(
-                f"(binary).{name}", worst, text, log_tail=tlog.recent_text())
+                f"(binary).{name}", worst, text, log_tail=tlog.recent_text(),
+                properties={"kernel_log": "\n".join(kernel_between[-KERNEL_LOG_MAX_LINES:])}
+                if kernel_between else None)
             result.problems += [m for _, m in binary_problems]
+        elif kernel_between:
+            result.problems.append(f"{len(kernel_between)} kernel log line(s) while no case was "
+                                   "running (in test.log)")
     finally:
         tlog.close()
     if tlog.error is not None:
@@ -734,11 +977,25 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
         [el for c, el in done.items() if c not in expected]
     root_attrs = dict(root_attrs)
     root_attrs["pagelock_seed"] = str(seed)
+    if state.kernel is not None:
+        root_attrs["pagelock_kernel_log"] = state.kernel.status
     write_xml(os.path.join(tdir, "test.xml"), label, root_attrs, ordered)
     for el in ordered:
         s = testlogs.case_from_element(label, el).status
         result.counts[s] = result.counts.get(s, 0) + 1
     return result
+
+
+def _add_property(el, name, value):
+    """Adds (or extends) a <property> of a <testcase> element."""
+    props = el.find("properties")
+    if props is None:
+        props = ET.SubElement(el, "properties")
+    for pe in props.findall("property"):
+        if pe.get("name") == name:
+            pe.set("value", pe.get("value", "") + "\n" + value)
+            return
+    ET.SubElement(props, "property", {"name": name, "value": value})
 
 
 def run_target(bundle, target, out_root, args):
@@ -833,6 +1090,10 @@ def run(config: RunConfig) -> RunnerResult:
     try:
         return _run(config, out, say, state)
     finally:
+        if state.progress is not None:
+            state.progress.done()
+        if state.kernel is not None:
+            state.kernel.close()
         for s, h in old_handlers.items():
             signal.signal(s, h)
 
@@ -852,6 +1113,12 @@ def _run(config, out, say, state):
     except OutputError as e:
         return RunnerResult("OUTPUT_ERROR", [], out, config.seed, str(e))
     seed = config.seed if config.seed is not None else _draw_seed()
+    state.progress = _Quiet() if config.quiet else Progress(
+        len(targets), stream=sys.stderr if config.progress_stderr else sys.stdout)
+    state.kernel = KernelLog(config.kernel_log) if config.kernel_log else None
+    state.progress.kernel = state.kernel
+    if state.kernel is not None and not state.kernel.readable:
+        state.progress.line(f"kernel log {state.kernel.status}: the report will say so")
     results = []
     info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed,
             "config": dataclasses.asdict(config), "status": "RUNNING", "targets": [],
@@ -874,10 +1141,11 @@ def _run(config, out, say, state):
         for t in targets:
             if state.signal:
                 break
-            say(f"{t['label']} ...")
+            state.progress.target_started(t["label"])
             r = _run_target(config.bundle, t, out, config, seed, state)
             results.append(r)
-            say(f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
+            state.progress.target_ended(
+                f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
                 + (f"; restarts {r.restarts}" if r.restarts else "")
                 + "".join(f"; blamed {a['blamed']}" for a in r.launches if "blamed" in a))
         if state.signal:
@@ -924,6 +1192,12 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=None,
                    help="PAGELOCK_SEED for every binary (default: one drawn for the run)")
     p.add_argument("--shuffle", action="store_true", help="run cases in random order (gtest)")
+    p.add_argument("--kernel-log", default=KMSG,
+                   help="kernel log to follow for driver lines (NVRM, Xid, oom-kill, IOMMU) while "
+                   f"each case runs (default {KMSG}; '' turns it off)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary on stdout (status, exit_code, seed, out, counts, "
+                   "targets); progress and messages go to stderr")
     p.add_argument("--kill-grace-s", type=float, default=KILL_GRACE_S,
                    help=f"seconds between SIGTERM and SIGKILL when a test is stopped "
                    f"(default {KILL_GRACE_S:.0f})")
@@ -937,14 +1211,21 @@ def main(argv=None):
     cfg = RunConfig(bundle=args.bundle, out=args.out, tags=args.tags, target_regex=args.targets,
                     filters={"*": args.gtest_filter} if args.gtest_filter else {},
                     seed=args.seed, shuffle=args.shuffle, time_scale=args.time_scale,
-                    max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s))
+                    max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s),
+                    progress_stderr=args.json, kernel_log=args.kernel_log)
     try:
         r = run(cfg)
     except KeyboardInterrupt:  # a second Ctrl-C before the handlers were installed
         print("runner: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+        return EXIT_INTERRUPTED
     if r.status in ("BAD_BUNDLE", "NOTHING_SELECTED", "OUTPUT_ERROR", "INTERRUPTED"):
         print(f"runner: {r.message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"tool": "runner", "status": r.status, "exit_code": r.exit_code,
+                          "message": r.message, "seed": r.seed, "out": r.out, "counts": r.counts,
+                          "targets": [{"label": t.label, "counts": t.counts, "restarts": t.restarts,
+                                       "problems": t.problems} for t in r.targets]}))
+        return r.exit_code
     if r.targets:
         print(f"runner: seed {r.seed}; results in {r.out}")
         order = list(getattr(model, "STATUSES", testlogs.RAW_STATUSES))
