@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 #include <type_traits>
 
 #include "fixtures/device_caps.h"
+#include "fixtures/outcome.h"
 
 namespace pagelock {
 namespace {
@@ -563,6 +565,28 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     if (!v.exact() && out.detail.empty()) out.detail = "word " + std::to_string(i) + ": " + v.detail;
   }
   return out;
+}
+
+int CasThreadsPerBlock() {
+  const char* s = std::getenv("PAGELOCK_ATOMICS_CAS_THREADS");
+  if (s == nullptr || *s == '\0') return kCasThreadsDefault;
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  return (*end == '\0' && v >= 1 && v <= 1024) ? static_cast<int>(v) : 0;
+}
+
+std::string ShapeCasRun(AtomicRun& run) {
+  if (run.ot.op != AtomicOp::kCas) return "";
+  const int threads = CasThreadsPerBlock();
+  if (threads == 0) {
+    return "PAGELOCK_ATOMICS_CAS_THREADS=" + std::string(std::getenv("PAGELOCK_ATOMICS_CAS_THREADS")) +
+           " is not a thread count in 1..1024";
+  }
+  Budget("cas_threads_per_block", threads, "count");
+  Budget("cas_iterations_per_thread", 1, "count");
+  run.threads = threads;
+  run.iters = 1;
+  return "";
 }
 
 }  // namespace pagelock

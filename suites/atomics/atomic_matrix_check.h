@@ -141,6 +141,17 @@ struct AtomicOutcome {
   std::string Describe() const;
 };
 
+// CAS contending on one word costs O(contenders^2) attempts (one winner per round), over the
+// link for host memory: 8 x 128 threads x 2 CAS took ~1.6 s a case on an H200. CAS launches use
+// PAGELOCK_ATOMICS_CAS_THREADS threads per block (default 32, 1..1024) and one CAS each; with 8
+// blocks on separate SMs a lost update is still possible and caught. Stress runs set it higher.
+constexpr int kCasThreadsDefault = 32;
+// Threads per block for CAS launches; 0 when PAGELOCK_ATOMICS_CAS_THREADS is not 1..1024.
+int CasThreadsPerBlock();
+// Gives a CAS run that load (other ops are left as they are) and records it as budgets. Returns
+// "" or the error to report (a bad PAGELOCK_ATOMICS_CAS_THREADS).
+std::string ShapeCasRun(AtomicRun& run);
+
 // Bytes of AtomicWords every configuration with `blocks` blocks fits in.
 inline size_t AtomicBytes(int blocks) { return static_cast<size_t>(blocks) * kGroupBytes; }
 

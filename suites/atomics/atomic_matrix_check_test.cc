@@ -3,6 +3,8 @@
 // machines where the lead cannot look at every GPU run.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <thread>
 #include <vector>
 
@@ -84,6 +86,33 @@ TEST(AtomicMatrixCheckTest, EveryDefinedOpTypeHasAReadableName) {
   EXPECT_EQ(OpTypeName(all.front()), "AddI32");
   EXPECT_FALSE(AtomicDefined(AtomicOp::kAdd, AtomicType::kI64));
   EXPECT_FALSE(AtomicDefined(AtomicOp::kMin, AtomicType::kF32));
+}
+
+// CAS runs get the bounded contended load (default 32 threads x 1 CAS per block), other ops keep
+// theirs, and a bad PAGELOCK_ATOMICS_CAS_THREADS is an error naming the value.
+TEST(AtomicMatrixCheckTest, CasRunsAreBoundedAndABadThreadCountIsNamed) {
+  PAGELOCK_RULE("A01");
+  unsetenv("PAGELOCK_ATOMICS_CAS_THREADS");
+  AtomicRun cas;
+  cas.ot = {AtomicOp::kCas, AtomicType::kU32};
+  EXPECT_EQ(ShapeCasRun(cas), "");
+  EXPECT_EQ(cas.threads, kCasThreadsDefault);
+  EXPECT_EQ(cas.iters, 1);
+  AtomicRun add;
+  add.ot = {AtomicOp::kAdd, AtomicType::kU32};
+  EXPECT_EQ(ShapeCasRun(add), "");
+  EXPECT_EQ(add.threads, 128);
+  EXPECT_EQ(add.iters, 2);
+  setenv("PAGELOCK_ATOMICS_CAS_THREADS", "256", 1);
+  AtomicRun heavy;
+  heavy.ot = {AtomicOp::kCas, AtomicType::kU64};
+  EXPECT_EQ(ShapeCasRun(heavy), "");
+  EXPECT_EQ(heavy.threads, 256);
+  setenv("PAGELOCK_ATOMICS_CAS_THREADS", "4096", 1);
+  AtomicRun bad;
+  bad.ot = {AtomicOp::kCas, AtomicType::kI32};
+  EXPECT_EQ(ShapeCasRun(bad), "PAGELOCK_ATOMICS_CAS_THREADS=4096 is not a thread count in 1..1024");
+  unsetenv("PAGELOCK_ATOMICS_CAS_THREADS");
 }
 
 }  // namespace

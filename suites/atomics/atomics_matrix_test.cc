@@ -4,11 +4,15 @@
 // inside the case, so GPU time stays small. Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "kernels/atomics/byte_granularity.h"
 #include "suites/atomics/atomic_matrix_check.h"
 
 namespace pagelock {
@@ -45,6 +49,7 @@ TEST_P(OneGpuAtomicsTest, EveryScopeAndPatternIsExact) {
       run.pattern = pattern;
       run.blocks = kBlocks;
       run.seed = CaseSeed();
+      ASSERT_EQ(ShapeCasRun(run), "");
       const AtomicOutcome out = RunAtomics(words, run);
       ASSERT_TRUE(out.error.empty()) << ScopeName(scope) << "/" << PatternName(pattern) << ": " << out.error;
       EXPECT_TRUE(out.exact()) << OpTypeName(ot) << " " << ScopeName(scope) << " scope, "
@@ -91,6 +96,7 @@ TEST_P(HostRaceAtomicsTest, SystemScopeRacingHostThreadsIsExactWhereNative) {
     run.seed = CaseSeed();
     run.host_threads = kHostThreads;
     run.host_iters = kHostIters;
+    ASSERT_EQ(ShapeCasRun(run), "");
     const AtomicOutcome out = RunAtomics(words, run);
     ASSERT_TRUE(out.error.empty()) << PatternName(pattern) << ": " << out.error;
     ASSERT_EQ(out.gave_up, 0u) << PatternName(pattern) << ": " << out.Describe();
@@ -121,6 +127,54 @@ std::vector<Param> HostRaceParams() {
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Matrix, HostRaceAtomicsTest, ::testing::ValuesIn(HostRaceParams()), ParamName);
+
+class ByteGranularityTest : public GpuTest, public ::testing::WithParamInterface<AtomicMemory> {};
+
+// The host and every GPU store interleaved bytes of one buffer at once (owner = i mod agents),
+// 20 rounds each; afterwards every byte holds its owner's last value: single-byte stores stay
+// single accesses over the link, never a widened read-modify-write (R78, A05).
+TEST_P(ByteGranularityTest, InterleavedByteStoresFromTheHostAndEveryGpuAllLand) {
+  PAGELOCK_RULE("R78,A05");
+  constexpr size_t kBytes = size_t{4} << 20;
+  constexpr int kRounds = 20;
+  const int gpus = static_cast<int>(Probe().devices.size());
+  const unsigned owners = static_cast<unsigned>(gpus) + 1;  // owner 0 is the host
+  Observe("agents", static_cast<int>(owners));
+  Budget("bytes", kBytes, "B");
+  Budget("rounds", kRounds, "count");
+  AtomicWords words(GetParam(), kBytes);
+  if (!words.unsupported().empty()) PAGELOCK_NOT_SUPPORTED(words.unsupported());
+  ASSERT_TRUE(words.error().empty()) << words.error();
+  auto* host = static_cast<unsigned char*>(words.host());
+  auto* dev = static_cast<unsigned char*>(words.device());
+  std::memset(host, 0, kBytes);
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  for (int d = 0; d < gpus; ++d) {
+    ASSERT_CUDA_OK(cudaSetDevice(d));
+    ASSERT_CUDA_OK(LaunchOwnedByteStores(dev, kBytes, owners, static_cast<unsigned>(d) + 1, kRounds, seed));
+  }
+  volatile unsigned char* v = host;
+  for (int r = 0; r < kRounds; ++r)
+    for (size_t i = 0; i < kBytes; i += owners) v[i] = OwnedByte(i, r, seed);
+  for (int d = 0; d < gpus; ++d) {
+    ASSERT_CUDA_OK(cudaSetDevice(d));
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  }
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  std::vector<size_t> wrong(owners, 0);
+  for (size_t i = 0; i < kBytes; ++i) wrong[i % owners] += host[i] != OwnedByte(i, kRounds - 1, seed);
+  size_t total = 0;
+  for (unsigned o = 0; o < owners; ++o) {
+    total += wrong[o];
+    EXPECT_EQ(wrong[o], 0u) << "bytes of " << (o == 0 ? std::string("the host") : "GPU " + std::to_string(o - 1))
+                            << " that do not hold its last value";
+  }
+  Metric("wrong_bytes_count", static_cast<double>(total), "count");
+}
+
+INSTANTIATE_TEST_SUITE_P(Memory, ByteGranularityTest,
+                         ::testing::Values(AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc),
+                         [](const ::testing::TestParamInfo<AtomicMemory>& info) { return MemoryName(info.param); });
 
 }  // namespace
 }  // namespace pagelock

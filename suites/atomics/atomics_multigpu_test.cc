@@ -56,6 +56,7 @@ TEST_P(MultiGpuAtomicsTest, SystemScopeFromEveryGpuIsExactWhereNative) {
     run.blocks = kBlocks;
     run.seed = CaseSeed();
     run.devices = devices;
+    ASSERT_EQ(ShapeCasRun(run), "");
     const AtomicOutcome out = RunAtomics(words, run);
     ASSERT_TRUE(out.error.empty()) << PatternName(pattern) << ": " << out.error;
     ASSERT_EQ(out.gave_up, 0u) << PatternName(pattern) << ": " << out.Describe();

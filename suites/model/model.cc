@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fixtures/host_memory.h"
 #include "kernels/pattern.h"
 
 namespace pagelock {
@@ -13,6 +14,15 @@ int ApiModel::RegAt(int buffer, size_t offset) const {
     if (r.buffer == buffer && offset >= r.offset && offset < r.offset + r.length) return static_cast<int>(i);
   }
   return -1;
+}
+
+bool ApiModel::Ambiguous(int buffer, size_t offset) const {
+  if (RegAt(buffer, offset) >= 0) return false;
+  const size_t page = PageSize(), p = offset / page;
+  for (const ModelReg& r : regs) {
+    if (r.buffer == buffer && p >= r.offset / page && p <= (r.offset + r.length - 1) / page) return true;
+  }
+  return false;
 }
 
 cudaError_t ApiModel::ExpectRegister(int buffer, size_t offset, size_t length) const {
@@ -90,18 +100,18 @@ size_t SmallSize() {
 }
 
 struct NewBuffer : PinnedCommand {
-  size_t size = 4096 * *rc::gen::inRange<size_t>(1, 9);
+  size_t size = PageSize() * *rc::gen::inRange<size_t>(1, 9);
   explicit NewBuffer(const ApiModel& m) { RC_PRE(m.buffers.size() < 6); }
   void apply(ApiModel& m) const override { m.buffers.push_back({size}); }
   void run(const ApiModel&, PinnedSut& s) const override {
-    auto* b = static_cast<unsigned char*>(std::aligned_alloc(4096, size));
+    auto* b = static_cast<unsigned char*>(std::aligned_alloc(PageSize(), size));
     RC_ASSERT(b != nullptr);
     std::memset(b, 0, size);
     s.bufs.push_back(b);
     ++s.steps;
   }
   void show(std::ostream& os) const override {
-    os << "buf.push_back(static_cast<unsigned char*>(std::aligned_alloc(4096, " << size << ")));";
+    os << "buf.push_back(static_cast<unsigned char*>(std::aligned_alloc(" << PageSize() << ", " << size << ")));";
   }
 };
 
@@ -203,9 +213,11 @@ struct Unregister : PinnedCommand {
     } else {
       offset = *rc::gen::inRange<size_t>(0, m.buffers[buffer].size);
     }
+    RC_PRE(!m.Ambiguous(buffer, offset));
   }
   void checkPreconditions(const ApiModel& m) const override {
-    RC_PRE(static_cast<bool>(BufferExists(m, buffer) && offset < m.buffers[buffer].size));
+    RC_PRE(static_cast<bool>(BufferExists(m, buffer) && offset < m.buffers[buffer].size &&
+                             !m.Ambiguous(buffer, offset)));
   }
   void apply(ApiModel& m) const override {
     const int r = m.RegAt(buffer, offset);
@@ -237,11 +249,14 @@ Target PickTarget(const ApiModel& m) {
     return {true, i, *rc::gen::oneOf(rc::gen::just(size_t(0)), rc::gen::inRange<size_t>(0, m.allocs[i].size))};
   }
   const int b = PickBuffer(m);
-  return {false, b, *rc::gen::inRange<size_t>(0, m.buffers[b].size)};
+  const size_t offset = *rc::gen::inRange<size_t>(0, m.buffers[b].size);
+  RC_PRE(!m.Ambiguous(b, offset));
+  return {false, b, offset};
 }
 bool TargetValid(const ApiModel& m, const Target& t) {
   return t.is_alloc ? AllocLive(m, t.index) && t.offset < m.allocs[t.index].size
-                    : BufferExists(m, t.index) && t.offset < m.buffers[t.index].size;
+                    : BufferExists(m, t.index) && t.offset < m.buffers[t.index].size &&
+                          !m.Ambiguous(t.index, t.offset);
 }
 std::string TargetText(const Target& t) {
   return std::string(t.is_alloc ? "static_cast<char*>(alloc[" : "(buf[") + std::to_string(t.index) + "]) + " +
@@ -271,6 +286,7 @@ struct DevicePointer : PinnedCommand {
     void* dev = nullptr;
     const cudaError_t e = s.api->HostGetDevicePointer(&dev, TargetPtr(s, t));
     const bool pinned = t.is_alloc || m.RegAt(t.index, t.offset) >= 0;
+    if (!pinned && !m.rules.pageable_has_no_device_pointer) return;
     MODEL_EXPECT_EQ("HostGetDevicePointer (R51-R53)", pinned ? cudaSuccess : cudaErrorInvalidValue, e);
     if (!pinned) return;
     size_t delta = 0;

@@ -28,6 +28,8 @@ namespace pagelock {
 struct ModelRules {
   bool overlapping_register_fails = true;    // R30/R31: 712 on any byte overlap
   bool interior_unregister_is_invalid = true;  // R34: InvalidValue, not 713
+  // R52: pageable memory has no device alias. Only where attr 88 (PageableMemoryAccess) = 0.
+  bool pageable_has_no_device_pointer = true;
 };
 
 struct ModelAlloc {
@@ -52,6 +54,9 @@ struct ApiModel {
 
   // The live registration holding byte `offset` of `buffer`, or -1.
   int RegAt(int buffer, size_t offset) const;
+  // A byte outside every registration but on a page a registration pins: what queries answer
+  // there is not documented (page or byte granularity), so the model asks nothing about it.
+  bool Ambiguous(int buffer, size_t offset) const;
   cudaError_t ExpectRegister(int buffer, size_t offset, size_t length) const;
   cudaError_t ExpectUnregister(int buffer, size_t offset) const;
   bool AnyLiveAlloc() const;

@@ -9,18 +9,39 @@
 namespace pagelock {
 namespace {
 
+// The model compares every returned error with its expectation, so a returned error has been
+// checked: clear it from the thread's last-error slot (as EXPECT_CUDA_ERROR does). Left there,
+// the next kernel launcher's cudaGetLastError() would return it as its own, and the property's
+// health check would call it unchecked.
+cudaError_t Returned(cudaError_t e) {
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
+}
+
 class RealPinnedApi : public PinnedApi {
  public:
-  cudaError_t HostAlloc(void** p, size_t n, unsigned flags) override { return cudaHostAlloc(p, n, flags); }
-  cudaError_t FreeHost(void* p) override { return cudaFreeHost(p); }
-  cudaError_t HostRegister(void* p, size_t n, unsigned flags) override { return cudaHostRegister(p, n, flags); }
-  cudaError_t HostUnregister(void* p) override { return cudaHostUnregister(p); }
-  cudaError_t HostGetDevicePointer(void** dev, void* p) override { return cudaHostGetDevicePointer(dev, p, 0); }
-  cudaError_t HostGetFlags(unsigned* flags, void* p) override { return cudaHostGetFlags(flags, p); }
+  cudaError_t HostAlloc(void** p, size_t n, unsigned flags) override { return Returned(cudaHostAlloc(p, n, flags)); }
+  cudaError_t FreeHost(void* p) override { return Returned(cudaFreeHost(p)); }
+  cudaError_t HostRegister(void* p, size_t n, unsigned flags) override {
+    return Returned(cudaHostRegister(p, n, flags));
+  }
+  cudaError_t HostUnregister(void* p) override { return Returned(cudaHostUnregister(p)); }
+  cudaError_t HostGetDevicePointer(void** dev, void* p) override {
+    return Returned(cudaHostGetDevicePointer(dev, p, 0));
+  }
+  cudaError_t HostGetFlags(unsigned* flags, void* p) override { return Returned(cudaHostGetFlags(flags, p)); }
   cudaError_t PointerGetAttributes(cudaPointerAttributes* a, const void* p) override {
-    return cudaPointerGetAttributes(a, p);
+    return Returned(cudaPointerGetAttributes(a, p));
   }
   cudaError_t DeviceRoundTrip(void* dev, size_t n, uint32_t seed, unsigned long long* bad) override {
+    return Returned(DeviceRoundTripImpl(dev, n, seed, bad));
+  }
+  cudaError_t AsyncCopyRoundTrip(void* host, size_t n, uint32_t seed, size_t* bad) override {
+    return Returned(AsyncCopyRoundTripImpl(host, n, seed, bad));
+  }
+
+ private:
+  static cudaError_t DeviceRoundTripImpl(void* dev, size_t n, uint32_t seed, unsigned long long* bad) {
     unsigned long long* counter = nullptr;
     cudaError_t e = cudaMalloc(&counter, sizeof *counter);
     if (e != cudaSuccess) return e;
@@ -33,7 +54,7 @@ class RealPinnedApi : public PinnedApi {
     const cudaError_t f = cudaFree(counter);
     return e != cudaSuccess ? e : f;
   }
-  cudaError_t AsyncCopyRoundTrip(void* host, size_t n, uint32_t seed, size_t* bad) override {
+  static cudaError_t AsyncCopyRoundTripImpl(void* host, size_t n, uint32_t seed, size_t* bad) {
     void* scratch = nullptr;
     cudaStream_t s = nullptr;
     cudaError_t e = cudaMalloc(&scratch, n);
