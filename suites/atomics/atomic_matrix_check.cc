@@ -300,6 +300,7 @@ cudaError_t AtomicWords::Write(AtomicType t, const std::vector<uint64_t>& words)
     std::memcpy(host_, raw.data(), raw.size());
     return cudaSuccess;
   }
+  // copy-check: the words written here are the initial values the history check of every word starts from
   return cudaMemcpy(dev_, raw.data(), raw.size(), cudaMemcpyHostToDevice);
 }
 
@@ -312,6 +313,7 @@ cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const 
     return cudaSuccess;
   }
   std::vector<unsigned char> raw(bytes_);
+  // copy-check: every word read back is judged by the history check (JudgeWord)
   const cudaError_t e = cudaMemcpy(raw.data(), dev_, bytes_, cudaMemcpyDeviceToHost);
   for (size_t i = 0; i < n; ++i) std::memcpy(&(*words)[i], raw.data() + i * b, b);
   return e;
@@ -476,6 +478,7 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     if ((e = cudaSetDevice(dl.device)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&dl.stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc(&dl.olds, (n + 1) * sizeof(unsigned long long))) != cudaSuccess ||
+        // copy-check: zeroed slots are read back below and every old value is judged
         (e = cudaMemsetAsync(dl.olds, 0, (n + 1) * sizeof(unsigned long long), dl.stream)) != cudaSuccess) {
       cleanup();
       return fail("preparing device " + std::to_string(dl.device), e);
@@ -527,7 +530,9 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     std::vector<unsigned long long> olds(n);
     unsigned long long failures = 0;
     if ((e = cudaStreamSynchronize(dl.stream)) != cudaSuccess ||
+        // copy-check: every old value is judged by the history check below
         (e = cudaMemcpy(olds.data(), dl.olds, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        // copy-check: the failure counter read back is itself checked (gave_up)
         (e = cudaMemcpy(&failures, dl.failures, sizeof failures, cudaMemcpyDeviceToHost)) != cudaSuccess) {
       cleanup();
       return fail("running on device " + std::to_string(dl.device), e);

@@ -38,6 +38,7 @@ size_t DeviceMismatches(const void* dev, size_t n, uint32_t seed) {
   RC_ASSERT(cudaMemset(count, 0, sizeof *count) == cudaSuccess);
   RC_ASSERT(LaunchCountPatternMismatches(dev, n, seed, count) == cudaSuccess);
   unsigned long long bad = ~0ull;
+  // copy-check: the mismatch count read back is the check of the device bytes
   RC_ASSERT(cudaMemcpy(&bad, count, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess);
   return static_cast<size_t>(bad);
 }
@@ -146,12 +147,14 @@ RC_GTEST_FIXTURE_PROP(PinnedProperty, CopiesDeliverExactBytesAndNothingElse,
   RC_ASSERT(cudaDeviceSynchronize() == cudaSuccess);
   cudaStream_t owned = nullptr;
   const cudaStream_t s = MakeStream(stream_kind, &owned);
+  // copy-check: every destination byte and its guards are compared below
   RC_ASSERT(cudaMemcpyAsync(dst + dst_off, src + src_off, n, kind, s) == cudaSuccess);
   RC_ASSERT(cudaStreamSynchronize(s) == cudaSuccess);
   if (owned) RC_ASSERT(cudaStreamDestroy(owned) == cudaSuccess);
 
   std::vector<unsigned char> got(total);
   if (dst_on_device) {
+    // copy-check: every byte copied back is compared below
     RC_ASSERT(cudaMemcpy(got.data(), d, total, cudaMemcpyDeviceToHost) == cudaSuccess);
   } else {
     std::copy(dst, dst + total, got.begin());

@@ -49,6 +49,7 @@ class RealPinnedApi : public PinnedApi {
         (e = LaunchCountPatternMismatches(dev, n, seed, counter)) == cudaSuccess &&
         (e = LaunchFillPattern(dev, n, ~seed)) == cudaSuccess &&
         (e = cudaDeviceSynchronize()) == cudaSuccess) {
+      // copy-check: the mismatch count read back is the check; the model compares it
       e = cudaMemcpy(bad, counter, sizeof *bad, cudaMemcpyDeviceToHost);
     }
     const cudaError_t f = cudaFree(counter);
