@@ -3,14 +3,6 @@
 namespace pagelock {
 namespace {
 
-__global__ void DeviceAtomicAdds(unsigned long long* counter, int iters) {
-  for (int i = 0; i < iters; ++i) atomicAdd(counter, 1ull);
-}
-
-__global__ void SystemAtomicAdds(unsigned long long* counter, int iters) {
-  for (int i = 0; i < iters; ++i) atomicAdd_system(counter, 1ull);
-}
-
 __global__ void AlternatingStores(unsigned long long* slots8, unsigned* slots4, int n, int iters) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -50,18 +42,6 @@ __global__ void AwaitFlag(const unsigned* flag, const unsigned* data, int n,
 }
 
 }  // namespace
-
-cudaError_t LaunchDeviceAtomicAdds(unsigned long long* counter, int blocks, int threads, int iters,
-                                   cudaStream_t stream) {
-  DeviceAtomicAdds<<<blocks, threads, 0, stream>>>(counter, iters);
-  return cudaGetLastError();
-}
-
-cudaError_t LaunchSystemAtomicAdds(unsigned long long* counter, int blocks, int threads, int iters,
-                                   cudaStream_t stream) {
-  SystemAtomicAdds<<<blocks, threads, 0, stream>>>(counter, iters);
-  return cudaGetLastError();
-}
 
 cudaError_t LaunchAlternatingStores(unsigned long long* slots8, unsigned* slots4, int n, int iters,
                                     cudaStream_t stream) {

@@ -1,17 +1,10 @@
-// Kernels for atomics, tearing and host/device publication on mapped host memory. Every device
+// Kernels for tearing and host/device publication on mapped host memory. Every device
 // spin is bounded by a cycle budget; launchers return the launch error.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 namespace pagelock {
-
-// blocks x threads threads each add 1 to *counter `iters` times: device-scope atomicAdd.
-cudaError_t LaunchDeviceAtomicAdds(unsigned long long* counter, int blocks, int threads, int iters,
-                                   cudaStream_t stream = 0);
-// The same with atomicAdd_system.
-cudaError_t LaunchSystemAtomicAdds(unsigned long long* counter, int blocks, int threads, int iters,
-                                   cudaStream_t stream = 0);
 
 // For `iters` rounds, every thread stores all-zero then all-one words to its 8-byte slot
 // slots8[i] and 4-byte slot slots4[i] (n slots each, naturally aligned).

@@ -1,42 +1,77 @@
 """Compares a run with its expectations and a baseline run, and decides the verdict.
 
-Comparison statuses (beside each case's raw status):
-  EXPECTED_FAIL    failed as a `fail` expectation says
-  KNOWN_FLAKE      failed, then passed on retry, and a `flake` expectation covers it
-  FLAKE            failed, then passed on retry, no expectation covers it
-  UNEXPECTED_PASS  passed although a `fail` expectation says it fails (the entry is stale)
-  REGRESSION       failed with no expectation covering it
-  FIXED            passes now, failed in the baseline
-  NEW              not in the baseline
-  DROPPED          in the baseline, not in this run
+Comparison statuses (beside each case's raw status; reports/model.py `Change`):
+  REGRESSION           failed with no expectation covering it (a `flake` entry covers a failure
+                       only when some attempt passed)
+  COVERAGE_LOST        PASS/WARN in the baseline, NOT_SUPPORTED/SKIP/MISSING now; or the machine
+                       lost coverage against the baseline's fingerprint (see below)
+  DROPPED              in the baseline, not in this run (blocks when the baseline exercised it)
+  KNOWN_COVERAGE_LOSS  a coverage loss or drop that a `coverage` (or `skip`) expectation names
+  FLAKE                failed, then passed on retry, no expectation covers it
+  KNOWN_FLAKE          failed, then passed on retry, and a `flake` expectation covers it
+  UNEXPECTED_PASS      passed although a `fail` expectation says it fails (the entry is stale)
+  EXPECTED_FAIL        failed as a `fail` expectation says
+  FIXED                passes now, failed in the baseline
+  NEW                  not in the baseline
 
-Exit codes (qualify):
-  0 qualified  1 infrastructure error  2 bad configuration  3 regressions
-  4 nothing ran  5 expectations need updating (unexpected passes, new flakes, stale entries)
+Machine coverage (against the baseline's fingerprint), id 'fingerprint:<key>':
+  device_status   the baseline had a usable GPU and this run has none (never excusable: a run
+                  without a GPU, --allow-no-gpu, cannot qualify against a GPU baseline)
+  gpu_count       fewer GPUs than the baseline
+  gpu0_name       another GPU SKU than the baseline
+  gpuN_cudaDevAttr*  a capability attribute that went from nonzero (supported) to 0
+
+Exit codes (qualify's, EXIT_CODES below is the one table; the README's comes from it).
 """
 
+import math
+import re
 from dataclasses import dataclass, field
 
-from reports import results as model
 from reports.expectations import driver_in_range
+from reports.model import Change, Status
 
 EXIT_QUALIFIED, EXIT_INFRA, EXIT_CONFIG, EXIT_REGRESSION, EXIT_NOTHING_RAN, EXIT_UPDATE = 0, 1, 2, 3, 4, 5
-VERDICTS = {
-    EXIT_QUALIFIED: ("QUALIFIED", "#2e7d32"),
-    EXIT_INFRA: ("INFRASTRUCTURE ERROR", "#37474f"),
-    EXIT_CONFIG: ("BAD CONFIGURATION", "#37474f"),
-    EXIT_REGRESSION: ("REGRESSIONS", "#c62828"),
-    EXIT_NOTHING_RAN: ("NOTHING RAN", "#ef6c00"),
-    EXIT_UPDATE: ("EXPECTATIONS NEED UPDATING", "#f9a825"),
+EXIT_COVERAGE_LOST, EXIT_INTERRUPTED = 6, 7
+# exit code: (verdict text, colour, meaning) -- the table in qualify's docstring and README.
+# Colours carry white text: each meets WCAG AA (4.5:1), reports/report_browser_test.py checks.
+EXIT_CODES = {
+    EXIT_QUALIFIED: ("QUALIFIED", "#2e7d32", "every case passed or matched its expectation; "
+                     "no coverage lost against the baseline"),
+    EXIT_INFRA: ("INFRASTRUCTURE ERROR", "#37474f", "no usable GPU, a build or bundle binary "
+                 "that could not run, a status the harness does not know, a disk that filled up"),
+    EXIT_CONFIG: ("BAD CONFIGURATION", "#37474f", "bad arguments, bundle, expectations, baseline, "
+                  "history or --out (nothing was run, no run folder was created)"),
+    EXIT_REGRESSION: ("REGRESSIONS", "#c62828", "some case failed that no expectation covers"),
+    EXIT_NOTHING_RAN: ("NOTHING RAN", "#a84300", "no test binary matches the tier, or every case "
+                       "was skipped"),
+    EXIT_UPDATE: ("EXPECTATIONS NEED UPDATING", "#8a5300", "unexpected passes, new flakes or "
+                  "stale expectation entries; nothing failed"),
+    EXIT_COVERAGE_LOST: ("COVERAGE LOST", "#ad1457", "cases exercised in the baseline did not run "
+                         "(NOT_SUPPORTED, SKIP, MISSING, DROPPED) or the machine lost GPUs, SKU or a "
+                         "capability against the baseline, and no expectation names the loss"),
+    EXIT_INTERRUPTED: ("INTERRUPTED", "#37474f", "SIGINT/SIGTERM: the running test was stopped; "
+                       "the finished cases are kept in a run folder marked INTERRUPTED"),
 }
-PASSING = {"PASS", "WARN"}
+VERDICTS = {code: (text, color) for code, (text, color, _) in EXIT_CODES.items()}
+
+
+def exit_code_table():
+    """The exit codes as a plain-text table (qualify --help, README)."""
+    return "\n".join(f"  {code}  {text:<27} {meaning}" for code, (text, _, meaning) in EXIT_CODES.items())
+
+
+FINGERPRINT_PREFIX = "fingerprint:"
+_ATTR = re.compile(r"gpu\d+_cudaDevAttr\w+$")
 
 
 @dataclass
 class Comparison:
-    status: dict = field(default_factory=dict)  # case id -> comparison status
+    status: dict = field(default_factory=dict)  # case id -> Change
     notes: dict = field(default_factory=dict)  # case id -> why (expectation source, baseline)
-    dropped: list = field(default_factory=list)  # case ids
+    dropped: list = field(default_factory=list)  # case ids in the baseline, not in this run
+    dropped_covered: list = field(default_factory=list)  # of those, named by an expectation
+    machine: list = field(default_factory=list)  # [(fingerprint:<key>, Change, why)]
     stale: list = field(default_factory=list)  # expectation entries that matched no failure
     exit_code: int = EXIT_QUALIFIED
     summary: dict = field(default_factory=dict)
@@ -45,66 +80,125 @@ class Comparison:
     def verdict(self):
         return VERDICTS[self.exit_code]
 
+    def to_json(self):
+        return {"comparison": {k: str(v) for k, v in self.status.items()},
+                "comparison_notes": self.notes, "dropped": self.dropped,
+                "dropped_covered": self.dropped_covered,
+                "machine_coverage": [{"id": i, "status": str(s), "why": w} for i, s, w in self.machine],
+                "summary": self.summary,
+                "stale_expectations": [f"{e.source}: {e.kind} {e.pattern}" for e in self.stale]}
+
+
+def _num(v):
+    try:
+        x = float(v)
+        return x if math.isfinite(x) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def machine_losses(fp, base_fp):
+    """[(fingerprint:<key>, why, excusable)] where this machine covers less than the baseline's."""
+    out = []
+    if base_fp.get("device_status") == "usable" and fp.get("device_status") != "usable":
+        out.append(("device_status", f"no usable GPU ({fp.get('device_status', 'unknown')}); the "
+                    "baseline had one", False))
+        return out  # every other loss follows from this one
+    n, bn = _num(fp.get("gpu_count")), _num(base_fp.get("gpu_count"))
+    if n is not None and bn is not None and n < bn:
+        out.append(("gpu_count", f"{n:.0f} GPU(s), the baseline had {bn:.0f}", True))
+    if base_fp.get("gpu0_name") and fp.get("gpu0_name") != base_fp.get("gpu0_name"):
+        out.append(("gpu0_name", f"{fp.get('gpu0_name', 'no GPU')}, the baseline ran on "
+                    f"{base_fp['gpu0_name']}", True))
+    for k, bv in sorted(base_fp.items()):
+        if _ATTR.match(k) and k in fp and _num(bv) not in (None, 0) and _num(fp[k]) == 0:
+            out.append((k, f"{k.split('_', 1)[1]} went from {bv} to {fp[k]}", True))
+    return out
+
+
+def _coverage_entry(expectations, key, driver):
+    if not expectations:
+        return None
+    e = expectations.lookup(key, driver)
+    return e.get("coverage") or e.get("skip")
+
 
 def compare(run, expectations=None, baseline=None):
-    """run, baseline: results.Run (baseline may be None). Cases may carry an 'attempts'
-    property ('FAIL PASS') from qualify's retries."""
+    """run, baseline: model.Run (baseline may be None)."""
     comp = Comparison()
     driver = run.fingerprint.get("nvidia_driver", "")
-    base = {c.id: c for c in baseline.cases} if baseline else {}
+    base = baseline.by_id() if baseline else {}
     used_fail_entries = set()
     for c in run.cases:
         exp = expectations.lookup(c.id, driver) if expectations else {}
-        attempts = c.properties.get("attempts", c.status).split()
-        flaky = c.status in PASSING and any(a in model.FAILING for a in attempts)
         prev = base.get(c.id)
         st = None
-        if flaky:
-            st = "KNOWN_FLAKE" if "flake" in exp else "FLAKE"
+        if c.flaky:
+            st = Change.KNOWN_FLAKE if "flake" in exp else Change.FLAKE
             if "flake" in exp:
                 comp.notes[c.id] = exp["flake"].source
-        elif c.status in model.FAILING:
+        elif c.status.is_fail:
             e = exp.get("fail")
-            if e and c.status in e.statuses:
-                st = "EXPECTED_FAIL"
+            if e and str(c.status) in e.statuses:
+                st = Change.EXPECTED_FAIL
                 used_fail_entries.add(id(e))
                 comp.notes[c.id] = f"{e.source} {e.bug}".strip()
-            elif "flake" in exp:
-                st = "KNOWN_FLAKE"
-                comp.notes[c.id] = exp["flake"].source
             else:
-                st = "REGRESSION"
-                comp.notes[c.id] = ("baseline: " + prev.status) if prev else "not in the baseline"
-        elif c.status in PASSING and "fail" in exp:
-            st = "UNEXPECTED_PASS"
+                st = Change.REGRESSION
+                why = ("baseline: " + str(prev.status)) if prev else "not in the baseline"
+                if "flake" in exp:
+                    why += f"; {exp['flake'].source} lists it as a flake, but every attempt failed"
+                comp.notes[c.id] = why
+        elif c.status.is_pass and "fail" in exp:
+            st = Change.UNEXPECTED_PASS
             comp.notes[c.id] = f"stale expectation {exp['fail'].source}"
+        elif c.status.is_coverage_gap and prev is not None and prev.status.is_pass:
+            e = _coverage_entry(expectations, c.id, driver)
+            st = Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST
+            comp.notes[c.id] = (f"baseline: {prev.status}; now {c.status}"
+                                + (f" ({c.reason})" if c.reason else "") + (f"; {e.source}" if e else ""))
         elif baseline is not None and prev is None:
-            st = "NEW"
-        elif prev is not None and prev.status in model.FAILING and c.status in PASSING:
-            st = "FIXED"
-            comp.notes[c.id] = "baseline: " + prev.status
+            st = Change.NEW
+        elif prev is not None and prev.status.is_fail and c.status.is_pass:
+            st = Change.FIXED
+            comp.notes[c.id] = "baseline: " + str(prev.status)
         if st:
             comp.status[c.id] = st
     if baseline is not None:
         ids = {c.id for c in run.cases}
         comp.dropped = sorted(i for i in base if i not in ids)
+        for i in comp.dropped:
+            exercised = base[i].status.is_pass or base[i].status.is_fail
+            if not exercised or _coverage_entry(expectations, i, driver):
+                comp.dropped_covered.append(i)
+        for key, why, excusable in machine_losses(run.fingerprint, baseline.fingerprint):
+            e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, driver) if excusable else None
+            comp.machine.append((FINGERPRINT_PREFIX + key,
+                                 Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
+                                 why + (f"; {e.source}" if e else "")))
     if expectations:
         for e in expectations.entries:
             if e.kind == "fail" and id(e) not in used_fail_entries and driver_in_range(driver, e.driver):
                 comp.stale.append(e)
     counts = {}
     for s in comp.status.values():
-        counts[s] = counts.get(s, 0) + 1
-    counts["DROPPED"] = len(comp.dropped)
+        counts[str(s)] = counts.get(str(s), 0) + 1
+    counts["DROPPED"] = len(comp.dropped) - len(comp.dropped_covered)
+    if comp.dropped_covered:
+        counts["KNOWN_COVERAGE_LOSS"] = counts.get("KNOWN_COVERAGE_LOSS", 0) + len(comp.dropped_covered)
+    for _, s, _ in comp.machine:
+        counts[str(s)] = counts.get(str(s), 0) + 1
     comp.summary = counts
-    raw = run.counts()
-    if not run.cases or all(c.status in ("SKIP",) for c in run.cases):
+    blocking = {Change(k).blocks for k, n in counts.items() if n and Change(k).blocks}
+    if not run.cases or all(c.status == Status.SKIP for c in run.cases):
         comp.exit_code = EXIT_NOTHING_RAN
-    elif raw.get("INFRA_ERROR"):
+    elif any(c.status == Status.INFRA_ERROR for c in run.cases):
         comp.exit_code = EXIT_INFRA
-    elif counts.get("REGRESSION"):
+    elif "regression" in blocking:
         comp.exit_code = EXIT_REGRESSION
-    elif counts.get("UNEXPECTED_PASS") or counts.get("FLAKE") or comp.stale:
+    elif "coverage" in blocking:
+        comp.exit_code = EXIT_COVERAGE_LOST
+    elif "update" in blocking or comp.stale:
         comp.exit_code = EXIT_UPDATE
     return comp
 
@@ -113,8 +207,18 @@ def failures_csv(run, comp):
     """The failing cases in `fail` expectation syntax: a drop-in starting point for updating."""
     lines = ["# failures of this run, in expectations syntax (add bug= links before committing)"]
     for c in run.cases:
-        if c.status in model.FAILING and comp.status.get(c.id) != "KNOWN_FLAKE":
-            lines.append(f"fail {c.id} status={c.status} bug=TODO  # {c.message.splitlines()[0][:100] if c.message else ''}")
-        if comp.status.get(c.id) == "FLAKE":
-            lines.append(f"flake {c.id} bug=TODO  # attempts: {c.properties.get('attempts', '')}")
+        st = comp.status.get(c.id)
+        if c.status.is_fail and st != Change.KNOWN_FLAKE:
+            first = c.message.splitlines()[0][:100] if c.message else ""
+            lines.append(f"fail {c.id} status={c.status} bug=TODO  # {first}")
+        if st == Change.FLAKE:
+            lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
+        if st == Change.COVERAGE_LOST:
+            lines.append(f"coverage {c.id} bug=TODO  # {comp.notes.get(c.id, '')}")
+    for i in comp.dropped:
+        if i not in comp.dropped_covered:
+            lines.append(f"coverage {i} bug=TODO  # dropped: in the baseline, not in this run")
+    for key, st, why in comp.machine:
+        if st == Change.COVERAGE_LOST and key != FINGERPRINT_PREFIX + "device_status":
+            lines.append(f"coverage {key} bug=TODO  # {why}")
     return "\n".join(lines) + "\n"

@@ -5,7 +5,12 @@ for example two drivers on one machine, or one driver on two machines.
   reports/compare_runs.py RUN [RUN ...] --html compare.html [--changes-only]
 
 RUN is a qualify run directory, a results.json, or a testlogs tree. Prints how many cases differ.
-Exit codes: 0 written; 2 bad input (fewer than two runs, unreadable run).
+Exit codes (the meanings the runner, report.py and qualify share):
+  0  written; every case has the same status in every run
+  2  bad input: fewer than two runs, an unreadable or malformed run, an --html file that cannot
+     be written
+  3  written; some case differs between the runs
+--json prints {"tool", "exit_code", "runs", "cases", "differing": [{"id", "statuses"}]} on stdout.
 """
 
 import argparse
@@ -16,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reports import htmlreport as H  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 
 
 def load_any(path):
@@ -24,10 +29,7 @@ def load_any(path):
     if os.path.isdir(path) and os.path.exists(os.path.join(path, "results.json")):
         path = os.path.join(path, "results.json")
     if os.path.isfile(path):
-        with open(path) as f:
-            data = json.load(f)
-        info = data.get("info", {})
-        run = model.Run.from_json(data.get("run", data))
+        run, info, _ = model.read_results(path)
         return info.get("run_key") or os.path.basename(os.path.dirname(os.path.abspath(path))), run, info
     if os.path.isdir(path):
         return os.path.basename(os.path.abspath(path)), model.load_testlogs(path), {}
@@ -37,9 +39,9 @@ def load_any(path):
 def render(runs, changes_only=False):
     ids = sorted({c.id for _, run, _ in runs for c in run.cases})
     maps = [{c.id: c for c in run.cases} for _, run, _ in runs]
-    differing = [i for i in ids if len({m[i].status if i in m else "—" for m in maps}) > 1]
+    differing = [i for i in ids if len({str(m[i].status) if i in m else "—" for m in maps}) > 1]
     h = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>pagelock: run comparison</title>",
-         f"<style>{H.CSS} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
+         f"<style>{H.css()} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
          f"<body class='{'changes' if changes_only else ''}'><h1>pagelock: {len(runs)} runs side by side</h1>",
          f"<p>{len(ids)} cases, <b>{len(differing)}</b> with different statuses. "
          "<label><input type='checkbox' id='only' " + ("checked" if changes_only else "") +
@@ -58,7 +60,7 @@ def render(runs, changes_only=False):
         cells = []
         for m in maps:
             c = m.get(i)
-            cells.append(f"<td>{H.badge(c.status)}</td>" if c else "<td class='small'>not run</td>")
+            cells.append(f"<td>{H.badge(str(c.status))}</td>" if c else "<td class='small'>not run</td>")
         h.append(f"<tr class='{cls}'><td class='mono'>{H.esc(i)}</td>{''.join(cells)}</tr>")
     h.append("</table><script>document.getElementById('only').addEventListener('change',"
              "function(e){document.body.classList.toggle('changes',e.target.checked);});</script></body></html>")
@@ -74,21 +76,34 @@ def main(argv=None):
     p.add_argument("runs", nargs="+")
     p.add_argument("--html", required=True)
     p.add_argument("--changes-only", action="store_true")
+    p.add_argument("--json", action="store_true", help="a machine-readable summary on stdout")
     args = p.parse_args(argv)
     if len(args.runs) < 2:
         print("compare_runs: give at least two runs", file=sys.stderr)
         return 2
     try:
         runs = [load_any(r) for r in args.runs]
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, model.ResultsError) as e:
         print(f"compare_runs: {e}", file=sys.stderr)
         return 2
     page, differing = render(runs, args.changes_only)
-    os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
-    with open(args.html, "w", encoding="utf-8") as f:
-        f.write(page)
-    print(f"compare_runs: {len(differing)} case(s) differ; wrote {args.html}")
-    return 0
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:
+        print(f"compare_runs: cannot write {args.html}: {e}", file=sys.stderr)
+        return 2
+    code = 3 if differing else 0
+    human = sys.stderr if args.json else sys.stdout
+    print(f"compare_runs: {len(differing)} case(s) differ; wrote {args.html}", file=human)
+    if args.json:
+        maps = [run.by_id() for _, run, _ in runs]
+        print(json.dumps({"tool": "compare_runs", "exit_code": code, "runs": [n for n, _, _ in runs],
+                          "cases": len({i for m in maps for i in m}),
+                          "differing": [{"id": i, "statuses": [str(m[i].status) if i in m else None
+                                                               for m in maps]} for i in differing]}))
+    return code
 
 
 if __name__ == "__main__":

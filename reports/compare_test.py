@@ -9,17 +9,18 @@ import unittest
 from reports import compare as cmp
 from reports import expectations as expect
 from reports import history
-from reports import results as model
+from reports import model
 
 T = "//suites/a:a_test"
 
 
 def case(name, status, **props):
-    return model.Case(T, "S", name, status, 0.1, "boom" if status in model.FAILING else "", "", props)
+    return model.Case.from_raw(T, "S", name, status, 0.1, "boom" if status in model.FAILING else "", "", props)
 
 
-def run(*cases, driver="580.159.04"):
-    return model.Run({"nvidia_driver": driver, "gpu0_name": "NVIDIA H200", "seed": "7"}, list(cases))
+def run(*cases, driver="580.159.04", **fp):
+    return model.Run(dict({"nvidia_driver": driver, "gpu0_name": "NVIDIA H200", "seed": "7",
+                           "device_status": "usable", "gpu_count": "1"}, **fp), list(cases))
 
 
 class ExpectationsTest(unittest.TestCase):
@@ -85,17 +86,65 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(c.status["suites/a:a_test/S.F"], "KNOWN_FLAKE")
         self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
 
-    def test_fixed_new_and_dropped_against_the_baseline(self):
+    def test_fixed_and_new_against_the_baseline(self):
         c = cmp.compare(run(case("A", "PASS"), case("N", "PASS")), self.exps(""),
-                        run(case("A", "FAIL"), case("D", "PASS")))
+                        run(case("A", "FAIL"), case("D", "NOT_SUPPORTED")))
         self.assertEqual(c.status, {"suites/a:a_test/S.A": "FIXED", "suites/a:a_test/S.N": "NEW"})
         self.assertEqual(c.dropped, ["suites/a:a_test/S.D"])
+        self.assertEqual(c.dropped_covered, ["suites/a:a_test/S.D"])  # it never ran there either
         self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
 
-    def test_not_supported_is_never_a_regression(self):
-        c = cmp.compare(run(case("A", "NOT_SUPPORTED")), self.exps(""), run(case("A", "PASS")))
-        self.assertEqual(c.status, {})
+    def test_a_dropped_case_that_ran_in_the_baseline_is_lost_coverage(self):
+        c = cmp.compare(run(case("A", "PASS")), self.exps(""), run(case("A", "PASS"), case("D", "PASS")))
+        self.assertEqual(c.summary["DROPPED"], 1)
+        self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST)
+        self.assertEqual(c.verdict[0], "COVERAGE LOST")
+        c = cmp.compare(run(case("A", "PASS")), self.exps("coverage suites/a:a_test/S.D bug=u"),
+                        run(case("A", "PASS"), case("D", "PASS")))
+        self.assertEqual((c.summary["DROPPED"], c.summary["KNOWN_COVERAGE_LOSS"]), (0, 1))
         self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
+    def test_not_supported_after_a_pass_is_lost_coverage_not_a_regression(self):
+        c = cmp.compare(run(case("A", "NOT_SUPPORTED")), self.exps(""), run(case("A", "PASS")))
+        self.assertEqual(c.status, {"suites/a:a_test/S.A": "COVERAGE_LOST"})
+        self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST)
+        c = cmp.compare(run(case("A", "NOT_SUPPORTED")), self.exps("coverage suites/a:a_test/S.* bug=u"),
+                        run(case("A", "PASS")))
+        self.assertEqual(c.status, {"suites/a:a_test/S.A": "KNOWN_COVERAGE_LOSS"})
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+        c = cmp.compare(run(case("A", "NOT_SUPPORTED")), self.exps(""), run(case("A", "NOT_SUPPORTED")))
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
+    def test_the_machine_losing_gpus_sku_or_a_capability_is_lost_coverage(self):
+        base = run(case("A", "PASS"), gpu_count="2", gpu0_cudaDevAttrCanMapHostMemory="1")
+        for fp, key in [({"gpu_count": "1"}, "fingerprint:gpu_count"),
+                        ({"gpu0_name": "NVIDIA H100"}, "fingerprint:gpu0_name"),
+                        ({"gpu_count": "2", "gpu0_cudaDevAttrCanMapHostMemory": "0"},
+                         "fingerprint:gpu0_cudaDevAttrCanMapHostMemory")]:
+            now = run(case("A", "PASS"), **dict({"gpu_count": "2", "gpu0_cudaDevAttrCanMapHostMemory": "1"}, **fp))
+            c = cmp.compare(now, self.exps(""), base)
+            self.assertEqual([m[0] for m in c.machine], [key])
+            self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST, key)
+            c = cmp.compare(now, self.exps(f"coverage {key} bug=u"), base)
+            self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED, key)
+
+    def test_no_gpu_never_qualifies_against_a_gpu_baseline_whatever_the_expectations(self):
+        now = run(case("A", "NOT_SUPPORTED"), device_status="cudaGetDeviceCount=35")
+        e = self.exps("coverage fingerprint:* bug=u\ncoverage suites/* bug=u")
+        c = cmp.compare(now, e, run(case("A", "PASS")))
+        self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST)
+        self.assertEqual(c.machine[0][0], "fingerprint:device_status")
+
+    def test_a_flake_entry_does_not_cover_a_case_that_failed_every_attempt(self):
+        c = cmp.compare(run(case("F", "FAIL", attempts="FAIL FAIL FAIL FAIL")),
+                        self.exps("flake suites/a:a_test/S.F bug=u"), None)
+        self.assertEqual(c.status["suites/a:a_test/S.F"], "REGRESSION")
+        self.assertIn("every attempt failed", c.notes["suites/a:a_test/S.F"])
+        self.assertEqual(c.exit_code, cmp.EXIT_REGRESSION)
+
+    def test_an_unknown_status_is_an_infrastructure_error(self):
+        c = cmp.compare(run(case("A", "SHINY")), None, None)
+        self.assertEqual(c.exit_code, cmp.EXIT_INFRA)
 
     def test_infra_error_and_empty_runs(self):
         self.assertEqual(cmp.compare(run(case("A", "INFRA_ERROR")), None, None).exit_code, cmp.EXIT_INFRA)
@@ -106,6 +155,10 @@ class CompareTest(unittest.TestCase):
         text = cmp.failures_csv(r, cmp.compare(r, None, None))
         parsed = expect.parse(text.replace("bug=TODO", "bug=http://x"), "failures.csv")
         self.assertEqual(parsed[0].pattern, "suites/a:a_test/S.B")
+
+    def test_missing_expectations_directory_is_an_error(self):
+        with self.assertRaises(expect.ExpectationError):
+            expect.load("/nonexistent/expectations", "sku")
 
 
 def _writer(path, n):

@@ -7,11 +7,15 @@ a word, as in a URL fragment, does not):
   fail   <case-glob> status=FAIL|CRASH|TIMEOUT[,...] [driver=>=580,<590] bug=<url>  # reason
   flake  <case-glob> [driver=...] bug=<url>                                          # reason
   skip   <case-glob> [driver=...] bug=<url>                                          # reason
+  coverage <case-glob or fingerprint:<key>> [driver=...] bug=<url>                   # reason
 
 <case-glob> matches case ids ('suites/hostalloc:hostalloc_test/Suite.Name', fnmatch syntax).
 `fail` is a known failure (EXPECTED_FAIL; if the case now passes, the entry is stale),
 `flake` a known flaky case (KNOWN_FLAKE), `skip` a case never run on this SKU (it hangs or harms
-the machine). driver= restricts an entry to NVIDIA driver versions (comma-separated bounds).
+the machine; its coverage loss against the baseline is expected too), `coverage` a coverage loss
+that is known: a case that passed in the baseline and is NOT_SUPPORTED, SKIP or DROPPED now, or a
+machine loss 'fingerprint:gpu_count', 'fingerprint:gpu0_name', 'fingerprint:gpu0_cudaDevAttrX'
+(see reports/compare.py; a run without a usable GPU is never excused). driver= restricts an entry to NVIDIA driver versions (comma-separated bounds).
 A malformed line is an ExpectationError naming file and line (qualify exits 2).
 """
 
@@ -21,8 +25,10 @@ import os
 import re
 from dataclasses import dataclass, field
 
-KINDS = ("fail", "flake", "skip")
-FAIL_STATUSES = {"FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"}
+from reports.model import FAILING
+
+KINDS = ("fail", "flake", "skip", "coverage")
+FAIL_STATUSES = set(FAILING)
 
 
 class ExpectationError(Exception):
@@ -132,7 +138,10 @@ def sku_of(gpu_name):
 
 
 def load(directory, sku):
-    """Reads common.txt and <sku>.txt under directory (either may be absent)."""
+    """Reads common.txt and <sku>.txt under directory (either may be absent; the directory
+    itself must exist: a mistyped path is an error, not a run without expectations)."""
+    if not os.path.isdir(directory):
+        raise ExpectationError(f"{directory}: no such expectations directory")
     exp = Expectations()
     for name in ("common.txt", f"{sku}.txt"):
         path = os.path.join(directory, name)

@@ -1,57 +1,346 @@
-"""Run history in an embedded SQLite database (default runs/history.sqlite).
+"""Run history: an embedded SQLite file (default runs/history.sqlite) or a shared PostgreSQL
+database (`postgresql://` URL, Debian's python3-psycopg2), with one schema and the same ordered
+migrations on both.
 
-Every qualification run is stored with its fingerprint, driver, harness commit, per-case status,
-duration and attempts, metrics and seed. A run is written in one transaction, so a run killed
-half-way leaves no trace, and WAL mode with a busy timeout lets several writers share the file.
+Every qualification run is stored with its fingerprint, driver, harness commit, label, tier, run
+directory, per-case status, duration and attempts, metrics and seed. A run is written in one
+transaction, so a run killed half-way leaves no trace; a run is keyed by its run key, so storing
+or importing it again changes nothing. Many hosts may write at once (PostgreSQL; SQLite through
+WAL mode and a busy timeout).
 
-Queries:
-  bracket(case_id, sku)  last passing and first failing run of a case on one configuration: the
-                         bracket for bisecting a driver regression
-  trend(metric, sku)     a metric's values over the last runs
+Schema versions. SQLite keeps the version in `PRAGMA user_version`, PostgreSQL in the table
+`schema_version`. `connect` applies the missing migrations in order, each in its own
+transaction, and refuses a database newer than this code knows rather than misread it. A SQLite
+file written before versioning existed (user_version 0 with a `runs` table) is version 1.
+
+  1  runs, cases (case_id text), metrics: the schema of the first nightly qualification
+  2  fleet: runs get label, tier, night, run_dir, report, stored_at and n_cases; case ids move
+     to case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case
+     rows); partial indexes on the failing and the not-run cases, which the fleet report reads
+
+CLI (exit codes: 0 done, 1 database error, 2 bad usage or no such database):
+  history.py [--db FILE|URL] [--sku SKU] runs | bracket CASE_ID | trend METRIC | metrics
+  history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
+  history.py [--db FILE|URL] version             schema version of the database
+--db defaults to $PAGELOCK_HISTORY, else runs/history.sqlite.
 """
 
+import datetime
 import json
 import os
 import re
 import sqlite3
+import sys
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  run_key TEXT UNIQUE NOT NULL,
-  started_at TEXT NOT NULL,
-  host TEXT, sku TEXT, gpu_name TEXT, gpu_uuid TEXT,
-  nvidia_driver TEXT, cuda_driver TEXT, cuda_runtime TEXT,
-  harness_commit TEXT, seed TEXT, verdict TEXT, exit_code INTEGER,
-  fingerprint_json TEXT
-);
-CREATE TABLE IF NOT EXISTS cases (
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  case_id TEXT NOT NULL,
-  status TEXT NOT NULL,
-  comparison TEXT,
-  seconds REAL,
-  attempts TEXT,
-  message TEXT,
-  PRIMARY KEY (run_id, case_id)
-);
-CREATE TABLE IF NOT EXISTS metrics (
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  case_id TEXT NOT NULL,
-  name TEXT NOT NULL,
-  value REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS cases_by_id ON cases(case_id, run_id);
-CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name, run_id);
-"""
+SCHEMA_VERSION = 2
+FAILING = ("FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR")
+PASSING = ("PASS", "WARN")
+NOT_RUN = ("NOT_SUPPORTED", "SKIP", "MISSING")
+PROBLEM_COMPARISONS = ("REGRESSION", "COVERAGE_LOST")
 
+
+def _in(values):
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+# The few rows a fleet report reads out of ~240,000 per night, each behind a partial index. The
+# report's queries spell these exact predicates (constants, not parameters), so that both SQLite
+# and PostgreSQL can prove that the partial index applies.
+PROBLEM_SQL = f"(status IN {_in(FAILING)} OR comparison IN {_in(PROBLEM_COMPARISONS)})"
+NOT_RUN_SQL = f"status IN {_in(NOT_RUN)}"
 METRIC_RE = re.compile(r".*_(GBps|MBps|us|ms|s|MiB|GiB|count|ratio)$")
+
+
+class HistoryError(sqlite3.DatabaseError):
+    """A database that cannot be opened, migrated or written; the message says why. A subclass
+    of sqlite3.Error, so callers written for the SQLite-only history also catch PostgreSQL's."""
+
+
+# Migrations: (version, description, statements). Statements are plain SQL with `?` parameters
+# and these type words, spelled per backend: {pk} an auto-increment primary key, {int} a 64-bit
+# integer, {real} a double. Never edit a released migration: add the next one.
+MIGRATIONS = [
+    (1, "runs, cases and metrics", [
+        """CREATE TABLE IF NOT EXISTS runs (
+          id {pk},
+          run_key TEXT UNIQUE NOT NULL,
+          started_at TEXT NOT NULL,
+          host TEXT, sku TEXT, gpu_name TEXT, gpu_uuid TEXT,
+          nvidia_driver TEXT, cuda_driver TEXT, cuda_runtime TEXT,
+          harness_commit TEXT, seed TEXT, verdict TEXT, exit_code INTEGER,
+          fingerprint_json TEXT)""",
+        """CREATE TABLE IF NOT EXISTS cases (
+          run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+          case_id TEXT NOT NULL, status TEXT NOT NULL, comparison TEXT, seconds {real},
+          attempts TEXT, message TEXT,
+          PRIMARY KEY (run_id, case_id))""",
+        """CREATE TABLE IF NOT EXISTS metrics (
+          run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+          case_id TEXT NOT NULL, name TEXT NOT NULL, value {real} NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS cases_by_id ON cases(case_id, run_id)",
+        "CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name, run_id)",
+    ]),
+    (2, "fleet: label, tier, night, run_dir, report; case ids in case_names", [
+        "ALTER TABLE runs ADD COLUMN label TEXT",
+        "ALTER TABLE runs ADD COLUMN tier TEXT",
+        "ALTER TABLE runs ADD COLUMN night TEXT",
+        "ALTER TABLE runs ADD COLUMN run_dir TEXT",
+        "ALTER TABLE runs ADD COLUMN report TEXT",
+        "ALTER TABLE runs ADD COLUMN stored_at TEXT",
+        "ALTER TABLE runs ADD COLUMN n_cases INTEGER",
+        "UPDATE runs SET night = substr(started_at, 1, 10)",
+        "CREATE INDEX runs_by_label ON runs(label)",
+        "CREATE INDEX runs_by_night ON runs(night)",
+        "CREATE INDEX runs_by_sku ON runs(sku, started_at)",
+        "CREATE TABLE case_names (id {pk}, name TEXT UNIQUE NOT NULL)",
+        "INSERT INTO case_names (name) SELECT DISTINCT case_id FROM cases ORDER BY case_id",
+        "INSERT INTO case_names (name) SELECT DISTINCT case_id FROM metrics"
+        " WHERE case_id NOT IN (SELECT name FROM case_names) ORDER BY case_id",
+        """CREATE TABLE cases2 (
+          run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+          case_ref {int} NOT NULL REFERENCES case_names(id),
+          status TEXT NOT NULL, comparison TEXT, seconds {real}, attempts TEXT, message TEXT,
+          PRIMARY KEY (run_id, case_ref))""",
+        "INSERT INTO cases2 (run_id, case_ref, status, comparison, seconds, attempts, message)"
+        " SELECT c.run_id, n.id, c.status, c.comparison, c.seconds,"
+        " CASE WHEN c.attempts = c.status THEN NULL ELSE c.attempts END,"
+        " CASE WHEN c.message = '' THEN NULL ELSE c.message END"
+        " FROM cases c JOIN case_names n ON n.name = c.case_id",
+        """CREATE TABLE metrics2 (
+          run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+          case_ref {int} NOT NULL REFERENCES case_names(id),
+          name TEXT NOT NULL, value {real} NOT NULL)""",
+        "INSERT INTO metrics2 (run_id, case_ref, name, value) SELECT m.run_id, n.id, m.name, m.value"
+        " FROM metrics m JOIN case_names n ON n.name = m.case_id",
+        "DROP TABLE cases",
+        "DROP TABLE metrics",
+        "ALTER TABLE cases2 RENAME TO cases",
+        "ALTER TABLE metrics2 RENAME TO metrics",
+        "CREATE INDEX cases_by_case ON cases(case_ref, run_id)",
+        "CREATE INDEX metrics_by_name2 ON metrics(name, run_id)",
+        "UPDATE runs SET n_cases = (SELECT COUNT(*) FROM cases WHERE cases.run_id = runs.id)",
+        f"CREATE INDEX cases_problems ON cases(run_id) WHERE {PROBLEM_SQL}",
+        f"CREATE INDEX cases_problems_by_case ON cases(case_ref, run_id) WHERE {PROBLEM_SQL}",
+        f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {NOT_RUN_SQL}",
+    ]),
+]
+assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
+
+RUN_COLUMNS = ("run_key", "started_at", "host", "sku", "gpu_name", "gpu_uuid", "nvidia_driver",
+               "cuda_driver", "cuda_runtime", "harness_commit", "seed", "verdict", "exit_code",
+               "fingerprint_json", "label", "tier", "night", "run_dir", "report", "stored_at", "n_cases")
+CASE_COLUMNS = ("run_id", "case_ref", "status", "comparison", "seconds", "attempts", "message")
+METRIC_COLUMNS = ("run_id", "case_ref", "name", "value")
+
+
+def is_url(target):
+    return str(target).startswith(("postgresql://", "postgres://"))
+
+
+def redact(target):
+    """The URL without its password, for messages."""
+    return re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", str(target))
+
+
+class Database:
+    """One connection, SQLite or PostgreSQL, behind the few calls history needs. SQL is written
+    once with `?` parameters; `execute` returns a cursor (fetchone/fetchall)."""
+
+    def __init__(self, conn, backend, target):
+        self.conn, self.backend, self.target = conn, backend, target
+
+    def sql(self, text):
+        text = text.replace("{int}", "BIGINT" if self.backend == "postgresql" else "INTEGER")
+        text = text.replace("{real}", "DOUBLE PRECISION" if self.backend == "postgresql" else "REAL")
+        text = text.replace("{pk}", "BIGSERIAL PRIMARY KEY" if self.backend == "postgresql"
+                            else "INTEGER PRIMARY KEY AUTOINCREMENT")
+        return text.replace("?", "%s") if self.backend == "postgresql" else text
+
+    def execute(self, text, args=()):
+        cur = self.conn.cursor()
+        cur.execute(self.sql(text), tuple(args))
+        return cur
+
+    def insert_many(self, table, columns, rows):
+        if not rows:
+            return
+        head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+        if self.backend == "postgresql":
+            from psycopg2.extras import execute_values
+            execute_values(self.conn.cursor(), head + "%s", rows, page_size=1000)
+        else:
+            self.conn.executemany(head + "(" + ",".join("?" * len(columns)) + ")", rows)
+
+    def begin(self):
+        # SQLite: take the write lock now, so two writers queue instead of deadlocking.
+        self.execute("BEGIN IMMEDIATE" if self.backend == "sqlite" else "BEGIN")
+
+    def commit(self):
+        self.execute("COMMIT")
+
+    def rollback(self):
+        try:
+            self.execute("ROLLBACK")
+        except Exception:  # noqa: BLE001 -- the connection may be gone; nothing was committed
+            pass
+
+    def close(self):
+        self.conn.close()
+
+    # Schema version: PRAGMA user_version on SQLite, the schema_version table on PostgreSQL.
+    def version(self):
+        if self.backend == "sqlite":
+            v = self.execute("PRAGMA user_version").fetchone()[0]
+            if v == 0 and self.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone():
+                return 1  # written before versioning existed: exactly migration 1's schema
+            return v
+        if not self.execute("SELECT to_regclass('schema_version')").fetchone()[0]:
+            return 0
+        return self.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+
+    def set_version(self, version, description):
+        if self.backend == "sqlite":
+            self.execute(f"PRAGMA user_version = {int(version)}")
+        else:
+            self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+                         " description TEXT NOT NULL, applied_at TEXT NOT NULL)")
+            self.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?,?,?)",
+                         (version, description, _now()))
+
+    def lock_for_migration(self):
+        if self.backend == "postgresql":  # hosts starting together migrate once, in turn
+            self.execute("SELECT pg_advisory_xact_lock(7021526)")
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _open(target):
+    if is_url(target):
+        try:
+            import psycopg2
+        except ImportError:
+            raise HistoryError(
+                f"{redact(target)}: a postgresql:// history needs psycopg2 (Debian package "
+                f"python3-psycopg2), which {sys.executable} cannot import; run the tool with "
+                "/usr/bin/python3") from None
+        try:
+            conn = psycopg2.connect(target, connect_timeout=15)
+        except psycopg2.Error as e:
+            raise HistoryError(f"{redact(target)}: cannot connect: {str(e).strip()}") from None
+        conn.autocommit = True  # transactions are explicit (begin/commit)
+        return Database(conn, "postgresql", target)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    try:
+        conn = sqlite3.connect(target, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.Error as e:
+        raise HistoryError(f"{target}: cannot open as SQLite: {e}") from None
+    return Database(conn, "sqlite", target)
+
+
+def connect(target, migrate=True):
+    """Opens a history (SQLite path or postgresql:// URL) and brings its schema to
+    SCHEMA_VERSION. Raises HistoryError for a database newer than this code, or one it cannot
+    open or migrate."""
+    db = _open(target)
+    try:
+        current = db.version()
+        if current > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{redact(target)}: schema version {current} is newer than this pagelock knows "
+                f"({SCHEMA_VERSION}); update pagelock. Nothing was read or written.")
+        if current < SCHEMA_VERSION and migrate:
+            migrate_to(db, SCHEMA_VERSION)
+    except HistoryError:
+        db.close()
+        raise
+    except Exception as e:  # driver errors of either backend
+        db.close()
+        raise HistoryError(f"{redact(target)}: {type(e).__name__}: {str(e).strip()}") from None
+    return db
+
+
+def migrate_to(db, target_version):
+    """Applies migrations after the database's version up to target_version, each in its own
+    transaction together with its version stamp, so a failed step leaves the previous version."""
+    for version, description, statements in MIGRATIONS:
+        if version > target_version:
+            break
+        db.begin()
+        try:
+            db.lock_for_migration()
+            if db.version() >= version:  # another host did it while we waited
+                db.rollback()
+                continue
+            for s in statements:
+                db.execute(s)
+            db.set_version(version, description)
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
+
+# ---- The one coupling to the results model (reports/results.py) --------------------------------
+# Everything history reads from a run goes through these two functions, so a change of the model
+# changes only them.
+
+def load_run_dir(run_dir):
+    """(info dict, Run, {case id: comparison status}) from RUN_DIR/results.json."""
+    path = os.path.join(run_dir, "results.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        run_json = data.get("run", data)
+        try:  # the typed model, where it exists (reports/model.py), else the results model
+            from reports import model
+            if "format_version" in data and isinstance(run_json, dict):
+                run_json = dict(run_json, format_version=run_json.get("format_version", data["format_version"]))
+            run = model.Run.from_json(run_json)
+        except ImportError:
+            from reports import results
+            run = results.Run.from_json(run_json)
+        return data.get("info", {}), run, data.get("comparison") or {}
+    except OSError as e:
+        raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
+    except Exception as e:  # noqa: BLE001 -- malformed JSON or a model error: name the file
+        raise HistoryError(f"{path}: not a pagelock results.json ({type(e).__name__}: {e})") from None
+
+
+def rows_of_run(run, comparison):
+    """(fingerprint, [(case id, status, comparison, seconds, attempts, message)],
+    [(case id, metric name, value)]) from a Run of either model: the results model (one
+    properties dict) or the typed one (attempts and metrics as fields)."""
+    status = getattr(comparison, "status", comparison) or {}
+    cases, metrics = [], []
+    for c in run.cases:
+        st = str(c.status)
+        attempts = getattr(c, "attempts", None)
+        if isinstance(attempts, (list, tuple)):
+            attempts = " ".join(str(a) for a in attempts)
+        else:
+            attempts = getattr(c, "properties", {}).get("attempts")
+        comp = status.get(c.id)
+        cases.append((c.id, st, str(comp) if comp is not None else None, c.seconds,
+                      attempts if attempts and attempts != st else None,
+                      (c.message or "")[:4000] or None))
+        typed = getattr(c, "metrics", None)
+        if isinstance(typed, dict):
+            metrics += [(c.id, k, float(getattr(m, "value", m))) for k, m in typed.items()]
+        else:
+            metrics += [(c.id, k, v) for k, v in metrics_of(c).items()]
+    return run.fingerprint, cases, metrics
 
 
 def metrics_of(case):
     """Numeric case properties whose names end in a unit: {'h2d_pinned_GBps': 54.1}."""
     out = {}
-    for k, v in case.properties.items():
+    for k, v in getattr(case, "properties", {}).items():
         if METRIC_RE.match(k):
             try:
                 out[k] = float(v)
@@ -59,41 +348,98 @@ def metrics_of(case):
                 pass
     return out
 
-
-def connect(path):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    db = sqlite3.connect(path, timeout=30, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA busy_timeout=30000")
-    db.execute("PRAGMA foreign_keys=ON")
-    db.executescript(SCHEMA)
-    return db
+# -------------------------------------------------------------------------------------------------
 
 
-def store(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict):
-    """Stores one run atomically; returns its id."""
-    fp = run.fingerprint
-    db.execute("BEGIN IMMEDIATE")
+def case_refs(db, names):
+    """{case id: number}, adding new case ids (in their own short transaction, sorted, so
+    concurrent writers take row locks in one order and never deadlock)."""
+    names = sorted(set(names))
+    out = {}
+    for i in range(0, len(names), 500):
+        chunk = names[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(db.execute(f"SELECT name, id FROM case_names WHERE name IN ({marks})", chunk).fetchall())
+    missing = [n for n in names if n not in out]
+    if missing:
+        db.begin()
+        try:
+            for n in missing:
+                db.execute("INSERT INTO case_names (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (n,))
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        for i in range(0, len(missing), 500):
+            chunk = missing[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(db.execute(f"SELECT name, id FROM case_names WHERE name IN ({marks})", chunk).fetchall())
+    return out
+
+
+def store(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
+          label=None, tier=None, run_dir=None, report=None):
+    """Stores one run atomically; returns its id. A run_key already stored is left as it is and
+    its id returned (`stored_new` tells which), so storing and importing are idempotent."""
+    rid, _ = store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
+                       label, tier, run_dir, report)
+    return rid
+
+
+def stored_id(db, run_key):
+    row = db.execute("SELECT id FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+    return row[0] if row else None
+
+
+def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
+              label=None, tier=None, run_dir=None, report=None):
+    """(run id, True if this call stored it; False if the run key was already there)."""
+    existing = stored_id(db, run_key)
+    if existing is not None:
+        return existing, False
+    fp, cases, metrics = rows_of_run(run, comparison)
+    refs = case_refs(db, [c[0] for c in cases] + [m[0] for m in metrics])
+    values = (run_key, started_at, fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
+              fp.get("nvidia_driver"), fp.get("cuda_driver_version"), fp.get("cuda_runtime_version"),
+              commit, fp.get("seed"), verdict, exit_code, json.dumps(fp, sort_keys=True),
+              label, tier, str(started_at)[:10], run_dir, report, _now(), len(cases))
+    db.begin()
     try:
-        cur = db.execute(
-            "INSERT INTO runs (run_key, started_at, host, sku, gpu_name, gpu_uuid, nvidia_driver,"
-            " cuda_driver, cuda_runtime, harness_commit, seed, verdict, exit_code, fingerprint_json)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (run_key, started_at, fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
-             fp.get("nvidia_driver"), fp.get("cuda_driver_version"), fp.get("cuda_runtime_version"),
-             commit, fp.get("seed"), verdict, exit_code, json.dumps(fp, sort_keys=True)))
-        run_id = cur.lastrowid
-        db.executemany(
-            "INSERT OR REPLACE INTO cases VALUES (?,?,?,?,?,?,?)",
-            [(run_id, c.id, c.status, comparison.status.get(c.id) if comparison else None,
-              c.seconds, c.properties.get("attempts", c.status), c.message[:4000]) for c in run.cases])
-        db.executemany("INSERT INTO metrics VALUES (?,?,?,?)",
-                       [(run_id, c.id, k, v) for c in run.cases for k, v in metrics_of(c).items()])
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
+        row = db.execute(
+            f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
+            " ON CONFLICT (run_key) DO NOTHING RETURNING id", values).fetchone()
+        if row is None:  # another writer stored the same run key first
+            db.rollback()
+            return stored_id(db, run_key), False
+        rid = row[0]
+        db.insert_many("cases", CASE_COLUMNS, [(rid, refs[c[0]]) + c[1:] for c in cases])
+        db.insert_many("metrics", METRIC_COLUMNS, [(rid, refs[m[0]], m[1], m[2]) for m in metrics])
+        db.commit()
+    except BaseException as e:
+        db.rollback()
+        if isinstance(e, sqlite3.Error) or type(e).__module__.startswith("psycopg2"):
+            raise HistoryError(f"{redact(db.target)}: storing run {run_key} failed, nothing was stored: "
+                               f"{type(e).__name__}: {str(e).strip()}") from None
         raise
-    return run_id
+    return rid, True
+
+
+def import_run_dir(db, run_dir):
+    """Stores RUN_DIR (results.json written by qualify) unless its run key is already there.
+    Returns (run key, run id, True if stored now)."""
+    info, run, comparison = load_run_dir(run_dir)
+    key = info.get("run_key") or os.path.basename(os.path.normpath(run_dir))
+    started = info.get("started_at")
+    if not started:
+        raise HistoryError(f"{run_dir}/results.json: no info.started_at; not a qualify run directory")
+    run_dir = os.path.abspath(run_dir)
+    report = os.path.join(run_dir, "index.html")
+    rid, new = store_new(
+        db, key, started, run, comparison, info.get("sku") or "unknown",
+        (info.get("bundle") or {}).get("commit", ""), info.get("exit_code"), info.get("verdict"),
+        label=info.get("label") or None, tier=info.get("tier"), run_dir=run_dir,
+        report=report if os.path.exists(report) else None)
+    return key, rid, new
 
 
 def runs(db, sku=None, limit=50):
@@ -102,12 +448,12 @@ def runs(db, sku=None, limit=50):
     if sku:
         q += " WHERE sku = ?"
         args = (sku,)
-    return db.execute(q + " ORDER BY id DESC LIMIT ?", args + (limit,)).fetchall()
+    return db.execute(q + " ORDER BY started_at DESC, id DESC LIMIT ?", args + (limit,)).fetchall()
 
 
 def latest_run_key(db, sku, exclude_key=None):
-    row = db.execute("SELECT run_key FROM runs WHERE sku = ? AND run_key != ? ORDER BY id DESC LIMIT 1",
-                     (sku, exclude_key or "")).fetchone()
+    row = db.execute("SELECT run_key FROM runs WHERE sku = ? AND run_key != ?"
+                     " ORDER BY started_at DESC, id DESC LIMIT 1", (sku, exclude_key or "")).fetchone()
     return row[0] if row else None
 
 
@@ -116,16 +462,15 @@ def bracket(db, case_id, sku):
     `sku`; each a dict or None. Failing = FAIL, CRASH, TIMEOUT, MISSING, INFRA_ERROR."""
     rows = db.execute(
         "SELECT r.id, r.run_key, r.started_at, r.nvidia_driver, r.harness_commit, c.status"
-        " FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND r.sku = ?"
-        " ORDER BY r.id", (case_id, sku)).fetchall()
-    failing = {"FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR"}
+        " FROM cases c JOIN runs r ON r.id = c.run_id JOIN case_names n ON n.id = c.case_ref"
+        " WHERE n.name = ? AND r.sku = ? ORDER BY r.started_at, r.id", (case_id, sku)).fetchall()
     keys = ("id", "run_key", "started_at", "nvidia_driver", "harness_commit", "status")
     last_pass = first_fail = None
     for row in rows:
         d = dict(zip(keys, row))
-        if d["status"] in ("PASS", "WARN"):
+        if d["status"] in PASSING:
             last_pass, first_fail = d, None
-        elif d["status"] in failing and first_fail is None:
+        elif d["status"] in FAILING and first_fail is None:
             first_fail = d
     return last_pass, first_fail
 
@@ -134,9 +479,10 @@ def trend(db, metric, sku, limit=20):
     """[(run_key, nvidia_driver, value)] oldest first, for the last `limit` runs having it."""
     rows = db.execute(
         "SELECT r.run_key, r.nvidia_driver, AVG(m.value) FROM metrics m JOIN runs r ON r.id = m.run_id"
-        " WHERE m.name = ? AND r.sku = ? GROUP BY r.id ORDER BY r.id DESC LIMIT ?",
+        " WHERE m.name = ? AND r.sku = ? GROUP BY r.id, r.run_key, r.nvidia_driver, r.started_at"
+        " ORDER BY r.started_at DESC, r.id DESC LIMIT ?",
         (metric, sku, limit)).fetchall()
-    return list(reversed(rows))
+    return [tuple(r) for r in reversed(rows)]
 
 
 def metric_names(db, sku):
@@ -145,38 +491,67 @@ def metric_names(db, sku):
         (sku,))]
 
 
+def default_target():
+    return os.environ.get("PAGELOCK_HISTORY") or "runs/history.sqlite"
+
+
 def main(argv=None):
-    """CLI: history.py [--db FILE] [--sku SKU] runs | bracket CASE_ID | trend METRIC"""
     import argparse
-    import sys
-    p = argparse.ArgumentParser(prog="reports/history.py", description=main.__doc__)
-    p.add_argument("--db", default="runs/history.sqlite")
+    p = argparse.ArgumentParser(
+        prog="reports/history.py", description="Query the run history or import run directories.",
+        epilog="exit codes: 0 done; 1 database error; 2 bad usage or no such database")
+    p.add_argument("--db", "--history", dest="db", default=None,
+                   help="SQLite file or postgresql:// URL (default $PAGELOCK_HISTORY, else runs/history.sqlite)")
     p.add_argument("--sku", default="nvidia-h200")
-    p.add_argument("query", choices=["runs", "bracket", "trend", "metrics"])
-    p.add_argument("arg", nargs="?")
+    p.add_argument("query", choices=["runs", "bracket", "trend", "metrics", "import", "version"])
+    p.add_argument("arg", nargs="*")
     args = p.parse_args(argv)
-    if not os.path.exists(args.db):
-        print(f"history: {args.db}: no such database", file=sys.stderr)
+    target = args.db or default_target()
+    if not is_url(target) and not os.path.exists(target) and args.query != "import":
+        print(f"history: {target}: no such database", file=sys.stderr)
         return 2
-    db = connect(args.db)
-    if args.query == "runs":
-        for row in runs(db, args.sku):
-            print("\t".join(str(x) for x in row))
-    elif args.query == "metrics":
-        print("\n".join(metric_names(db, args.sku)))
-    elif not args.arg:
+    if args.query in ("bracket", "trend", "import") and not args.arg:
         print(f"history: {args.query} needs an argument", file=sys.stderr)
         return 2
-    elif args.query == "bracket":
-        last_pass, first_fail = bracket(db, args.arg, args.sku)
-        print(f"last pass:  {last_pass}\nfirst fail: {first_fail}")
-    else:
-        for key, driver, value in trend(db, args.arg, args.sku):
-            print(f"{key}\t{driver}\t{value:.3f}")
+    if args.query == "import":
+        bad = [d for d in args.arg if not os.path.isfile(os.path.join(d, "results.json"))]
+        if bad:
+            print(f"history: not a run directory (no results.json): {', '.join(bad)}", file=sys.stderr)
+            return 2
+    try:
+        db = connect(target)
+    except HistoryError as e:
+        print(f"history: {e}", file=sys.stderr)
+        return 1
+    try:
+        if args.query == "runs":
+            for row in runs(db, args.sku):
+                print("\t".join(str(x) for x in row))
+        elif args.query == "version":
+            print(db.version())
+        elif args.query == "metrics":
+            print("\n".join(metric_names(db, args.sku)))
+        elif args.query == "bracket":
+            last_pass, first_fail = bracket(db, args.arg[0], args.sku)
+            print(f"last pass:  {last_pass}\nfirst fail: {first_fail}")
+        elif args.query == "trend":
+            for key, driver, value in trend(db, args.arg[0], args.sku):
+                print(f"{key}\t{driver}\t{value:.3f}")
+        else:
+            for d in args.arg:
+                key, rid, new = import_run_dir(db, d)
+                print(f"{'imported' if new else 'already stored'}: {key} (run {rid})")
+    except HistoryError as e:
+        print(f"history: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 -- a database error is reported, never a traceback
+        print(f"history: {redact(target)}: {type(e).__name__}: {str(e).strip()}", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
     return 0
 
 
 if __name__ == "__main__":
-    import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     sys.exit(main())

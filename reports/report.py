@@ -2,12 +2,20 @@
 """Summarises a testlogs tree (Bazel's bazel-testlogs or a bundle run) and writes a
 self-contained HTML report and the results as JSON.
 
-  reports/report.py TESTLOGS [--html FILE] [--json FILE] [--title TEXT]
+  reports/report.py TESTLOGS [--html FILE] [--json FILE] [--junit FILE] [--csv-dir DIR] [--title TEXT]
+
+--junit writes a JUnit XML with one <testcase> per case (a case that passed on a retry passes,
+CRASH/TIMEOUT are <error>); --csv-dir writes deqp-runner style results.csv and failures.csv.
 
 Prints counts by status and ends with the line 'N passed, N failed, N skipped'.
-Exit codes: 0 report written and every case clean (PASS, WARN, NOT_SUPPORTED, SKIP);
-3 report written and some case FAIL/CRASH/TIMEOUT/INFRA_ERROR/MISSING (only with --strict);
-2 bad input (no such folder, no results in it).
+Exit codes (the meanings the runner, qualify and compare_runs.py share):
+  0  report written, every case clean (PASS, WARN, NOT_SUPPORTED, SKIP)
+  2  bad input: no such folder or file, an output file that cannot be written
+  3  report written, some case FAIL/CRASH/TIMEOUT/INFRA_ERROR/MISSING or a status the model does
+     not know (--exit-zero: 0 instead, for scripts that only want the report)
+  4  nothing ran: no test results in the folder
+Nothing is written before the input has been read. --json FILE writes results.json ('-' for
+stdout: then the human lines go to stderr).
 """
 
 import argparse
@@ -17,43 +25,62 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from reports import ciout  # noqa: E402
 from reports import htmlreport as html_report  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("testlogs", help="testlogs tree, or a Bazel build event JSON file (--build_event_json_file)")
     p.add_argument("--html", help="write the HTML report here")
-    p.add_argument("--json", help="write results.json here")
+    p.add_argument("--json", help="write results.json here ('-': a summary and the run on stdout)")
+    p.add_argument("--junit", help="write a JUnit XML of the final status per case here")
+    p.add_argument("--csv-dir", help="write results.csv and failures.csv (deqp-runner style) here")
     p.add_argument("--title", default="pagelock report")
-    p.add_argument("--strict", action="store_true", help="exit 3 when some case did not pass")
+    p.add_argument("--strict", action="store_true", help="(the default now; kept for old scripts)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when some case failed")
     args = p.parse_args(argv)
     try:
         run = (model.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
                else model.load_bep(args.testlogs))
-    except FileNotFoundError as e:
+    except (OSError, ValueError) as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
     if not run.cases:
         print(f"report: no test results under {args.testlogs}", file=sys.stderr)
-        return 2
+        return 4
+    code = 0 if args.exit_zero or model.is_clean(run.counts()) else 3
+    human = sys.stderr if args.json == "-" else sys.stdout
     for problem in run.problems:
         print(f"report: warning: {problem}", file=sys.stderr)
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(run.to_json(), f, indent=1)
-    if args.html:
-        os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(html_report.render(run, title=args.title))
-        print(f"report: wrote {args.html}")
-    counts = run.counts()
-    print(model.format_counts(counts))
-    if args.strict and not model.is_clean(counts):
-        return 3
-    return 0
+    try:
+        if args.json and args.json != "-":
+            os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+            model.write_results(args.json, run)
+        if args.html:
+            os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(html_report.render(run, title=args.title))
+            print(f"report: wrote {args.html}", file=human)
+        if args.junit:
+            os.makedirs(os.path.dirname(os.path.abspath(args.junit)), exist_ok=True)
+            with open(args.junit, "w", encoding="utf-8") as f:
+                f.write(ciout.junit_xml(run))
+        if args.csv_dir:
+            os.makedirs(args.csv_dir, exist_ok=True)
+            for name, text in ((ciout.RESULTS_CSV, ciout.results_csv(run)),
+                               (ciout.FAILURES_CSV, ciout.failures_csv(run))):
+                with open(os.path.join(args.csv_dir, name), "w", encoding="utf-8") as f:
+                    f.write(text)
+    except OSError as e:
+        print(f"report: cannot write the report: {e}", file=sys.stderr)
+        return 2
+    print(model.format_counts(run.counts()), file=human)
+    if args.json == "-":  # stdout carries the JSON alone; the human lines went to stderr
+        print(json.dumps({"tool": "report", "exit_code": code,
+                          "counts": {k: v for k, v in run.counts().items() if v}, "run": run.to_json()}))
+    return code
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import zipfile
 
 from reports import htmlreport
 from reports import report
-from reports import results as model
+from reports import model
 
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="3" name="AllTests" seed="42" gpu0_name="NVIDIA H200" device_status="usable">
@@ -63,7 +63,8 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["Ns"].status, "NOT_SUPPORTED")
         self.assertEqual(by["Ns"].reason, "cudaDevAttrX=0 (need 1)")
         self.assertEqual(by["Ok"].id, "suites/a:a_test/S.Ok")
-        self.assertEqual(by["Bad"].replay_command("42").splitlines(), [
+        self.assertEqual(by["Bad"].run_seed, 42)  # the binary's seed replays its cases
+        self.assertEqual(by["Bad"].replay_command().splitlines(), [
             "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
             "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
@@ -139,7 +140,7 @@ class LoadTest(unittest.TestCase):
         run = model.load_bep(bep)
         by = {c.id: c for c in run.cases}
         self.assertEqual(by["suites/a:a_test/S.Bad"].status, "PASS")
-        self.assertEqual(by["suites/a:a_test/S.Bad"].properties["attempts"], "FAIL PASS")
+        self.assertEqual(by["suites/a:a_test/S.Bad"].attempts, [model.Status.FAIL, model.Status.PASS])
         self.assertEqual(by["suites/b:b_test/(binary).b_test"].status, "TIMEOUT")
         self.assertTrue(any("not JSON" in p for p in run.problems))
 
@@ -152,9 +153,10 @@ class HtmlTest(unittest.TestCase):
     def test_hostile_names_and_messages_are_escaped(self):
         evil = "<script>alert('x')</script>"
         run = model.Run({"gpu0_name": evil}, [
-            model.Case("//s/a:a_test", "S" + evil, "N" + evil, "FAIL", 0.1, "msg " + evil, "",
-                       {"rules": evil, "child_log": evil}),
-            model.Case("//s/a:a_test", "S", "ns", "NOT_SUPPORTED", 0, "", "reason " + evil)])
+            model.Case.from_raw("//s/a:a_test", "S" + evil, "N" + evil, "FAIL", 0.1, "msg " + evil, "",
+                                {"rules": evil, "child_log": evil, model.PROP_OBSERVED_PREFIX + evil: evil,
+                                 model.PROP_METRIC_PREFIX + evil: "1 " + evil, evil: evil}),
+            model.Case.from_raw("//s/a:a_test", "S", "ns", "NOT_SUPPORTED", 0, "", "reason " + evil)])
         page = htmlreport.render(run, title="t" + evil)
         self.assertNotIn(evil, page)
         self.assertIn("&lt;script&gt;", page)
@@ -162,21 +164,79 @@ class HtmlTest(unittest.TestCase):
         self.assertNotIn("http://", page)
         self.assertNotIn("https://", page)
 
+    def test_non_finite_metrics_are_shown_as_what_they_are(self):
+        c = model.Case.from_raw("//suites/b:b_test", "S", "M", "FAIL", 0.1, "metric not finite", "",
+                                {model.PROP_METRIC_PREFIX + "h2d_pinned_GBps": "nan GB/s",
+                                 model.PROP_METRIC_PREFIX + "d2h_pinned_GBps": "-inf GB/s",
+                                 model.PROP_METRIC_PREFIX + "ok_GBps": "12.5 GB/s"})
+        page = htmlreport.render(model.Run({}, [c]), extra_sections=[htmlreport.metrics_section(model.Run({}, [c]), {})])
+        self.assertIn("nan GB/s", page)
+        self.assertIn("-inf", page)
+        self.assertIn("12.500", page)
+
+    def test_report_cli_bad_outputs_exit_two(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        blocker = os.path.join(root, "file")
+        write(blocker, "x")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([root, "--json", os.path.join(blocker, "r.json")]), 2)
+            self.assertEqual(report.main([root, "--html", os.path.join(blocker, "r.html")]), 2)
+        self.assertIn("cannot write the report", err.getvalue())
+
     def test_report_cli_exit_codes(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             self.assertEqual(report.main([os.path.join(root, "absent")]), 2)
-            self.assertEqual(report.main([root]), 2)
+            self.assertEqual(report.main([root]), 4)
         self.assertIn("no test results", err.getvalue())
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            self.assertEqual(report.main([root, "--html", os.path.join(root, "r/index.html")]), 0)
+            self.assertEqual(report.main([root, "--html", os.path.join(root, "r/index.html")]), 3)
             self.assertEqual(report.main([root, "--strict"]), 3)
+            self.assertEqual(report.main([root, "--exit-zero"]), 0)
         self.assertIn("1 passed, 1 failed, 1 skipped", out.getvalue())
         with open(os.path.join(root, "r/index.html")) as f:
             self.assertIn("cudaDevAttrX=0 (need 1)", f.read())
+
+    def test_report_json_to_stdout_is_one_object(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(report.main([root, "--json", "-"]), 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["tool"], doc["exit_code"], doc["counts"]["FAIL"]), ("report", 3, 1))
+        self.assertIn("1 passed, 1 failed, 1 skipped", err.getvalue())
+
+    def test_kernel_log_lines_show_beside_the_failure_and_unreadable_logs_are_named(self):
+        c = model.Case.from_raw("//suites/a:a_test", "S", "Boom", "CRASH", 1.0, "killed by SIGKILL", "",
+                                {"kernel_log": "[9.0] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus"})
+        self.assertIn("Xid", c.logs["kernel_log"])
+        page = htmlreport.render(model.Run({"pagelock_kernel_log": "read from /dev/kmsg"}, [c]))
+        first_screen = page.split("id='cases'")[0]
+        self.assertIn("79, GPU has fallen off the bus", first_screen)
+        page = htmlreport.render(model.Run({"pagelock_kernel_log": "not readable (/dev/kmsg: Permission denied)"},
+                                           [model.Case.from_raw("//suites/a:a_test", "S", "F", "FAIL", 1.0, "x")]))
+        self.assertIn("Kernel log not readable (/dev/kmsg: Permission denied): no driver-side evidence", page)
+
+    def test_report_cli_writes_junit_and_deqp_csvs(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([root, "--junit", os.path.join(root, "out/junit.xml"),
+                                          "--csv-dir", os.path.join(root, "out")]), 3)
+        with open(os.path.join(root, "out/junit.xml")) as f:
+            junit = f.read()
+        self.assertIn('failures="1"', junit)
+        self.assertIn('skipped="1"', junit)
+        with open(os.path.join(root, "out/failures.csv")) as f:
+            self.assertEqual(f.read(), "suites/a:a_test/S.Bad,Fail\n")
+        with open(os.path.join(root, "out/results.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
 
 
 if __name__ == "__main__":

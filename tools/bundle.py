@@ -8,11 +8,16 @@ Then, on the GPU machine:
   OUT_DIR/run --out RESULTS/testlogs          # runs the binaries (see tools/runner/runner.py)
   python3 OUT_DIR/reports/report.py RESULTS/testlogs --html RESULTS/index.html
 
-Exit codes: 0 built; 1 the build failed; 2 bad usage.
+OUT_DIR must be new, empty, or an earlier bundle (it holds the marker file .pagelock_bundle): an
+earlier bundle is replaced; any other folder is refused, never deleted.
+
+Exit codes: 0 built; 1 the build failed; 2 bad usage (OUT_DIR is not a bundle, no test matched);
+3 the bundle cannot be written (full disk, read-only folder).
 """
 
 import argparse
 import datetime
+import errno
 import json
 import os
 import shutil
@@ -25,6 +30,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bazel's timeouts, by the test's timeout attribute or else its size.
 TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
+MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may be replaced
+
+
+def check_out(out):
+    """None when out may be (re)created as a bundle, else why not."""
+    if not os.path.lexists(out):
+        return None
+    if os.path.islink(out) or not os.path.isdir(out):
+        return f"{out} exists and is not a folder"
+    try:
+        entries = os.listdir(out)
+    except OSError as e:
+        return f"cannot read {out}: {e.strerror or e}"
+    if entries and MARKER not in entries:
+        return (f"{out} is not empty and not a pagelock bundle (no {MARKER}); refusing to replace "
+                "it: give a new or empty folder")
+    return None
 
 
 def bazel(*args, capture=True):
@@ -59,6 +81,10 @@ def main(argv=None):
     if out == ROOT or ROOT.startswith(out + os.sep):
         print(f"bundle: refusing to overwrite {out}", file=sys.stderr)
         return 2
+    why = check_out(out)
+    if why:
+        print(f"bundle: {why}", file=sys.stderr)
+        return 2
     try:
         targets = query_tests(args.targets)
         if not targets:
@@ -76,15 +102,34 @@ def main(argv=None):
     except subprocess.CalledProcessError as e:
         print(f"bundle: bazel failed (exit {e.returncode})", file=sys.stderr)
         return 1
-    shutil.rmtree(out, ignore_errors=True)
+    try:
+        write_bundle(out, targets, bin_dir, commit, dirty, args)
+    except OSError as e:
+        print(f"bundle: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        return 3
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
+    print(f"bundle: {len(targets)} test binaries in {out} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
+def write_bundle(out, targets, bin_dir, commit, dirty, args):
+    why = check_out(out)  # again: the folder may have changed during the build
+    if why:
+        raise OSError(errno.EEXIST, why)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    with open(os.path.join(out, MARKER), "w") as f:
+        f.write("pagelock bundle (tools/bundle.py); this folder is replaced by the next build\n")
     for t in targets:
         pkg, name = t["label"][2:].split(":")
         dst = os.path.join(out, t["path"])
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
+    reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
+                     if n.endswith(".py") and not n.endswith("_test.py"))
     for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
-                "reports/__init__.py", "reports/results.py", "reports/htmlreport.py",
-                "reports/report.py"]:
+                "tools/nvbandwidth_compare.py"] + reports:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
     run_sh = os.path.join(out, "run")
@@ -98,9 +143,6 @@ def main(argv=None):
             "compilation_mode": "opt, stripped"}
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"info": info, "targets": targets}, f, indent=1)
-    size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
-    print(f"bundle: {len(targets)} test binaries in {out} ({size / 2**20:.1f} MiB)")
-    return 0
 
 
 if __name__ == "__main__":

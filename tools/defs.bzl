@@ -19,6 +19,20 @@ _FIXTURES = ["//fixtures", "//fixtures:main"]
 def _family():
     return native.package_name().split("/")[-1]
 
+def _exec_properties(tags):
+    # Remote execution: platform properties a Remote Execution API service can route on
+    # (docs/fleet.md). GPU count from the tags; the SKU from a `sku_<name>` tag if a test has one,
+    # else from --remote_default_exec_properties=gpu_sku=... (.bazelrc, config remote).
+    if "gpu" not in tags:
+        return {}
+    props = {"gpu_count": "1"}
+    for t in tags:
+        if t.startswith("requires-gpu:"):
+            props["gpu_count"] = t[len("requires-gpu:"):]
+        elif t.startswith("sku_"):
+            props["gpu_sku"] = t[len("sku_"):]
+    return props
+
 def _cc_test(name, srcs, deps, tags, size, timeout, **kwargs):
     # The sources, for tools/spec_check.py's test (rules named by each test).
     native.filegroup(name = name + ".srcs", srcs = srcs, visibility = ["//suites:__pkg__"])
@@ -30,6 +44,7 @@ def _cc_test(name, srcs, deps, tags, size, timeout, **kwargs):
         # Static linking keeps nvcc objects and the static cudart together (platform notes).
         linkstatic = True,
         tags = tags + ["family_" + _family()],
+        exec_properties = kwargs.pop("exec_properties", _exec_properties(tags)),
         size = size,
         timeout = timeout,
         **kwargs

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what pagelock needs on a Debian/Ubuntu machine, idempotently: Bazel (Debian's
-# bazel-bootstrap), GoogleTest, RapidCheck and, for the report's browser test, Chromium.
+# bazel-bootstrap), GoogleTest, RapidCheck and, for the report's browser test, Chromium; for the
+# fleet tests (shared history on PostgreSQL, job arrays on Slurm), PostgreSQL, psycopg2 (seen by
+# Debian's /usr/bin/python3), Slurm and munge. PAGELOCK_FLEET_TEST=0 leaves those out (the tests
+# then skip with the reason).
 # The CUDA toolkit is not a Debian package: it must already be at $CUDA_PATH or /usr/local/cuda.
 # Exit codes: 0 ready; 1 a package could not be installed; 2 no CUDA toolkit.
 set -euo pipefail
@@ -8,6 +11,9 @@ set -euo pipefail
 packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 git)
 if [[ "${PAGELOCK_BROWSER_TEST:-1}" != 0 ]]; then
   packages+=(chromium)
+fi
+if [[ "${PAGELOCK_FLEET_TEST:-1}" != 0 ]]; then
+  packages+=(postgresql python3-psycopg2 slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

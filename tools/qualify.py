@@ -1,44 +1,128 @@
 #!/usr/bin/env python3
 """pagelock qualify: the nightly driver qualification of the local GPUs.
 
-Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier, retries
-failed cases, compares the results with the expectations for this GPU SKU and driver and with a
-baseline run, writes a run directory (results.json, index.html, failures.csv, testlogs/),
-stores the run in the history database, prints a verdict and exits with its code:
+Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier with one
+run seed for every binary, retries failed cases with the same seed and filter, compares the
+results with the expectations for this GPU SKU and driver and with a baseline run (coverage
+included), writes a run directory (results.json, index.html, junit.xml, results.csv,
+failures.csv, expectations-update.txt, testlogs/), stores
+the run in the history database, prints a verdict and exits with its code.
 
-  0 qualified                       3 regressions
-  1 infrastructure error (no GPU)   4 nothing ran
-  2 bad configuration               5 expectations need updating
+  plan (every input checked, nothing written) -> run -> retry -> compare -> publish
 
-  tools/qualify [--bundle DIR] [--tier bat|full] [--baseline auto|none|PATH] ...
+Exit codes (the one table; README's is a copy, qualify_test checks it against reports/compare.py):
+  0  QUALIFIED                   every case passed or matched its expectation; no coverage lost
+  1  INFRASTRUCTURE ERROR        no usable GPU, a build or bundle binary that could not run, a
+                                 status the harness does not know, a disk that filled up
+  2  BAD CONFIGURATION           bad arguments, bundle, expectations, baseline, history or --out
+                                 (nothing was run, no run folder was created)
+  3  REGRESSIONS                 some case failed that no expectation covers
+  4  NOTHING RAN                 no test binary matches the tier, or every case was skipped
+  5  EXPECTATIONS NEED UPDATING  unexpected passes, new flakes or stale entries; nothing failed
+  6  COVERAGE LOST               cases exercised in the baseline did not run (NOT_SUPPORTED,
+                                 SKIP, MISSING, DROPPED) or the machine lost GPUs, SKU or a
+                                 capability against the baseline, and no expectation names it
+  7  INTERRUPTED                 SIGINT/SIGTERM: the running test was stopped; finished cases
+                                 are kept in a run folder marked INTERRUPTED
+
+  tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
+  tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
 """
 
 import argparse
 import datetime
 import json
+import math
 import os
+import random
 import re
+import signal
+import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import expectations as expect  # noqa: E402
 from reports import history  # noqa: E402
 from reports import htmlreport  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 from tools.runner import runner  # noqa: E402
 
 TIERS = {"bat": "tier_bat,-stress,-selftest,-host",
          "full": "tier_bat,tier_full,-stress,-selftest,-host",
          "stress": "tier_bat,tier_full,tier_stress,-selftest,-host"}
+MAX_RESTARTS = 5
+# This run's failures as `fail`/`flake`/`coverage` entries: a starting point for expectations.
+EXPECTATIONS_UPDATE = "expectations-update.txt"
+
+
+# --json: the human lines (and the runner's progress) go to stderr, stdout carries one JSON object.
+HUMAN = {"stream": None, "json": False}
+SUMMARY = {}  # what --json prints: filled in as the run goes
 
 
 def say(msg):
-    print(f"qualify: {msg}", flush=True)
+    print(f"qualify: {msg}", file=HUMAN["stream"] or sys.stdout, flush=True)
 
+
+class Stop(Exception):
+    """Ends qualify early with an exit code and a message (no traceback)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived."""
+
+
+@dataclass
+class Plan:
+    bundle: str
+    manifest: dict
+    targets: list  # manifest entries selected by the tier
+    fingerprint: dict
+    sku: str
+    driver: str
+    expectations: object
+    baseline: object  # model.Run or None
+    baseline_name: str
+    seed: int
+    tags: str
+    filters: dict = field(default_factory=dict)  # label -> gtest filter
+    skipped: list = field(default_factory=list)  # case ids that `skip` expectations keep out
+    run_dir: str = ""
+    db: object = None
+
+
+# ---------------------------------------------------------------------------------------------
+# The one call into the runner: runner.run(RunConfig) returns a typed RunnerResult.
+
+def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
+    """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
+    seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
+    the bundle or the output folder fails."""
+    if not targets:
+        return runner.RunnerResult(status="NOTHING_SELECTED", targets=[], out=out)
+    res = runner.run(runner.RunConfig(
+        bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
+        filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"]))
+    if res.status == "INTERRUPTED":
+        raise Interrupted(res.message or "a signal")
+    if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# plan
 
 def preflight(bundle, manifest):
     """The fingerprint, from the first GPU binary's --pagelock_fingerprint."""
@@ -48,50 +132,38 @@ def preflight(bundle, manifest):
             try:
                 out = subprocess.run([binary, "--pagelock_fingerprint"], capture_output=True,
                                      text=True, timeout=120)
-                return json.loads(out.stdout), None
-            except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+                fp = json.loads(out.stdout)
+                if not isinstance(fp, dict):
+                    raise ValueError("not a JSON object")
+                return {k: str(v) for k, v in fp.items()}, None
+            except (OSError, subprocess.TimeoutExpired, ValueError) as e:
                 return None, f"{binary} --pagelock_fingerprint failed: {e}"
     return None, "the bundle has no GPU test binary"
 
 
-def skip_filter(exps, driver):
-    """gtest negative filter from `skip` expectations ('pkg:target/Suite.Name' globs)."""
-    parts = [e.pattern.split("/", 1)[1] if "/" in e.pattern else e.pattern
-             for e in exps.skip_patterns(driver)]
-    return "-" + ":".join(parts) if parts else ""
-
-
-def retry_failures(bundle, manifest, run, run_dir, args):
-    """Re-runs failed cases up to args.retries times; every attempt stays visible in the
-    'attempts' property ('FAIL PASS'), and the final status is the last attempt's."""
-    by_target = {t["label"]: t for t in manifest["targets"]}
-    for attempt in range(1, args.retries + 1):
-        failing = [c for c in run.cases if c.status in ("FAIL", "CRASH", "TIMEOUT")
-                   and c.target in by_target and c.suite != "(binary)"]
-        if not failing:
-            return
-        say(f"retry {attempt}: {len(failing)} failed case(s)")
-        for label in sorted({c.target for c in failing}):
-            names = [c.gtest_name for c in failing if c.target == label]
-            rargs = argparse.Namespace(time_scale=args.time_scale, seed=args.seed,
-                                       gtest_filter=":".join(names), max_restarts=len(names),
-                                       shuffle=False)
-            out_root = os.path.join(run_dir, "retries", f"attempt_{attempt}")
-            runner.run_target(bundle, by_target[label], out_root, rargs)
-        retried = {c.id: c for c in model.load_testlogs(os.path.join(run_dir, "retries", f"attempt_{attempt}")).cases}
-        for c in failing:
-            r = retried.get(c.id)
-            new_status = r.status if r else "MISSING"
-            c.properties["attempts"] = c.properties.get("attempts", c.status) + " " + new_status
-            if new_status in ("PASS", "WARN"):
-                c.properties.setdefault("first_failure", c.message)
-                c.status, c.message = new_status, ""
-            elif r:
-                c.message = r.message
+def skip_filters(bundle, targets, exps, driver):
+    """{label: negative gtest filter} from `skip` expectations, and the skipped case ids. The
+    patterns match whole case ids (any package depth); the binaries' own case lists say which
+    cases they name, so each target gets exactly its own cases."""
+    patterns = [e.pattern for e in exps.skip_patterns(driver)]
+    if not patterns:
+        return {}, []
+    filters, skipped = {}, []
+    for t in targets:
+        names, _ = runner.list_cases(os.path.join(bundle, t["path"]), "", dict(os.environ))
+        ids = []
+        for n in names or []:
+            suite, _, case = n.partition(".")
+            ids.append(model.CaseId(t["label"], suite, case))
+        hit = model.matching(patterns, ids)
+        if hit:
+            filters.update(model.gtest_filters(hit, negative=True))
+            skipped += [str(c) for c in hit]
+    return filters, skipped
 
 
 def load_baseline(spec, out, sku, db, run_key):
-    """Returns (Run or None, description)."""
+    """Returns (Run or None, description). Raises Stop(EXIT_CONFIG) on a bad baseline."""
     if spec == "none":
         return None, "none"
     path = spec
@@ -103,10 +175,188 @@ def load_baseline(spec, out, sku, db, run_key):
     if not os.path.exists(path):
         if spec == "auto":
             return None, f"none (no earlier run for {sku} and no {os.path.relpath(path, ROOT)})"
-        raise FileNotFoundError(f"baseline {spec}: no results.json at {path}")
-    with open(path) as f:
-        data = json.load(f)
-    return model.Run.from_json(data.get("run", data)), os.path.abspath(path)
+        raise Stop(cmp.EXIT_CONFIG, f"bad baseline {spec}: no results.json at {path}")
+    try:
+        run, _, _ = model.read_results(path)
+    except model.ResultsError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"bad baseline: {e}")
+    return run, os.path.abspath(path)
+
+
+def open_history(args):
+    if args.no_history:
+        return None
+    path = args.history or os.path.join(args.out, "history.sqlite")
+    try:
+        return history.connect(path)
+    except (sqlite3.Error, OSError) as e:
+        raise Stop(cmp.EXIT_CONFIG, f"history {path} is unusable ({e}); repair or move it, or "
+                                    "run with --history OTHER.sqlite or --no-history")
+
+
+def new_run_dir(out, fp, sku, driver, started):
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", fp.get("host", "host"))
+    run_key = f"{started:%Y%m%d-%H%M%S}_{host}_{sku}_{driver or 'nodriver'}"
+    base_key, n = run_key, 1
+    while os.path.exists(os.path.join(out, run_key)):  # two runs in one second
+        n += 1
+        run_key = f"{base_key}-{n}"
+    return run_key
+
+
+def make_plan(args):
+    if args.retries < 0 or not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0 and --time-scale a number > 0")
+    if args.seed is not None and not 0 <= args.seed < 2 ** 64:
+        raise Stop(cmp.EXIT_CONFIG, "--seed must be between 0 and 2^64-1")
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"--out {args.out}: cannot create it: {e.strerror}")
+    if not os.access(args.out, os.W_OK | os.X_OK):
+        raise Stop(cmp.EXIT_CONFIG, f"--out {args.out}: not writable")
+
+    bundle = args.bundle
+    if not bundle:
+        bundle = os.path.join(ROOT, "build", "bundle")
+        say(f"building the bundle into {bundle}")
+        rc = subprocess.call([sys.executable, os.path.join(ROOT, "tools", "bundle.py"), bundle]
+                             + (["--archs", args.archs] if args.archs else []))
+        if rc != 0:
+            raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})")
+    try:
+        manifest = runner.load_manifest(bundle)
+    except runner.UsageError as e:
+        raise Stop(cmp.EXIT_CONFIG, str(e))
+    except (OSError, AttributeError, TypeError) as e:
+        raise Stop(cmp.EXIT_CONFIG, f"{bundle}: not a usable bundle ({e})")
+
+    fp, err = preflight(bundle, manifest)
+    if fp is None:
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: {err}")
+    if fp.get("device_status") != "usable" and not args.allow_no_gpu:
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine "
+                                   f"({fp.get('device_status')}); nothing was run")
+    sku = expect.sku_of(fp.get("gpu0_name", "none"))
+    driver = fp.get("nvidia_driver", "")
+    try:
+        exps = expect.load(args.expectations, sku)
+    except expect.ExpectationError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"bad expectations: {e}")
+    db = open_history(args)
+    baseline, baseline_name = load_baseline(args.baseline, args.out, sku, db, "")
+    targets = runner.select(manifest["targets"], TIERS[args.tier], "")
+    if not targets:
+        raise Stop(cmp.EXIT_NOTHING_RAN, f"nothing ran: no test binary matches the tier {args.tier}")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10 ** 12)
+    plan = Plan(bundle, manifest, targets, fp, sku, driver, exps, baseline, baseline_name, seed,
+                TIERS[args.tier], db=db)
+    plan.filters, plan.skipped = skip_filters(bundle, targets, exps, driver)
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# run and retry
+
+def load_run(plan, testlogs):
+    """The typed run of a testlogs tree, every case knowing its run seed and stress tag."""
+    run = model.load_testlogs(testlogs)
+    run.fingerprint["seed"] = str(plan.seed)  # every binary ran with it (history's runs.seed)
+    stress = {t["label"]: "stress" in t.get("tags", []) for t in plan.targets}
+    for c in run.cases:
+        c.run_seed = plan.seed
+        c.stress = stress.get(c.target)
+    return run
+
+
+def retry_failures(plan, run, args):
+    """Re-runs failed cases up to args.retries times with the same seed, each case alone in its
+    target's filter; every attempt stays in case.attempts and the final status is the last
+    attempt's."""
+    by_target = {t["label"]: t for t in plan.targets}
+    for attempt in range(1, args.retries + 1):
+        failing = [c for c in run.cases if c.status.is_retryable and c.target in by_target
+                   and c.suite != "(binary)"]
+        if not failing:
+            return
+        say(f"retry {attempt}: {len(failing)} failed case(s), seed {plan.seed}")
+        out = os.path.join(plan.run_dir, "retries", f"attempt_{attempt}")
+        filters = model.gtest_filters(c.cid for c in failing)
+        _run_bundle(plan, out, [by_target[t] for t in sorted(filters)], filters, False, args.time_scale)
+        retried = load_run(plan, out).by_id()
+        for c in failing:
+            r = retried.get(c.id)
+            new = r.status if r else model.Status.MISSING
+            c.attempts.append(new)
+            # Every attempt's logs stay (the log tail and kernel lines of the last failure are the
+            # ones a reviewer needs), named by attempt.
+            for key, text in (r.logs.items() if r else ()):
+                c.logs[f"{key} (attempt {len(c.attempts)})"] = text
+            if new.is_pass:
+                c.first_failure = c.first_failure or c.message
+                c.status, c.message = new, ""
+            else:
+                c.status = new
+                if r:
+                    c.message = r.message
+
+
+# ---------------------------------------------------------------------------------------------
+# publish
+
+def publish(plan, run, comp, info, args):
+    """Writes results.json, failures.csv, the history row and index.html; returns the report
+    path. A write that fails (full disk) raises OSError after what was written is complete."""
+    run_dir = plan.run_dir
+    info["outputs"] = {"JUnit (final verdict per case)": ciout.JUNIT_NAME,
+                       "deqp-runner results / failures": f"{ciout.RESULTS_CSV}, {ciout.FAILURES_CSV}",
+                       "suggested expectation entries": EXPECTATIONS_UPDATE}
+    model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
+    ciout.write(run_dir, run, comp)
+    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
+        f.write(cmp.failures_csv(run, comp))
+    trends = {}
+    if plan.db:
+        try:
+            history.store(plan.db, info["run_key"], info["started_at"], run, comp, plan.sku,
+                          info["bundle"].get("commit", ""), comp.exit_code, info["verdict"])
+            for name in history.metric_names(plan.db, plan.sku):
+                trends[name] = history.trend(plan.db, name, plan.sku)
+        except (sqlite3.Error, ValueError, TypeError) as e:
+            say(f"warning: the history was not updated ({e}); results.json has the run")
+    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends)
+    page = os.path.join(run_dir, "index.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(html)
+    if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
+        say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
+    elif args.write_baseline:
+        dest = os.path.join(ROOT, "baselines", plan.sku)
+        os.makedirs(dest, exist_ok=True)
+        model.write_results(os.path.join(dest, "results.json"), run, info, comp)
+        say(f"baseline written: {os.path.join(dest, 'results.json')} (commit it)")
+    return page
+
+
+def _kill_children():
+    """Kills the process groups of our own child processes (the runner starts each test binary
+    in a session of its own, so a terminal's Ctrl-C does not reach it)."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == me:
+                os.killpg(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
+def _on_signal(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
 
 
 def main(argv=None):
@@ -122,113 +372,99 @@ def main(argv=None):
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
     p.add_argument("--time-scale", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None,
+                   help="run seed for every binary (PAGELOCK_SEED; default: a fresh one, recorded)")
     p.add_argument("--shuffle", action="store_true")
     p.add_argument("--label", default="", help="free text shown in the report (e.g. the change under test)")
     p.add_argument("--allow-no-gpu", action="store_true",
-                   help="run even without a usable GPU (harness self-tests)")
+                   help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
+    p.add_argument("--write-baseline", action="store_true",
+                   help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
+                   "counts); the progress and the human lines go to stderr")
     args = p.parse_args(argv)
-    if args.retries < 0 or args.time_scale <= 0:
-        say("--retries must be >= 0 and --time-scale > 0")
-        return cmp.EXIT_CONFIG
-
-    bundle = args.bundle
-    if not bundle:
-        bundle = os.path.join(ROOT, "build", "bundle")
-        say(f"building the bundle into {bundle}")
-        rc = subprocess.call([sys.executable, os.path.join(ROOT, "tools", "bundle.py"), bundle]
-                             + (["--archs", args.archs] if args.archs else []))
-        if rc != 0:
-            say(f"the build failed (tools/bundle.py exit {rc})")
-            return cmp.EXIT_INFRA
+    HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
+    SUMMARY.clear()
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        manifest = runner.load_manifest(bundle)
-    except runner.UsageError as e:
+        code = _qualify(args, argv)
+    except Stop as e:
         say(str(e))
-        return cmp.EXIT_CONFIG
+        code = e.code
+    except Interrupted as e:
+        _kill_children()
+        say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
+        code = cmp.EXIT_INTERRUPTED
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if args.json:
+        print(json.dumps(dict({"tool": "qualify", "exit_code": code, "verdict": cmp.VERDICTS[code][0]},
+                              **SUMMARY)))
+    HUMAN.update(stream=None, json=False)
+    return code
 
-    fp, err = preflight(bundle, manifest)
-    if fp is None:
-        say(f"infrastructure error: {err}")
-        return cmp.EXIT_INFRA
-    if fp.get("device_status") != "usable" and not args.allow_no_gpu:
-        say(f"infrastructure error: no usable GPU on this machine ({fp.get('device_status')}); "
-            "nothing was run")
-        return cmp.EXIT_INFRA
-    sku = expect.sku_of(fp.get("gpu0_name", "none"))
-    driver = fp.get("nvidia_driver", "")
-    try:
-        exps = expect.load(args.expectations, sku)
-    except expect.ExpectationError as e:
-        say(f"bad expectations: {e}")
-        return cmp.EXIT_CONFIG
 
+def _qualify(args, argv):
+    plan = make_plan(args)
     started = datetime.datetime.now(datetime.timezone.utc)
-    host = re.sub(r"[^A-Za-z0-9.-]", "-", fp.get("host", "host"))
-    run_key = f"{started:%Y%m%d-%H%M%S}_{host}_{sku}_{driver or 'nodriver'}"
-    base_key, n = run_key, 1
-    while os.path.exists(os.path.join(args.out, run_key)):  # two runs in one second
-        n += 1
-        run_key = f"{base_key}-{n}"
-    run_dir = os.path.join(args.out, run_key)
-    os.makedirs(run_dir)
-    db = None
-    if not args.no_history:
-        db = history.connect(args.history or os.path.join(args.out, "history.sqlite"))
+    run_key = new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started)
+    plan.run_dir = os.path.join(args.out, run_key)
     try:
-        baseline, baseline_name = load_baseline(args.baseline, args.out, sku, db, run_key)
-    except (OSError, ValueError, KeyError) as e:
-        say(f"bad baseline: {e}")
-        return cmp.EXIT_CONFIG
-
-    say(f"{fp.get('gpu0_name', 'no GPU')} ({sku}), driver {driver or 'none'}, tier {args.tier}, run {run_key}")
-    rargv = ["--bundle", bundle, "--out", os.path.join(run_dir, "testlogs"), "--tags", TIERS[args.tier],
-             "--time-scale", str(args.time_scale)]
-    if args.seed is not None:
-        rargv += ["--seed", str(args.seed)]
-    if args.shuffle:
-        rargv.append("--shuffle")
-    sf = skip_filter(exps, driver)
-    if sf:
-        rargv.append("--gtest_filter=" + sf)
-    rc = runner.main(rargv)
-    if rc == 2:
-        say("nothing ran: no test binary matches the tier")
-        return cmp.EXIT_NOTHING_RAN
-    run = model.load_testlogs(os.path.join(run_dir, "testlogs"))
-    retry_failures(bundle, manifest, run, run_dir, args)
-    comp = cmp.compare(run, exps, baseline)
-    verdict, color = comp.verdict
-
-    info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": sku,
-            "tier": args.tier, "bundle": manifest.get("info", {}), "baseline": baseline_name,
-            "expectations": exps.files, "retries": args.retries, "label": args.label,
-            "verdict": verdict, "exit_code": comp.exit_code,
+        os.makedirs(plan.run_dir)
+    except OSError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"cannot create the run folder {plan.run_dir}: {e.strerror}")
+    SUMMARY.update(run_dir=plan.run_dir)
+    info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
+            "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
+            "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
+            "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
             "command": " ".join(["tools/qualify"] + (argv if argv is not None else sys.argv[1:]))}
-    with open(os.path.join(run_dir, "results.json"), "w") as f:
-        json.dump({"info": info, "run": run.to_json(), "comparison": comp.status,
-                   "comparison_notes": comp.notes, "dropped": comp.dropped,
-                   "stale_expectations": [f"{e.source}: {e.kind} {e.pattern}" for e in comp.stale]},
-                  f, indent=1)
-    with open(os.path.join(run_dir, "failures.csv"), "w") as f:
-        f.write(cmp.failures_csv(run, comp))
-    if db:
-        history.store(db, run_key, info["started_at"], run, comp, sku,
-                      info["bundle"].get("commit", ""), comp.exit_code, verdict)
-    trends = {}
-    if db:
-        for name in history.metric_names(db, sku):
-            trends[name] = history.trend(db, name, sku)
-    html = htmlreport.render_qualification(run, info, comp, baseline, trends)
-    with open(os.path.join(run_dir, "index.html"), "w", encoding="utf-8") as f:
-        f.write(html)
-    print(model.format_counts(run.counts()))
+    say(f"{plan.fingerprint.get('gpu0_name', 'no GPU')} ({plan.sku}), driver {plan.driver or 'none'}, "
+        f"tier {args.tier}, seed {plan.seed}, run {run_key}")
+    testlogs = os.path.join(plan.run_dir, "testlogs")
+    try:
+        _run_bundle(plan, testlogs, plan.targets, plan.filters, args.shuffle, args.time_scale)
+        run = load_run(plan, testlogs)
+        retry_failures(plan, run, args)
+    except Interrupted as e:
+        _kill_children()
+        info.update(verdict=cmp.VERDICTS[cmp.EXIT_INTERRUPTED][0], exit_code=cmp.EXIT_INTERRUPTED,
+                    interrupted_by=str(e))
+        try:
+            partial = load_run(plan, testlogs) if os.path.isdir(testlogs) else model.Run(plan.fingerprint)
+            model.write_results(os.path.join(plan.run_dir, "results.json"), partial, info)
+            say(f"interrupted by {e}: {len(partial.cases)} finished case(s) kept in {plan.run_dir}")
+        except (OSError, ValueError) as w:
+            say(f"interrupted by {e}; could not write the partial results: {w}")
+        say(f"verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
+        return cmp.EXIT_INTERRUPTED
+    except OSError as e:
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
+
+    comp = cmp.compare(run, plan.expectations, plan.baseline)
+    verdict, _ = comp.verdict
+    info.update(verdict=verdict, exit_code=comp.exit_code)
+    try:
+        page = publish(plan, run, comp, info, args)
+    except (OSError, ValueError) as e:
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
+                                   f"({e}); the verdict would have been {verdict}")
+    print(model.format_counts(run.counts()), file=HUMAN["stream"] or sys.stdout)
+    SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},
+                   comparison={k: v for k, v in comp.summary.items() if v},
+                   outputs={n: os.path.join(plan.run_dir, n) for n in
+                            (ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, EXPECTATIONS_UPDATE,
+                             "results.json")})
     if any(comp.summary.values()):
         say("against expectations and baseline: " +
             ", ".join(f"{k}={v}" for k, v in sorted(comp.summary.items()) if v))
+    for key, st, why in comp.machine:
+        say(f"{st} {key}: {why}")
     for e in comp.stale:
         say(f"stale expectation {e.source}: {e.kind} {e.pattern}")
-    say(f"report: {os.path.join(run_dir, 'index.html')}")
+    say(f"report: {page}")
     say(f"verdict: {verdict} (exit {comp.exit_code})")
     return comp.exit_code
 

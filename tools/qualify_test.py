@@ -8,11 +8,16 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
+from reports import compare as cmp
 from reports import compare_runs
+from reports import model
 from tools import qualify
 from tools.runner import runner_test
 
@@ -66,7 +71,8 @@ class QualifyTest(unittest.TestCase):
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
         self.assertEqual(self.qualify(), 0, self.output)
         run_dir, res = self.last_run()
-        for name in ("results.json", "index.html", "failures.csv", "testlogs/selftest/fake_gtest/test.xml"):
+        for name in ("results.json", "index.html", "failures.csv", "results.csv", "junit.xml",
+                     "expectations-update.txt", "testlogs/selftest/fake_gtest/test.xml"):
             self.assertTrue(os.path.exists(os.path.join(run_dir, name)), name)
         self.assertEqual(res["info"]["verdict"], "QUALIFIED")
         self.assertIn("verdict: QUALIFIED (exit 0)", self.output)
@@ -76,15 +82,41 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(self.qualify("--retries", "2", mode="fail,crash"), 3, self.output)
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
-        self.assertEqual(by["CrashesWhenAsked"]["properties"]["attempts"], "CRASH CRASH CRASH")
+        self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH", "CRASH"])
+        # the log tail of every attempt is kept, not only the first one's
+        self.assertEqual(sorted(k for k in by["CrashesWhenAsked"]["logs"] if k.startswith("log_tail")),
+                         ["log_tail", "log_tail (attempt 2)", "log_tail (attempt 3)"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "REGRESSION")
+        # The documented CI glob finds one JUnit file per run, each case once, final verdicts:
+        # the crash retried three times is one <error>, never three.
+        files = glob.glob(os.path.join(self.out, "*", "junit.xml"))
+        self.assertEqual(len(files), 1)
+        with open(files[0]) as f:
+            junit = f.read()
+        self.assertEqual(junit.count('name="CrashesWhenAsked"'), 1)
+        self.assertEqual(len(re.findall(r"<testcase ", junit)), len(res["run"]["cases"]))
+        self.assertIn('<error message="[REGRESSION] CRASH', junit)
+
+    def test_json_prints_one_object_on_stdout_and_the_rest_on_stderr(self):
+        os.environ["PAGELOCK_FAKE_MODE"] = "fail"
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = qualify.main(["--bundle", self.bundle, "--out", self.out, "--expectations", self.exp,
+                               "--allow-no-gpu", "--json", "--retries", "0"])
+        self.assertEqual(rc, 3, err.getvalue())
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["exit_code"], doc["verdict"]), (3, "REGRESSIONS"))
+        self.assertEqual(doc["comparison"]["REGRESSION"], 1)
+        self.assertTrue(os.path.isfile(doc["outputs"]["junit.xml"]))
+        self.assertIn("[1/1]", err.getvalue())  # the runner's progress
+        self.assertIn("verdict: REGRESSIONS", err.getvalue())
 
     def test_a_flake_is_visible_and_asks_for_an_update(self):
         self.assertEqual(self.qualify(mode="flaky"), 5, self.output)
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["FlakyWhenAsked"]["status"], "PASS")
-        self.assertEqual(by["FlakyWhenAsked"]["properties"]["attempts"], "FAIL PASS")
+        self.assertEqual(by["FlakyWhenAsked"]["attempts"], ["FAIL", "PASS"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FlakyWhenAsked"], "FLAKE")
 
     def test_known_failure_qualifies_and_goes_stale_when_fixed(self):
@@ -125,6 +157,7 @@ class QualifyTest(unittest.TestCase):
         with open(os.path.join(self.bundle, "manifest.json"), "w") as f:
             json.dump(m, f)
         self.assertEqual(self.qualify("--tier", "bat"), 4, self.output)
+        self.assertFalse(glob.glob(os.path.join(self.out, "2*")), "no run folder for nothing")
 
     def test_two_runs_side_by_side(self):
         self.qualify(mode="fail")
@@ -132,10 +165,244 @@ class QualifyTest(unittest.TestCase):
         runs = sorted(d for d in glob.glob(os.path.join(self.out, "*")) if os.path.isdir(d))
         html = os.path.join(self.tmp, "cmp.html")
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 0)
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html]), 3)
         self.assertIn("1 case(s) differ", out.getvalue())
+        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(compare_runs.main(runs[-2:] + ["--html", html, "--json"]), 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual([d["statuses"] for d in doc["differing"]], [["FAIL", "PASS"]])
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main([runs[-1], runs[-1], "--html", html]), 0)
         with contextlib.redirect_stderr(io.StringIO()):
             self.assertEqual(compare_runs.main([runs[-1], "--html", html]), 2)
+
+
+FAKE_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "fake_suite.py")
+FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_CASES", "FAKE_NAN",
+            "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED")
+NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
+
+
+class VerdictTest(unittest.TestCase):
+    """The verdict with coverage, seeds that replay, and bad input, on a bundle of
+    tools/testdata/fake_suite.py (a scriptable stand-in for a suite binary; needs no GPU)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.bundle = os.path.join(self.tmp, "bundle")
+        self.exp = os.path.join(self.tmp, "expectations")
+        self.out = os.path.join(self.tmp, "runs")
+        os.makedirs(self.exp)
+        self.make_bundle([("//selftest:fake_suite", ["gpu", "tier_bat"])])
+        for k in FAKE_ENV:
+            os.environ.pop(k, None)
+
+    def tearDown(self):
+        for k in FAKE_ENV:
+            os.environ.pop(k, None)
+
+    def make_bundle(self, targets):
+        shutil.rmtree(self.bundle, ignore_errors=True)
+        entries = []
+        for label, tags in targets:
+            pkg, name = label[2:].split(":")
+            path = f"bin/{pkg}/{name}"
+            os.makedirs(os.path.dirname(os.path.join(self.bundle, path)), exist_ok=True)
+            shutil.copy(FAKE_SUITE, os.path.join(self.bundle, path))
+            os.chmod(os.path.join(self.bundle, path), 0o755)
+            entries.append({"label": label, "path": path, "timeout_s": 60, "tags": tags})
+        with open(os.path.join(self.bundle, "manifest.json"), "w") as f:
+            json.dump({"info": {"commit": "test"}, "targets": entries}, f)
+
+    def qualify(self, *extra, **env):
+        for k in FAKE_ENV:
+            os.environ.pop(k, None)
+        os.environ.update({k: str(v) for k, v in env.items()})
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            rc = qualify.main(["--bundle", self.bundle, "--out", self.out, "--expectations", self.exp,
+                               *extra])
+        self.output = buf.getvalue()
+        return rc
+
+    def runs(self):
+        return sorted(d for d in glob.glob(os.path.join(self.out, "2*")) if os.path.isdir(d))
+
+    def last(self):
+        with open(os.path.join(self.runs()[-1], "results.json")) as f:
+            return json.load(f)
+
+    def expect(self, text):
+        with open(os.path.join(self.exp, "nvidia-h200.txt"), "w") as f:
+            f.write(text)
+
+    # --- coverage: the three cases of issue 7 -------------------------------------------------
+
+    def test_no_gpu_against_a_gpu_baseline_is_not_qualified(self):
+        self.assertEqual(self.qualify("--baseline", "none"), 0, self.output)
+        base = self.runs()[-1]
+        self.expect("coverage fingerprint:* bug=u\ncoverage selftest:* bug=u\n")
+        rc = self.qualify("--allow-no-gpu", "--baseline", base, FAKE_DEVICE_STATUS=NO_GPU)
+        self.assertEqual(rc, cmp.EXIT_COVERAGE_LOST, self.output)
+        self.assertIn("verdict: COVERAGE LOST (exit 6)", self.output)
+        self.assertIn("fingerprint:device_status", self.output)
+        res = self.last()
+        self.assertEqual(res["info"]["verdict"], "COVERAGE LOST")
+        self.assertEqual(res["machine_coverage"][0]["status"], "COVERAGE_LOST")
+
+    def test_dropping_88_cases_is_not_qualified(self):
+        self.assertEqual(self.qualify("--baseline", "none", FAKE_EXTRA_CASES=88), 0, self.output)
+        self.assertEqual(self.qualify(), cmp.EXIT_COVERAGE_LOST, self.output)
+        res = self.last()
+        self.assertEqual(len(res["dropped"]), 88)
+        self.assertEqual(res["summary"]["DROPPED"], 88)
+        self.assertIn("DROPPED=88", self.output)
+        with open(os.path.join(self.runs()[-1], "index.html")) as f:
+            self.assertIn("DROPPED 88", f.read())
+
+    def test_can_map_host_memory_zero_is_not_qualified(self):
+        self.assertEqual(self.qualify("--baseline", "none"), 0, self.output)
+        self.assertEqual(self.qualify(FAKE_CAN_MAP=0), cmp.EXIT_COVERAGE_LOST, self.output)
+        res = self.last()
+        self.assertEqual(res["comparison"]["selftest:fake_suite/Mapped.KernelReadsHostMemory"], "COVERAGE_LOST")
+        self.assertEqual(res["comparison"]["selftest:fake_suite/Flags/Alloc.Maps/mapped"], "COVERAGE_LOST")
+        self.assertEqual([m["id"] for m in res["machine_coverage"]],
+                         ["fingerprint:gpu0_cudaDevAttrCanMapHostMemory"])
+        # A loss the expectations name (with a bug) qualifies.
+        self.expect("coverage fingerprint:gpu0_cudaDevAttrCanMapHostMemory bug=u\n"
+                    "coverage selftest:fake_suite/*Map* bug=u\n")
+        self.assertEqual(self.qualify(FAKE_CAN_MAP=0), 0, self.output)
+
+    # --- seeds ------------------------------------------------------------------------------
+
+    def test_a_seed_dependent_failure_is_a_regression_and_its_replay_reproduces_it(self):
+        self.assertEqual(self.qualify("--seed", "4242", "--retries", "2", "--baseline", "none"),
+                         cmp.EXIT_REGRESSION, self.output)
+        res = self.last()
+        case = next(c for c in res["run"]["cases"] if c["name"] == "FailsForOneSeed")
+        self.assertEqual(case["attempts"], ["FAIL", "FAIL", "FAIL"])  # same seed every retry
+        self.assertEqual(res["comparison"][case["id"]], "REGRESSION")
+        self.assertEqual(case["run_seed"], "4242")
+        self.assertIsNotNone(case["seed"])
+        self.assertTrue(model.Case.from_json(case).seed_replays)  # the replay gives the case its seed
+        c = model.Case.from_json(case)
+        bazel, bundle = c.replay_command(self.bundle).splitlines()
+        self.assertIn("--test_env=PAGELOCK_SEED=4242", bazel)
+        replay = subprocess.run(bundle, shell=True, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(replay.returncode, 0)
+        self.assertIn("bytes differ for run seed 4242", replay.stdout)
+        self.assertIn("FailsForOneSeed", replay.stdout)
+        self.assertNotIn("CopyRoundTrips", replay.stdout)  # exactly this case
+        # Another seed passes: the failure belongs to the seed, not to the machine.
+        self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
+
+    def test_skip_with_a_two_segment_package_skips_exactly_that_case(self):
+        self.make_bundle([("//suites/stress:pinned_stress_test", ["gpu", "tier_stress", "stress"]),
+                          ("//suites/other:other_test", ["gpu", "tier_stress"])])
+        self.expect("skip suites/stress:pinned_stress_test/Pinned.FailsForOneSeed  # hangs\n")
+        self.assertEqual(self.qualify("--tier", "stress", "--seed", "4242", "--baseline", "none"),
+                         cmp.EXIT_REGRESSION, self.output)
+        res = self.last()
+        ids = [c["id"] for c in res["run"]["cases"]]
+        self.assertNotIn("suites/stress:pinned_stress_test/Pinned.FailsForOneSeed", ids)
+        self.assertIn("suites/stress:pinned_stress_test/Pinned.CopyRoundTrips", ids)
+        self.assertIn("suites/other:other_test/Pinned.FailsForOneSeed", ids)  # other target runs it
+        self.assertEqual(res["info"]["skipped_by_expectations"],
+                         ["suites/stress:pinned_stress_test/Pinned.FailsForOneSeed"])
+        self.assertEqual(len(ids), 11)
+        # Stress targets replay with --config=stress.
+        self.expect("")
+        self.qualify("--tier", "stress", "--seed", "4242", "--baseline", "none")
+        case = next(c for c in self.last()["run"]["cases"]
+                    if c["id"] == "suites/stress:pinned_stress_test/Pinned.FailsForOneSeed")
+        self.assertIn("--config=stress", model.Case.from_json(case).replay_command())
+
+    # --- bad input: a message, a documented code, no run folder ------------------------------
+
+    def assert_refused(self, rc, needle, code=cmp.EXIT_CONFIG):
+        self.assertEqual(rc, code, self.output)
+        self.assertIn(needle, self.output)
+        self.assertNotIn("Traceback", self.output)
+        self.assertEqual(self.runs(), [], "a run folder was created for bad input")
+
+    def test_a_baseline_that_is_a_json_list(self):
+        path = os.path.join(self.tmp, "list.json")
+        with open(path, "w") as f:
+            f.write("[1, 2]")
+        self.assert_refused(self.qualify("--baseline", path), "expected a JSON object")
+
+    def test_a_missing_expectations_path(self):
+        self.assert_refused(self.qualify("--expectations", os.path.join(self.tmp, "nope")),
+                            "no such expectations directory")
+
+    def test_a_corrupt_history(self):
+        os.makedirs(self.out)
+        with open(os.path.join(self.out, "history.sqlite"), "wb") as f:
+            f.write(b"this is not a database" * 100)
+        self.assert_refused(self.qualify(), "history")
+
+    def test_an_out_that_cannot_be_written(self):
+        blocker = os.path.join(self.tmp, "file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        rc = self.qualify("--out", os.path.join(blocker, "runs"))
+        self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+        self.assertIn("--out", self.output)
+
+    def test_a_nan_metric_is_stored_and_shown(self):
+        self.assertEqual(self.qualify("--baseline", "none", FAKE_NAN=1), 0, self.output)
+        res = self.last()
+        case = next(c for c in res["run"]["cases"] if c["name"] == "CopyRoundTrips")
+        self.assertEqual(case["metrics"]["h2d_pinned_GBps"], {"value": "nan", "unit": "GB/s"})
+        with open(os.path.join(self.runs()[-1], "index.html")) as f:
+            self.assertIn("nan", f.read())
+
+    def test_compare_runs_bad_input(self):
+        path = os.path.join(self.tmp, "list.json")
+        with open(path, "w") as f:
+            f.write("[]")
+        self.assertEqual(self.qualify("--baseline", "none"), 0, self.output)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main([self.runs()[-1], path, "--html", os.path.join(self.tmp, "c.html")]), 2)
+            self.assertEqual(compare_runs.main([self.runs()[-1], self.runs()[-1], "--html",
+                                                os.path.join(path, "c.html")]), 2)
+        self.assertIn("expected a JSON object", err.getvalue())
+
+    def test_sigterm_stops_the_test_and_marks_the_run_interrupted(self):
+        pid_file = os.path.join(self.tmp, "pid")
+        env = dict(os.environ, FAKE_HANG="1", FAKE_PID_FILE=pid_file,
+                   PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        proc = subprocess.Popen([sys.executable, qualify.__file__, "--bundle", self.bundle, "--out", self.out,
+                                 "--expectations", self.exp], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        def read_pid():
+            try:
+                with open(pid_file) as f:
+                    return f.read()
+            except FileNotFoundError:
+                return ""
+        for _ in range(300):
+            if read_pid():
+                break
+            time.sleep(0.1)
+        hung = int(read_pid())
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, cmp.EXIT_INTERRUPTED, out)
+        self.assertNotIn("Traceback", out)
+        self.assertEqual(self.last()["info"]["verdict"], "INTERRUPTED")
+        time.sleep(0.5)
+        try:
+            with open(f"/proc/{hung}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            self.assertEqual(state, "Z", "the running test binary survived qualify's SIGTERM")
+        except FileNotFoundError:
+            pass
+
+    def test_the_exit_code_table_is_the_one_in_the_docstring(self):
+        for code, (text, _, _) in cmp.EXIT_CODES.items():
+            self.assertRegex(qualify.__doc__, rf"\n  {code}  {re.escape(text)} ")
 
 
 class BrowserTest(unittest.TestCase):
@@ -162,7 +429,8 @@ class BrowserTest(unittest.TestCase):
         self.assertEqual(console, [], "console output from the report")
         m = re.search(r'<pre id="selftest">(.*?)</pre>', dom.stdout, re.S)
         self.assertIsNotNone(m, "the report's self-test did not run:\n" + dom.stdout[-2000:])
-        seen = json.loads(m.group(1).replace("&quot;", '"'))
+        seen = json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                          .replace("&amp;", "&"))
         cases = res["run"]["cases"]
         self.assertEqual(seen["total"], len(cases))
         self.assertEqual(seen["filters"]["FAIL"], sum(c["status"] == "FAIL" for c in cases))

@@ -13,7 +13,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEST_RE = re.compile(r"^\s*(?:TEST|TEST_F|TEST_P)\(\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
+# RapidCheck's RC_GTEST_FIXTURE_PROP(F, Name, ...) registers the test as F_RapidCheck.Name.
+TEST_RE = re.compile(r"^\s*(TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]", re.M)
 RULE_RE = re.compile(r'PAGELOCK_RULE\("([^"]*)"\)')
 COLUMNS = ["id", "family", "rule", "versions", "capability", "tests"]
 
@@ -47,7 +48,8 @@ def scan_tests(suites_dir):
                 body = text[m.end(): matches[i + 1].start() if i + 1 < len(matches) else len(text)]
                 rule = RULE_RE.search(body)
                 ids = [r.strip() for r in rule.group(1).split(",")] if rule else []
-                found[f"{m.group(1)}.{m.group(2)}"] = ids
+                suite = m.group(2) + ("_RapidCheck" if m.group(1) == "RC_GTEST_FIXTURE_PROP" else "")
+                found[f"{suite}.{m.group(3)}"] = ids
     return found
 
 

@@ -1,6 +1,8 @@
-// Atomics, tearing and publication on mapped host memory: device-scope atomics from one GPU,
-// system-scope atomics racing host atomics, naturally aligned stores, and data published behind
-// a flag in either direction. Every wait is bounded. Rule ids refer to suites/rules.tsv.
+// Tearing, publication and the atomic capability query on mapped host memory: naturally aligned
+// stores, data published behind a flag in either direction, cudaDeviceGetHostAtomicCapabilities.
+// The atomics themselves (every op, type, scope, memory kind and agent) are in
+// atomics_matrix_test.cc and atomics_multigpu_test.cc. Every wait is bounded.
+// Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -16,8 +18,6 @@
 
 namespace pagelock {
 namespace {
-
-constexpr int kBlocks = 64, kThreads = 256, kIters = 100;
 
 class MappedAtomicsTest : public GpuTest {
  protected:
@@ -49,31 +49,6 @@ class MappedAtomicsTest : public GpuTest {
   }
   std::vector<void*> allocations_;
 };
-
-TEST_F(MappedAtomicsTest, DeviceAtomicsFromOneGpuAreExact) {
-  PAGELOCK_RULE("R79");
-  auto* counter = Mapped<unsigned long long>(1);
-  ASSERT_NE(counter, nullptr);
-  ASSERT_CUDA_OK(LaunchDeviceAtomicAdds(counter, kBlocks, kThreads, kIters));
-  ASSERT_CUDA_OK(cudaDeviceSynchronize());
-  EXPECT_EQ(*counter, static_cast<unsigned long long>(kBlocks) * kThreads * kIters);
-}
-
-TEST_F(MappedAtomicsTest, SystemAtomicsRacingHostAtomicsAreExactWithNativeHostAtomics) {
-  PAGELOCK_RULE("R80,R81");
-  auto* counter = Mapped<unsigned long long>(1);
-  ASSERT_NE(counter, nullptr);
-  constexpr unsigned long long kHostAdds = 2000000;
-  ASSERT_CUDA_OK(LaunchSystemAtomicAdds(counter, kBlocks, kThreads, kIters));
-  for (unsigned long long i = 0; i < kHostAdds; ++i) __atomic_fetch_add(counter, 1ull, __ATOMIC_RELAXED);
-  ASSERT_CUDA_OK(cudaDeviceSynchronize());
-  const unsigned long long want = kHostAdds + static_cast<unsigned long long>(kBlocks) * kThreads * kIters;
-  const unsigned long long got = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
-  Metric("lost_updates_count", static_cast<double>(want - got), "count");
-  // Without native host atomics, atomicity against the host is not promised: informational.
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostNativeAtomicSupported, 1));
-  EXPECT_EQ(got, want);
-}
 
 TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
   PAGELOCK_RULE("R82");

@@ -94,6 +94,7 @@ TEST_F(FaultGapsTest, SynchronousCopyToPinnedMemoryIsCompleteOnReturn) {
 
 // Copies device memory into pinned memory and counts the bytes that are not `value`.
 size_t CountNotEqual(const void* d, size_t n, unsigned char value, unsigned char* pinned) {
+  // copy-check: the loop below compares every byte it copied
   if (cudaMemcpy(pinned, d, n, cudaMemcpyDeviceToHost) != cudaSuccess) return n + 1;
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i) bad += pinned[i] != value;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "fixtures/child_process.h"
 #include "fixtures/flags.h"
@@ -132,6 +133,26 @@ TEST_P(HostAllocFlagsTest, KernelReadsAndWritesEveryByteThroughTheDevicePointer)
       << "bytes the host read differently from what the device wrote";
 
   EXPECT_CUDA_OK(cudaFree(mismatches));
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+// The flags belong to the allocation, not to the thread that made it (R56): a thread storm saw
+// another thread's cudaHostGetFlags drop Portable, so the one-thread case is checked alone here.
+TEST_P(HostAllocFlagsTest, GetFlagsFromAnotherThreadReturnsTheRequestedBits) {
+  PAGELOCK_RULE("R56,R57");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  unsigned got = 0xdeadbeef;
+  cudaError_t e = cudaErrorUnknown;
+  std::thread other([&] {
+    e = cudaSetDevice(0);
+    if (e == cudaSuccess) e = cudaHostGetFlags(&got, p);
+  });
+  other.join();
+  EXPECT_CUDA_OK(e);
+  Observe("host_get_flags_other_thread", got);
+  EXPECT_EQ(got & flags(), flags()) << "requested " << HostAllocFlagsName(flags()) << ", got 0x"
+                                    << std::hex << got << " on another thread";
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 

@@ -159,11 +159,19 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
+            # The runner starts each test binary in a session of its own, so killing the
+            # runner's group would orphan the binary (seen on the H200: a hung binary outlived
+            # the mutation run). SIGTERM lets the runner kill its test and write what finished;
+            # SIGKILL of the group follows only if it does not exit in time.
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            rc = proc.wait()
+                proc.send_signal(signal.SIGTERM)
+                rc = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                rc = proc.wait()
     return {"rc": rc, "seconds": round(time.monotonic() - start, 1),
             "timed_out": timed_out and not cut, "cut_by_budget": timed_out and cut}
 

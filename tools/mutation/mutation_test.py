@@ -44,8 +44,11 @@ def shim_and_fake(tmp):
 
 def make_bundle(tmp, shim_dir):
     b = os.path.join(tmp, "bundle")
-    for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
-                "reports/__init__.py", "reports/results.py"]:
+    # What tools/bundle.py ships of the Python side: the runner and every module of reports/.
+    rels = ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py"]
+    rels += ["reports/" + f for f in os.listdir(os.path.join(ROOT, "reports"))
+             if f.endswith(".py") and not f.endswith("_test.py")]
+    for rel in rels:
         os.makedirs(os.path.dirname(os.path.join(b, rel)), exist_ok=True)
         shutil.copy(os.path.join(ROOT, rel), os.path.join(b, rel))
     os.makedirs(os.path.join(b, "bin/fake"))

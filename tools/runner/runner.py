@@ -1,59 +1,211 @@
 #!/usr/bin/env python3
 """pagelock bundle runner: runs prebuilt GoogleTest binaries on a machine without Bazel.
 
+  run --out DIR [--tags gpu,-stress] [--targets REGEX] [--gtest_filter F] [--seed N] [--shuffle]
+
 Each test binary runs in its own process group with a time limit. Results land in the layout of
 bazel-testlogs (<out>/<package>/<target>/test.xml and test.log), so the same report tool reads
-Bazel's runs and the bundle's. When a binary crashes or hangs, the case that was running (from
-the case journal the binary writes, fixtures/journal.h) is recorded as CRASH or TIMEOUT, the
-cases that had finished keep their results, and the binary is restarted on the cases it has not
-run yet, so one bad case never loses the others.
+Bazel's runs and the bundle's. Nothing a binary finished is lost, however it ends:
+- every launch gets a fresh case journal (fixtures/journal.h) at a path of its own, passed in
+  PAGELOCK_JOURNAL, under <target>/test.outputs/attempt_N/pagelock_journal.jsonl;
+- a crash, abort, hang, kill, exit without XML or unreadable XML (even one with raw bytes that
+  are not UTF-8): every case that ended keeps its own result from the journal, the case that was
+  running is CRASH or TIMEOUT, and the binary is restarted on the cases it has not run yet;
+- a crash or non-zero exit while no case was running (between cases, at exit) is a failure of the
+  target's own, case "(binary)", even when every case passed (as Bazel counts the exit status);
+- a binary that exits 75 (kExitPoisoned: a case left a sticky CUDA error and its end event is in
+  the journal) is restarted on the remaining cases without using up the restart budget, so the
+  poisoned case alone is the failure;
+- every launch gets the same PAGELOCK_SEED (--seed, else one drawn for the run and recorded in
+  runner.json), so restarts keep the seed;
+- the case list of a restart goes to the binary in chunks that fit in one argument;
+- test.log is capped (the head and the tail are kept, the cut is stated); listings are streamed;
+- when the binary ends, whatever it left behind in its process group, or any process that
+  inherited the runner's token in its environment, is killed.
+SIGTERM, SIGINT or SIGHUP to the runner stops the running test's process group (SIGTERM, then
+SIGKILL after a grace period), writes what has finished (test.xml of the target, with the
+running case named, and runner.json with status INTERRUPTED) and exits 7.
 
-Exit codes: 0 every case passed or was not supported/skipped; 1 some case failed, crashed,
-timed out or went missing; 2 bad usage or a broken bundle.
+Progress: `[k/N] elapsed target: running case` redrawn on a terminal, one plain line per target
+otherwise; a notice when a binary passes half its time limit. Driver-side evidence: new kernel
+log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached to the case
+that was running (property kernel_log); test.xml's pagelock_kernel_log says whether it was read.
+
+Exit codes (the meanings qualify, report.py and compare_runs.py share, reports/compare.py):
+  0    CLEAN: every case passed, was not supported or was skipped
+  1    OUTPUT_ERROR (infrastructure): cannot write the results (full disk, read-only --out);
+       what was written is intact
+  2    bad usage or a broken bundle (bad manifest, missing binary, --out not the runner's)
+  3    FAILURES: some case failed, crashed, timed out or went missing, or a binary's exit said so
+  4    NOTHING_SELECTED: no target matches the selection
+  7    INTERRUPTED by SIGINT, SIGTERM or SIGHUP
+
+Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 """
 
 import argparse
+import dataclasses
 import json
 import os
+import random
 import re
+import select as _select
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 from reports import results as model  # noqa: E402
+from reports import testlogs  # noqa: E402
+
+EXIT_CLEAN = 0
+EXIT_OUTPUT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_FAILURES = 3
+EXIT_NOTHING_SELECTED = 4
+EXIT_INTERRUPTED = 7
+EXIT_POISONED = testlogs.EXIT_POISONED  # a case left a sticky error; restart on the rest
+EXIT_CODES = {"CLEAN": EXIT_CLEAN, "FAILURES": EXIT_FAILURES, "BAD_BUNDLE": EXIT_BAD_INPUT,
+              "OUTPUT_ERROR": EXIT_OUTPUT_ERROR, "NOTHING_SELECTED": EXIT_NOTHING_SELECTED}
+
+JOURNAL_NAME = testlogs.JOURNAL_NAME
+RUNNER_JSON = "runner.json"
+TOKEN_ENV = "PAGELOCK_RUNNER_TOKEN"
+# One --gtest_filter argument stays far below Linux's 128 KiB limit on a single argument.
+FILTER_MAX_CHARS = 60000
+LOG_HEAD_BYTES = 4 << 20  # test.log keeps this much of the start of the output ...
+LOG_TAIL_BYTES = 4 << 20  # ... and this much of its end
+LIST_MAX_CASES = 1000000
+LIST_MAX_LINE = 65536
+LIST_TIMEOUT_S = 60
+KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
+KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
+_FAILING = {"FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING"}
+_LABEL_RE = re.compile(r"^//([A-Za-z0-9_.+=,@~-]+(/[A-Za-z0-9_.+=,@~-]+)*)?:[A-Za-z0-9_.+=,@~-]+$")
 
 
 class UsageError(Exception):
-    pass
+    """Bad usage or a broken bundle: exit 2."""
 
+
+class OutputError(Exception):
+    """The results cannot be written (full disk, read-only folder): exit 3."""
+
+
+@dataclass
+class RunConfig:
+    bundle: str
+    out: str
+    tags: str = ""  # Bazel-style tag filter, "gpu,-stress"
+    target_regex: str = ""
+    # label -> gtest filter ("A.*:B.c-D.*"); the key "*" applies to targets not named
+    filters: dict = field(default_factory=dict)
+    seed: "int | None" = None  # PAGELOCK_SEED for every binary; None draws one for the run
+    shuffle: bool = False
+    env: dict = field(default_factory=dict)  # extra environment for the binaries
+    time_scale: float = 1.0
+    max_restarts: int = 5  # restarts of one binary after crashes or timeouts (exit 75 is free)
+    log_head_bytes: int = LOG_HEAD_BYTES
+    log_tail_bytes: int = LOG_TAIL_BYTES
+    kill_grace_s: float = KILL_GRACE_S
+    quiet: bool = False  # no progress lines
+    progress_stderr: bool = False  # progress on stderr (stdout is for --json)
+    kernel_log: str = KMSG  # kernel log to follow ('' : none); lines go to the running case
+    labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
+
+
+@dataclass
+class TargetResult:
+    label: str
+    exit_code: int  # of the last launch; negative: killed by that signal
+    testlogs_dir: str
+    restarts: int
+    problems: list = field(default_factory=list)  # what went wrong, one sentence each
+    launches: list = field(default_factory=list)  # per launch: filter size, exit, blamed case
+    counts: dict = field(default_factory=dict)  # raw status -> number of cases
+
+
+@dataclass
+class RunnerResult:
+    status: str  # CLEAN FAILURES BAD_BUNDLE NOTHING_SELECTED INTERRUPTED OUTPUT_ERROR
+    targets: list
+    out: str
+    seed: "int | None" = None
+    message: str = ""  # for BAD_BUNDLE, NOTHING_SELECTED, OUTPUT_ERROR, INTERRUPTED
+    signal: int = 0  # the signal that interrupted the run
+    counts: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self):
+        if self.status == "INTERRUPTED":
+            return EXIT_INTERRUPTED
+        return EXIT_CODES[self.status]
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundle
 
 def load_manifest(bundle):
     path = os.path.join(bundle, "manifest.json")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file (is {bundle} a pagelock bundle?)")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: unreadable: {e}")
     except json.JSONDecodeError as e:
         raise UsageError(f"{path}:{e.lineno}: malformed JSON: {e.msg}")
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply")
+    if not isinstance(manifest, dict):
+        raise UsageError(f"{path}: must be a JSON object with 'targets'")
     targets = manifest.get("targets")
     if not isinstance(targets, list):
         raise UsageError(f"{path}: 'targets' must be a list")
+    seen = set()
     for i, t in enumerate(targets):
+        if not isinstance(t, dict):
+            raise UsageError(f"{path}: target #{i} must be an object")
         for key in ("label", "path", "timeout_s"):
             if key not in t:
                 raise UsageError(f"{path}: target #{i} lacks '{key}'")
+        label = t["label"]
+        if not isinstance(label, str) or not _LABEL_RE.match(label) or \
+                ".." in re.split(r"[/:]", label[2:]):
+            raise UsageError(f"{path}: target #{i}: bad label {label!r} (want //package:name)")
+        if label in seen:
+            raise UsageError(f"{path}: target {label} is listed twice")
+        seen.add(label)
+        if not isinstance(t["path"], str) or not t["path"]:
+            raise UsageError(f"{path}: {label}: 'path' must be a file name")
+        timeout = t["timeout_s"]
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+                not 0 < timeout < 1e6:
+            raise UsageError(f"{path}: {label}: 'timeout_s' must be a positive number of seconds")
+        tags = t.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(x, str) for x in tags):
+            raise UsageError(f"{path}: {label}: 'tags' must be a list of strings")
+    if "info" in manifest and not isinstance(manifest["info"], dict):
+        raise UsageError(f"{path}: 'info' must be an object")
     return manifest
 
 
-def select(targets, tags_expr, target_regex):
+def select_targets(targets, tags_expr, target_regex, labels=None):
     """Bazel-like tag filter: 'gpu,-stress' keeps targets with gpu and without stress."""
     want = [t for t in tags_expr.split(",") if t and not t.startswith("-")] if tags_expr else []
     drop = [t[1:] for t in tags_expr.split(",") if t.startswith("-")] if tags_expr else []
+    try:
+        rx = re.compile(target_regex) if target_regex else None
+    except re.error as e:
+        raise UsageError(f"bad --targets regex {target_regex!r}: {e}")
+    only = set(labels) if labels is not None else None
     out = []
     for t in targets:
         tags = set(t.get("tags", []))
@@ -61,152 +213,974 @@ def select(targets, tags_expr, target_regex):
             continue
         if any(d in tags for d in drop):
             continue
-        if target_regex and not re.search(target_regex, t["label"]):
+        if rx and not rx.search(t["label"]):
+            continue
+        if only is not None and t["label"] not in only:
             continue
         out.append(t)
     return out
 
 
-def list_cases(binary, gtest_filter, env):
-    """Case names ('Suite.Name') the binary would run, from --gtest_list_tests."""
-    args = [binary, "--gtest_list_tests"]
-    if gtest_filter:
-        args.append("--gtest_filter=" + gtest_filter)
-    try:
-        out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, str(e)
-    if out.returncode != 0:
-        return None, f"--gtest_list_tests exited {out.returncode}: {out.stderr.strip()[-500:]}"
-    cases, suite = [], None
-    for line in out.stdout.splitlines():
-        if not line.strip() or line.startswith("pagelock:"):
-            continue
-        if not line.startswith(" "):
-            suite = line.split("#")[0].strip()
-        else:
-            cases.append(suite + line.split("#")[0].strip())
-    return cases, None
 
 
-def run_once(binary, args, env, timeout_s, log):
-    """Runs the binary once in its own process group; returns (returncode, timed_out, seconds)."""
-    start = time.monotonic()
-    proc = subprocess.Popen([binary] + args, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    timed_out = False
+select = select_targets  # the name tools/qualify.py uses
+
+
+def binary_path(bundle, target):
+    return os.path.join(bundle, target["path"])
+
+
+def check_binaries(bundle, targets):
+    for t in targets:
+        b = binary_path(bundle, t)
+        if not os.path.isfile(b):
+            raise UsageError(f"bundle {bundle}: {t['label']}: binary {t['path']} is missing "
+                             "(rebuild the bundle with tools/bundle.py)")
+        if not os.access(b, os.X_OK):
+            raise UsageError(f"bundle {bundle}: {t['label']}: {t['path']} is not executable")
+
+
+# ---------------------------------------------------------------------------------------------
+# Files written atomically, so a full disk or a kill never leaves half a file behind
+
+def write_atomic(path, write):
+    tmp = f"{path}.tmp{os.getpid()}"
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            os.unlink(tmp)
+        except OSError:
             pass
-        proc.wait()
-    return proc.returncode, timed_out, time.monotonic() - start
+        raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
 
 
-def describe_exit(returncode, timed_out, timeout_s):
+def write_json(path, data):
+    write_atomic(path, lambda f: f.write(json.dumps(data, indent=1, default=str).encode()))
+
+
+def write_xml(path, label, root_attrs, elements):
+    def w(f):
+        root = testlogs.merged_xml_root(label, root_attrs, elements)
+        ET.ElementTree(root).write(f, encoding="UTF-8", xml_declaration=True)
+    write_atomic(path, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Capped log
+
+class CappedLog:
+    """test.log: the first head bytes as they come, the last tail bytes at close, and one line
+    that says how much was cut between them. Write errors (a full disk) are remembered, never
+    raised in the middle of a test: the output is drained either way."""
+
+    def __init__(self, path, head, tail):
+        self.path, self.head, self.tail_cap = path, head, tail
+        self.written = 0
+        self.cut = 0
+        self.tail = bytearray()
+        self.recent = bytearray()  # the last few KiB, for a blamed case's log_tail
+        self.error = None
+        self.lock = threading.Lock()
+        try:
+            self.f = open(path, "wb")
+        except OSError as e:
+            raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
+
+    def write(self, data):
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        with self.lock:
+            self.recent += data[-8192:]
+            del self.recent[:-8192]
+            room = self.head - self.written
+            if room > 0:
+                self._raw(data[:room])
+                self.written += min(room, len(data))
+                data = data[room:]
+            if data:
+                self.tail += data
+                if len(self.tail) > self.tail_cap:
+                    drop = len(self.tail) - self.tail_cap
+                    self.cut += drop
+                    del self.tail[:drop]
+
+    def recent_text(self, n=3000):
+        with self.lock:
+            return bytes(self.recent[-n:]).decode("utf-8", "replace")
+
+    def _raw(self, data):
+        if self.error or not data:
+            return
+        try:
+            self.f.write(data)
+            self.f.flush()
+        except OSError as e:
+            self.error = e
+
+    def close(self):
+        with self.lock:
+            if self.cut:
+                self._raw(f"\n[pagelock runner: {self.cut} bytes of output cut here; test.log keeps "
+                          f"the first {self.head} and the last {self.tail_cap} bytes]\n".encode())
+            self._raw(bytes(self.tail))
+            self.tail = bytearray()
+            try:
+                self.f.close()
+            except OSError as e:
+                self.error = self.error or e
+
+
+def _pump(fd, sink, stop):
+    """Copies a pipe into sink until EOF, or until stop is set and nothing more is ready."""
+    while True:
+        try:
+            ready, _, _ = _select.select([fd], [], [], 0.2)
+        except (OSError, ValueError):
+            return
+        if not ready:
+            if stop.is_set():
+                return
+            continue
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not data:
+            return
+        sink(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver-side evidence: kernel log lines while a binary runs
+
+# What a GPU driver qualification engineer looks for (DCGM's Xid categories, oom-kill, IOMMU).
+KERNEL_PATTERN = re.compile(
+    r"NVRM|Xid|nvidia|oom[-_ ]kill|out of memory|killed process|oom_reaper|iommu|DMAR|AMD-Vi|"
+    r"page allocation failure|BUG:|general protection|soft lockup|hung_task|PCIe Bus Error|AER:",
+    re.IGNORECASE)
+KERNEL_LOG_MAX_LINES = 200  # per case
+
+
+class KernelLog:
+    """New kernel log records from /dev/kmsg (one record per read, 'prio,seq,usec,flags;text'),
+    opened at the end, non-blocking. Where it cannot be opened (no permission, dmesg_restrict,
+    a container), `status` says so and the report shows it."""
+
+    def __init__(self, path=KMSG):
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+            self.status = f"read from {path}"
+        except OSError as e:
+            self.fd = None
+            self.status = f"not readable ({path}: {e.strerror or e})"
+
+    @property
+    def readable(self):
+        return self.fd is not None
+
+    def read_new(self):
+        """The new records that match KERNEL_PATTERN, as '[seconds] text' lines."""
+        if self.fd is None:
+            return []
+        out = []
+        for _ in range(10000):
+            try:
+                data = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == 32:  # EPIPE: records were overwritten before we read them
+                    out.append("[?] (pagelock runner: kernel log records were lost: the ring "
+                               "buffer wrapped)")
+                    continue
+                break
+            if not data:
+                break
+            for rec in data.decode("utf-8", "replace").splitlines():
+                head, sep, text = rec.partition(";")
+                if not sep or rec.startswith(" "):
+                    continue  # continuation lines ('KEY=value') carry no message
+                fields = head.split(",")
+                try:
+                    ts = f"{int(fields[2]) / 1e6:.6f}"
+                except (IndexError, ValueError):
+                    ts = "?"
+                if KERNEL_PATTERN.search(text):
+                    out.append(f"[{ts}] {text}")
+        return out
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress: [k/N], elapsed time and the running case
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    """What the runner prints while it works. On a terminal one status line is redrawn about
+    once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
+    pipes) one plain line per target, when it starts and when it ends. Both print a notice once
+    per launch when a binary passes half its time limit, naming the case that is running."""
+
+    def __init__(self, total, stream=None, tty=None, clock=time.monotonic):
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.clock = clock
+        self.started = clock()
+        self.k = 0
+        self.label = ""
+        self.case, self.case_since = None, None
+        self.journal, self.journal_pos, self.journal_buf = None, 0, b""
+        self.launch_start, self.limit, self.noticed = None, None, False
+        self.last_draw = 0.0
+        self.drawn = False
+        self.kernel = None  # KernelLog, polled with the journal
+        self.kernel_lines = {}  # case running when the lines were read ('' for none) -> [line]
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def line(self, msg):
+        """A line that stays (a target ended, a notice); the status line is redrawn after it."""
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+        self._write(f"runner: {msg}\n")
+
+    def prefix(self):
+        return f"[{self.k}/{self.total}] {_clock(self.clock() - self.started)}"
+
+    def target_started(self, label):
+        self.k += 1
+        self.label = label
+        self.case = None
+        if not self.tty:
+            self.line(f"{self.prefix()} {label} ...")
+        else:
+            self.tick(force=True)
+
+    def target_ended(self, text):
+        self.line(f"{self.prefix()} {text}")
+
+    def launch(self, journal, limit_s):
+        self.journal, self.journal_pos, self.journal_buf = journal, 0, b""
+        self.launch_start, self.limit, self.noticed = self.clock(), limit_s, False
+        self.case = None
+        self.kernel_lines = {}
+
+    def _poll_kernel(self):
+        if self.kernel is not None:
+            for line in self.kernel.read_new():
+                self.kernel_lines.setdefault(self.case or "", []).append(line)
+
+    def end_launch(self):
+        """After the binary ended: the last journal lines and kernel records. Returns
+        {case running when read ('' for none): [kernel lines]}; the case that was running when
+        the binary died keeps the lines read after it."""
+        if self.journal:
+            self._read_journal()
+        self._poll_kernel()
+        self.launch_start = None
+        return self.kernel_lines
+
+    def _read_journal(self):
+        """The case that is running: the last 'start' event without its 'end' (new lines only)."""
+        try:
+            with open(self.journal, "rb") as f:
+                f.seek(self.journal_pos)
+                data = f.read(1 << 20)
+        except OSError:
+            return
+        self.journal_pos += len(data)
+        self.journal_buf += data
+        *lines, self.journal_buf = self.journal_buf.split(b"\n")
+        for raw in lines:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            if ev.get("event") == "start":
+                self.case, self.case_since = str(ev.get("case", "")), self.clock()
+            elif ev.get("event") == "end" and ev.get("case") == self.case:
+                self.case = None
+
+    def tick(self, force=False):
+        """Called by the launch loop: reads the journal, prints the half-limit notice, and on a
+        terminal redraws the status line (at most once a second)."""
+        now = self.clock()
+        if not force and now - self.last_draw < 1.0:
+            return
+        self.last_draw = now
+        if self.journal:
+            self._read_journal()
+        self._poll_kernel()
+        if self.launch_start is not None and self.limit and not self.noticed and \
+                now - self.launch_start > self.limit / 2:
+            self.noticed = True
+            what = (f"case {self.case} has run {now - self.case_since:.0f} s" if self.case
+                    else "no case is running")
+            self.line(f"notice: {self.label} passed half its time limit ({now - self.launch_start:.0f} "
+                      f"of {self.limit:.0f} s); {what}")
+        if self.tty:
+            running = f": {self.case} ({now - self.case_since:.0f} s)" if self.case else ""
+            text = f"{self.prefix()} {self.label}{running}"
+            self._write("\r\033[K" + text[:200])
+            self.drawn = True
+
+    def done(self):
+        if self.tty and self.drawn:
+            self._write("\r\033[K")
+            self.drawn = False
+
+
+class _Quiet(Progress):
+    """RunConfig(quiet=True): follows the journal and the kernel log, prints nothing."""
+
+    def __init__(self):
+        super().__init__(0, stream=sys.stderr, tty=False)
+
+    def _write(self, text):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+class _State:
+    """What the signal handlers share with the run."""
+
+    def __init__(self):
+        self.signal = 0
+        self.pgid = None
+        self.count = 0
+        self.progress = None  # Progress, or None (run_target's old entry point)
+        self.kernel = None  # KernelLog of the run
+
+
+def _killpg(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_token_holders(token):
+    """Kills every process whose environment carries this launch's token: descendants that left
+    the process group (setsid) but are still ours."""
+    needle = f"{TOKEN_ENV}={token}".encode()
+    me = os.getpid()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    killed = 0
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
+    """Runs one command in a new session, its output pumped into sink. Returns
+    (returncode, timed_out, seconds, leftovers_killed)."""
+    token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
+    env = dict(env)
+    env[TOKEN_ENV] = token
+    rfd, wfd = os.pipe()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=wfd, stderr=wfd,
+                                start_new_session=True, close_fds=True)
+    except OSError as e:
+        os.close(rfd)
+        os.close(wfd)
+        raise UsageError(f"cannot start {args[0]}: {e.strerror or e}")
+    os.close(wfd)
+    stop = threading.Event()
+    pump = threading.Thread(target=_pump, args=(rfd, sink, stop), daemon=True)
+    pump.start()
+    state.pgid = proc.pid
+    timed_out = False
+    term_at = None
+    try:
+        while True:
+            if proc.poll() is not None:
+                break
+            now = time.monotonic()
+            if term_at is None and (state.signal or now - start > timeout_s):
+                timed_out = not state.signal
+                _killpg(proc.pid, signal.SIGTERM)
+                term_at = now
+            elif term_at is not None and (now - term_at > grace_s or state.count > 1):
+                _killpg(proc.pid, signal.SIGKILL)
+            if tick is not None:
+                tick()
+            time.sleep(0.05)
+    finally:
+        state.pgid = None
+        # Whatever the binary left in its group, or that escaped it carrying our token, goes too.
+        _killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        leftovers = _kill_token_holders(token)
+        stop.set()
+        pump.join(timeout=10)
+        os.close(rfd)
+    return proc.returncode, timed_out, time.monotonic() - start, leftovers
+
+
+def describe_exit(returncode, timed_out, timeout_s, interrupted=0):
+    if interrupted:
+        return f"INTERRUPTED: the runner received {_signame(interrupted)} and stopped the binary"
     if timed_out:
         return f"TIMEOUT: the binary was killed after its limit of {timeout_s:.0f} s"
     if returncode < 0:
-        sig = -returncode
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return f"CRASH: the binary was killed by {name}"
+        return f"CRASH: the binary was killed by {_signame(-returncode)}"
     return f"CRASH: the binary exited with status {returncode} before finishing"
 
 
-def run_target(bundle, target, out_root, args):
-    label = target["label"]
-    package, name = label[2:].split(":")
-    tdir = os.path.join(out_root, package, name)
-    outputs = os.path.join(tdir, "test.outputs")
-    os.makedirs(outputs, exist_ok=True)
-    binary = os.path.join(bundle, target["path"])
-    timeout_s = float(target["timeout_s"]) * args.time_scale
-    env = dict(os.environ)
-    env["TEST_TMPDIR"] = os.path.join(outputs, "tmp")
-    os.makedirs(env["TEST_TMPDIR"], exist_ok=True)
-    env["PAGELOCK_TIME_SCALE"] = str(args.time_scale)
-    if args.seed is not None:
-        env["PAGELOCK_SEED"] = str(args.seed)
+def _signame(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
-    log_path = os.path.join(tdir, "test.log")
-    summary = {"label": label, "attempts": [], "cases": 0}
-    with open(log_path, "w") as log:
-        expected, err = list_cases(binary, args.gtest_filter, env)
+
+# ---------------------------------------------------------------------------------------------
+# Case lists and filters
+
+def split_filter(gtest_filter, limit=FILTER_MAX_CHARS):
+    """Splits a gtest filter whose positive part is too long for one argument into filters
+    whose union selects the same cases."""
+    if len(gtest_filter) <= limit:
+        return [gtest_filter]
+    pos, sep, neg = gtest_filter.partition("-")
+    neg = sep + neg
+    room = max(1000, limit - len(neg))
+    out, cur = [], []
+    size = 0
+    for p in (pos or "*").split(":"):
+        if cur and size + len(p) + 1 > room:
+            out.append(":".join(cur) + neg)
+            cur, size = [], 0
+        cur.append(p)
+        size += len(p) + 1
+    if cur:
+        out.append(":".join(cur) + neg)
+    return out
+
+
+def chunk_cases(cases, limit=FILTER_MAX_CHARS):
+    """Exact case names in groups whose filter fits in one argument."""
+    out, cur, size = [], [], 0
+    for c in cases:
+        if cur and size + len(c) + 1 > limit:
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(c)
+        size += len(c) + 1
+    if cur:
+        out.append(cur)
+    return out
+
+
+_SUITE_LINE = re.compile(r"^(\S+)\.\s*(#.*)?$")
+_CASE_LINE = re.compile(r"^  (\S+)\s*(#.*)?$")
+
+
+def list_cases(binary, gtest_filter, env, state=None, timeout_s=LIST_TIMEOUT_S):
+    """Case names ('Suite.Name') the binary would run, from a streamed --gtest_list_tests.
+    Returns (cases, None) or (None, why)."""
+    state = state or _State()
+    cases, seen = [], set()
+    for part in split_filter(gtest_filter) if gtest_filter else [""]:
+        args = [binary, "--gtest_list_tests"] + (["--gtest_filter=" + part] if part else [])
+        buf = bytearray()
+        other = []  # lines that are not part of the listing, for the error message
+        suite = [None]
+        problem = []
+
+        def line(raw):
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            m = _CASE_LINE.match(text)
+            if m and suite[0] is not None:
+                name = suite[0] + "." + m.group(1)
+                if name not in seen:
+                    if len(cases) >= LIST_MAX_CASES:
+                        problem[:1] = [f"more than {LIST_MAX_CASES} cases"]
+                        return
+                    seen.add(name)
+                    cases.append(name)
+                return
+            m = _SUITE_LINE.match(text)
+            if m and not text.startswith("pagelock:"):
+                suite[0] = m.group(1)
+                return
+            if text.strip():
+                other.append(text[:500])
+                del other[:-10]
+
+        skipping = [False]  # inside a line longer than LIST_MAX_LINE: not part of the listing
+
+        def sink(data):
+            buf.extend(data)
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > LIST_MAX_LINE:
+                        skipping[0] = True
+                        del buf[:]
+                    return
+                if not skipping[0]:
+                    line(bytes(buf[:nl]))
+                skipping[0] = False
+                del buf[:nl + 1]
+
+        try:
+            rc, timed_out, _, _ = _launch(args, env, state, timeout_s, 1.0, sink)
+        except UsageError as e:
+            return None, str(e)
+        if buf and not skipping[0]:
+            line(bytes(buf))
+        if state.signal:
+            return None, f"interrupted by {_signame(state.signal)}"
+        if problem:
+            return None, f"--gtest_list_tests: {problem[0]}"
+        if timed_out:
+            return None, f"--gtest_list_tests did not finish within {timeout_s:.0f} s"
+        if rc != 0 and not cases:
+            return None, (f"--gtest_list_tests {describe_exit(rc, False, 0)[7:]}: "
+                          + " | ".join(other[-3:]))
+        # A binary that crashes at exit crashes after its listing too. The list is still used:
+        # the first launch runs the filter itself, so a short list loses no case.
+    return cases, None
+
+
+# ---------------------------------------------------------------------------------------------
+# One target
+
+def _failed(el):
+    return testlogs.case_from_element("", el).status in _FAILING
+
+
+def _run_target(bundle, target, out_root, cfg, seed, state):
+    label = target["label"]
+    name = label.split(":")[1]
+    tdir = _target_dir(out_root, label)
+    result = TargetResult(label, 0, tdir, 0)
+    try:
+        _remove(tdir)
+        os.makedirs(os.path.join(tdir, "test.outputs"))
+    except OSError as e:
+        raise OutputError(f"cannot write {tdir}: {e.strerror or e}") from e
+    binary = binary_path(bundle, target)
+    timeout_s = float(target["timeout_s"]) * cfg.time_scale
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in cfg.env.items()})
+    env.pop("TEST_UNDECLARED_OUTPUTS_DIR", None)  # the journal goes where PAGELOCK_JOURNAL says
+    env["PAGELOCK_TIME_SCALE"] = str(cfg.time_scale)
+    env["PAGELOCK_SEED"] = str(seed)
+    user_filter = cfg.filters.get(label, cfg.filters.get("*", ""))
+
+    tlog = CappedLog(os.path.join(tdir, "test.log"), cfg.log_head_bytes, cfg.log_tail_bytes)
+    done = {}  # case -> <testcase> element
+    root_attrs = {}
+    binary_problems = []  # (status, sentence) for ends that no case can be blamed for
+    kernel_between = []  # kernel log lines read while no case was running
+    try:
+        tlog.write(f"=== pagelock runner: {label}, PAGELOCK_SEED={seed}\n")
+        expected, err = list_cases(binary, user_filter, env, state,
+                                   LIST_TIMEOUT_S * cfg.time_scale)
         if expected is None:
-            log.write(f"pagelock runner: cannot list cases of {binary}: {err}\n")
-            model.write_infra_error_xml(os.path.join(tdir, "test.xml"), label,
-                                        f"cannot list the cases of {target['path']}: {err}")
-            summary["infra_error"] = err
-            return summary
-        done = {}  # case -> ET.Element testcase
-        root_attrs = {}
+            tlog.write(f"pagelock runner: cannot list the cases of {binary}: {err}\n")
+            result.problems.append(f"cannot list the cases: {err}")
+            status = "MISSING" if state.signal else "INFRA_ERROR"
+            done["(binary).setup"] = testlogs.synthesize_case(
+                "(binary).setup", status, f"cannot list the cases of {target['path']}: {err}")
+            expected = []
         remaining = list(expected)
-        attempt = 0
-        while remaining and attempt <= args.max_restarts:
-            attempt += 1
-            journal = os.path.join(outputs, f"attempt_{attempt}.journal.jsonl")
-            xml_path = os.path.join(outputs, f"attempt_{attempt}.xml")
-            env["PAGELOCK_JOURNAL"] = journal
-            gargs = [f"--gtest_output=xml:{xml_path}"]
-            if attempt == 1:
-                if args.gtest_filter:
-                    gargs.append("--gtest_filter=" + args.gtest_filter)
+        launch = 0
+        first = True
+        while remaining and not state.signal:
+            if first and len(user_filter) <= FILTER_MAX_CHARS:
+                batch, gfilter = list(remaining), user_filter
             else:
-                gargs.append("--gtest_filter=" + ":".join(remaining))
-            if args.shuffle:
-                gargs.append("--gtest_shuffle")
-            log.write(f"=== pagelock runner: attempt {attempt} of {label}: {' '.join(gargs)}\n")
-            log.flush()
-            rc, timed_out, secs = run_once(binary, gargs, env, timeout_s, log)
-            log.flush()
-            entry = {"attempt": attempt, "returncode": rc, "timed_out": timed_out,
-                     "seconds": round(secs, 3)}
-            cases, attrs = model.read_gtest_xml_cases(xml_path)
+                batch = chunk_cases(remaining)[0]
+                gfilter = ":".join(batch)
+            first = False
+            launch += 1
+            adir = os.path.join(tdir, "test.outputs", f"attempt_{launch}")
+            try:
+                os.makedirs(os.path.join(adir, "tmp"))
+            except OSError as e:
+                raise OutputError(f"cannot write {adir}: {e.strerror or e}") from e
+            journal = os.path.join(adir, JOURNAL_NAME)
+            xml_path = os.path.join(adir, "gtest.xml")
+            env["PAGELOCK_JOURNAL"] = journal
+            env["TEST_TMPDIR"] = os.path.join(adir, "tmp")
+            gargs = [f"--gtest_output=xml:{xml_path}"]
+            if gfilter:
+                gargs.append("--gtest_filter=" + gfilter)
+            if cfg.shuffle:
+                gargs += ["--gtest_shuffle", f"--gtest_random_seed={seed % 99999 + 1}"]
+            shown = " ".join(gargs) if len(gfilter) < 300 else \
+                f"--gtest_filter=<{len(batch)} cases>"
+            tlog.write(f"=== pagelock runner: attempt {launch} of {label}: {shown}\n")
+            prog = state.progress
+            if prog is not None:
+                prog.launch(journal, timeout_s)
+            rc, timed_out, secs, leftovers = _launch([binary] + gargs, env, state, timeout_s,
+                                                     cfg.kill_grace_s, tlog.write,
+                                                     prog.tick if prog is not None else None)
+            result.exit_code = rc
+            klines = prog.end_launch() if prog is not None else {}
+            entry = {"attempt": launch, "cases": len(batch), "returncode": rc,
+                     "timed_out": timed_out, "seconds": round(secs, 3)}
+            if leftovers:
+                entry["killed_leftovers"] = leftovers
+                tlog.write(f"pagelock runner: killed {leftovers} process(es) the binary left "
+                           "behind\n")
+            xml_cases, attrs, xml_problem = testlogs.read_gtest_xml(xml_path)
             if attrs:
                 root_attrs = attrs
-            if cases is not None and not timed_out and rc >= 0:
-                for case_id, el in cases.items():
+            finished, running = testlogs.read_journal(journal)
+            before = len(done)
+            new = {}
+            new.update(finished)
+            if xml_cases:
+                new.update(xml_cases)  # the binary's own XML has the full detail
+            for case_id, el in new.items():
+                if case_id not in done:
                     done[case_id] = el
-            else:
-                # The binary died: keep what the journal says finished, blame the running case.
-                finished, running = model.read_journal(journal)
-                for case_id, el in finished.items():
-                    done[case_id] = el
-                reason = describe_exit(rc, timed_out, timeout_s)
-                if running:
-                    status = "TIMEOUT" if timed_out else "CRASH"
-                    done[running] = model.synthesize_case(
-                        running, status, f"{reason} while running this case",
-                        log_tail=model.tail(log_path, 3000))
-                    entry["blamed"] = running
+            if running and running in done:
+                running = None
+            normal = rc in (0, 1) and not timed_out and not state.signal and xml_cases is not None
+            reason = describe_exit(rc, timed_out, timeout_s, state.signal)
+            if running and not normal:
+                if state.signal:
+                    status = "MISSING"
+                    msg = f"{reason} while this case was running"
                 else:
-                    entry["unattributed"] = reason
-                    log.write(f"pagelock runner: {reason}; no case was running\n")
-                    break
-            summary["attempts"].append(entry)
+                    status = "TIMEOUT" if timed_out else "CRASH"
+                    msg = f"{reason} while running this case"
+                done[running] = testlogs.synthesize_case(
+                    running, status, msg, log_tail=tlog.recent_text())
+                entry["blamed"] = running
+            for kcase, lines in klines.items():
+                lines = lines[-KERNEL_LOG_MAX_LINES:]
+                tlog.write(f"=== pagelock runner: kernel log during attempt {launch}"
+                           f"{' while ' + kcase + ' ran' if kcase else ''}:\n" + "\n".join(lines) + "\n")
+                target_el = done.get(kcase) if kcase else None
+                if target_el is None:
+                    kernel_between.extend(lines)
+                else:
+                    _add_property(target_el, "kernel_log", "\n".join(lines))
+                entry["kernel_log_lines"] = entry.get("kernel_log_lines", 0) + len(lines)
+            progress = len(done) > before
+            ran_failed = any(_failed(done[c]) for c in batch if c in done)
+            if rc == EXIT_POISONED and not timed_out and not state.signal:
+                entry["poisoned"] = True
+                if not ran_failed:
+                    binary_problems.append(("FAIL", "the binary exited 75 (poisoned context) but "
+                                            "no case of that launch failed"))
+            elif not running and not state.signal:
+                if timed_out:
+                    binary_problems.append(("TIMEOUT", reason + " while no case was running"))
+                elif rc < 0:
+                    when = "after its last case" if all(c in done for c in batch) else \
+                        "between cases"
+                    binary_problems.append(("CRASH", f"{reason} {when} (no case was running)"))
+                elif rc not in (0, 1) or (rc == 1 and not ran_failed):
+                    binary_problems.append(("FAIL", f"the binary exited with status {rc} although "
+                                            "no case of that launch failed (Bazel counts it as a "
+                                            "failure too)"))
+                if xml_cases is None:
+                    entry["xml"] = xml_problem
+                    tlog.write(f"pagelock runner: no usable XML ({xml_problem}); results come from "
+                               "the case journal\n")
+            result.launches.append(entry)
+            left = [c for c in batch if c not in done]
             remaining = [c for c in expected if c not in done]
-        for case_id in remaining:
-            done[case_id] = model.synthesize_case(
-                case_id, "MISSING", "the case never reported a result (restart budget spent)")
-        summary["cases"] = len(done)
-    model.write_merged_xml(os.path.join(tdir, "test.xml"), label, root_attrs,
-                           [done[c] for c in expected if c in done] +
-                           [el for c, el in done.items() if c not in expected])
-    return summary
+            if state.signal or not left:
+                continue
+            if not progress:
+                why = f"{reason}; the binary made no progress" if not normal else \
+                    "the binary ended without reporting it"
+                result.problems.append(f"attempt {launch}: {why}")
+                for c in left:
+                    done[c] = testlogs.synthesize_case(c, "MISSING", f"never ran: {why}")
+                remaining = [c for c in expected if c not in done]
+                continue
+            if rc != EXIT_POISONED or timed_out:
+                result.restarts += 1
+                if result.restarts > cfg.max_restarts:
+                    why = f"restart budget of {cfg.max_restarts} spent (last end: {reason})"
+                    result.problems.append(why)
+                    for c in remaining:
+                        done[c] = testlogs.synthesize_case(c, "MISSING", f"never ran: {why}")
+                    remaining = []
+        if state.signal:
+            for c in remaining:
+                done[c] = testlogs.synthesize_case(
+                    c, "MISSING", f"never ran: the run was interrupted by {_signame(state.signal)}")
+            result.problems.append(f"interrupted by {_signame(state.signal)}")
+        if binary_problems:
+            worst = max((s for s, _ in binary_problems),
+                        key=["FAIL", "TIMEOUT", "CRASH"].index)
+            text = "\n".join(f"{s}: {m}" for s, m in binary_problems)
+            done[f"(binary).{name}"] = testlogs.synthesize_case(
+                f"(binary).{name}", worst, text, log_tail=tlog.recent_text(),
+                properties={"kernel_log": "\n".join(kernel_between[-KERNEL_LOG_MAX_LINES:])}
+                if kernel_between else None)
+            result.problems += [m for _, m in binary_problems]
+        elif kernel_between:
+            result.problems.append(f"{len(kernel_between)} kernel log line(s) while no case was "
+                                   "running (in test.log)")
+    finally:
+        tlog.close()
+    if tlog.error is not None:
+        raise OutputError(f"cannot write {tlog.path}: {tlog.error.strerror or tlog.error}")
+    ordered = [done[c] for c in expected if c in done] + \
+        [el for c, el in done.items() if c not in expected]
+    root_attrs = dict(root_attrs)
+    root_attrs["pagelock_seed"] = str(seed)
+    if state.kernel is not None:
+        root_attrs["pagelock_kernel_log"] = state.kernel.status
+    write_xml(os.path.join(tdir, "test.xml"), label, root_attrs, ordered)
+    for el in ordered:
+        s = testlogs.case_from_element(label, el).status
+        result.counts[s] = result.counts.get(s, 0) + 1
+    return result
+
+
+def _add_property(el, name, value):
+    """Adds (or extends) a <property> of a <testcase> element."""
+    props = el.find("properties")
+    if props is None:
+        props = ET.SubElement(el, "properties")
+    for pe in props.findall("property"):
+        if pe.get("name") == name:
+            pe.set("value", pe.get("value", "") + "\n" + value)
+            return
+    ET.SubElement(props, "property", {"name": name, "value": value})
+
+
+def run_target(bundle, target, out_root, args):
+    """The old entry point (an argparse namespace with time_scale, seed, gtest_filter,
+    max_restarts, shuffle): runs one target into out_root. Returns a summary dict."""
+    cfg = RunConfig(bundle=bundle, out=out_root,
+                    filters={"*": getattr(args, "gtest_filter", "") or ""},
+                    shuffle=getattr(args, "shuffle", False),
+                    time_scale=getattr(args, "time_scale", 1.0),
+                    max_restarts=getattr(args, "max_restarts", 5), quiet=True)
+    seed = args.seed if getattr(args, "seed", None) is not None else _draw_seed()
+    r = _run_target(bundle, target, out_root, cfg, seed, _State())
+    return {"label": r.label, "attempts": r.launches, "cases": sum(r.counts.values())}
+
+
+def _draw_seed():
+    return random.SystemRandom().randrange(1, 10 ** 12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+def _target_dir(out, label):
+    package, name = label[2:].split(":")
+    return os.path.join(out, package, name)
+
+
+def _prepare_out(out):
+    """--out is new, empty, or a previous runner output (whose targets are replaced)."""
+    if not os.path.lexists(out):
+        return
+    if os.path.islink(out) or not os.path.isdir(out):
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    try:
+        entries = os.listdir(out)
+    except OSError as e:
+        raise OutputError(f"cannot read {out}: {e.strerror or e}")
+    if not entries:
+        return
+    prev = os.path.join(out, RUNNER_JSON)
+    if not os.path.isfile(prev):
+        raise UsageError(f"--out {out}: not empty and not written by the runner (no {RUNNER_JSON});"
+                         " give a new or empty folder")
+    try:
+        with open(prev, encoding="utf-8") as f:
+            old = json.load(f)
+        labels = [t["label"] for t in old.get("targets", []) + old.get("not_run", [])]
+        if not all(isinstance(x, str) and _LABEL_RE.match(x) and
+                   ".." not in re.split(r"[/:]", x[2:]) for x in labels):
+            raise ValueError("a target label is not //package:name")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        raise UsageError(f"--out {out}: {RUNNER_JSON} of the previous run is unreadable ({e}); "
+                         "give a new or empty folder")
+    try:
+        for label in labels:
+            d = _target_dir(out, label)
+            _remove(d)
+            d = os.path.dirname(d)
+            while d != out and os.path.isdir(d) and not os.listdir(d):
+                os.rmdir(d)
+                d = os.path.dirname(d)
+        os.unlink(prev)
+    except OSError as e:
+        raise OutputError(f"cannot clear the previous run in {out}: {e.strerror or e}")
+
+
+def _remove(path):
+    """Removes a target folder of an earlier run; a link is removed, never followed."""
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def run(config: RunConfig) -> RunnerResult:
+    """Runs the selected targets of a bundle into config.out. Never raises for bad input, a
+    broken bundle, a full disk or a signal: the status says what happened."""
+    out = os.path.abspath(config.out)
+    say = (lambda *a: None) if config.quiet else (lambda m: print(f"runner: {m}", flush=True))
+    state = _State()
+    old_handlers = {}
+
+    def on_signal(signum, frame):
+        state.count += 1
+        state.signal = state.signal or signum
+        if state.pgid:
+            _killpg(state.pgid, signal.SIGTERM if state.count == 1 else signal.SIGKILL)
+
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            old_handlers[s] = signal.signal(s, on_signal)
+    try:
+        return _run(config, out, say, state)
+    finally:
+        if state.progress is not None:
+            state.progress.done()
+        if state.kernel is not None:
+            state.kernel.close()
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
+
+
+def _run(config, out, say, state):
+    try:
+        manifest = load_manifest(config.bundle)
+        targets = select_targets(manifest["targets"], config.tags, config.target_regex,
+                                 config.labels)
+        if not targets:
+            return RunnerResult("NOTHING_SELECTED", [], out, config.seed,
+                                "no target matches the selection")
+        check_binaries(config.bundle, targets)
+        _prepare_out(out)
+    except UsageError as e:
+        return RunnerResult("BAD_BUNDLE", [], out, config.seed, str(e))
+    except OutputError as e:
+        return RunnerResult("OUTPUT_ERROR", [], out, config.seed, str(e))
+    seed = config.seed if config.seed is not None else _draw_seed()
+    state.progress = _Quiet() if config.quiet else Progress(
+        len(targets), stream=sys.stderr if config.progress_stderr else sys.stdout)
+    state.kernel = KernelLog(config.kernel_log) if config.kernel_log else None
+    state.progress.kernel = state.kernel
+    if state.kernel is not None and not state.kernel.readable:
+        state.progress.line(f"kernel log {state.kernel.status}: the report will say so")
+    results = []
+    info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed,
+            "config": dataclasses.asdict(config), "status": "RUNNING", "targets": [],
+            "not_run": []}
+
+    def record(final):
+        info["status"] = final
+        info["targets"] = [dataclasses.asdict(r) for r in results]
+        info["not_run"] = [{"label": t["label"], "testlogs_dir": _target_dir(out, t["label"])}
+                           for t in targets[len(results):]]
+        write_json(os.path.join(out, RUNNER_JSON), info)
+
+    message = ""
+    try:
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create {out}: {e.strerror or e}")
+        record("RUNNING")
+        for t in targets:
+            if state.signal:
+                break
+            state.progress.target_started(t["label"])
+            r = _run_target(config.bundle, t, out, config, seed, state)
+            results.append(r)
+            state.progress.target_ended(
+                f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
+                + (f"; restarts {r.restarts}" if r.restarts else "")
+                + "".join(f"; blamed {a['blamed']}" for a in r.launches if "blamed" in a))
+        if state.signal:
+            status = "INTERRUPTED"
+            message = (f"interrupted by {_signame(state.signal)}: results of {len(results)} of "
+                       f"{len(targets)} target(s) written to {out}")
+        else:
+            status = "FAILURES" if any(r.counts.get(s) for r in results for s in _FAILING) \
+                else "CLEAN"
+        record(status)
+    except OutputError as e:
+        status, message = "OUTPUT_ERROR", str(e)
+        try:
+            record(status)
+        except OutputError:
+            pass
+    except UsageError as e:  # a binary that cannot be started
+        status, message = "BAD_BUNDLE", str(e)
+        try:
+            record(status)
+        except OutputError:
+            pass
+    counts = {}
+    for r in results:
+        for k, v in r.counts.items():
+            counts[k] = counts.get(k, 0) + v
+    return RunnerResult(status, results, out, seed, message, state.signal, counts)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
                    help="bundle folder (default: the bundle this runner is part of)")
-    p.add_argument("--out", required=True, help="testlogs folder to write")
+    p.add_argument("--out", required=True, help="testlogs folder to write (new, empty, or an "
+                   "earlier output of the runner, whose results are replaced)")
     p.add_argument("--tags", default="-stress,-selftest",
                    help="Bazel-style tag filter, e.g. 'gpu,-stress' (default: -stress,-selftest)")
     p.add_argument("--targets", default="", help="regex on target labels")
@@ -215,33 +1189,50 @@ def main(argv=None):
                    help="multiplies every time limit (also exported as PAGELOCK_TIME_SCALE)")
     p.add_argument("--max-restarts", type=int, default=5,
                    help="restarts of one binary after crashes or timeouts (default 5)")
-    p.add_argument("--seed", type=int, default=None, help="PAGELOCK_SEED for every binary")
+    p.add_argument("--seed", type=int, default=None,
+                   help="PAGELOCK_SEED for every binary (default: one drawn for the run)")
     p.add_argument("--shuffle", action="store_true", help="run cases in random order (gtest)")
-    args = p.parse_args(argv)
+    p.add_argument("--kernel-log", default=KMSG,
+                   help="kernel log to follow for driver lines (NVRM, Xid, oom-kill, IOMMU) while "
+                   f"each case runs (default {KMSG}; '' turns it off)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary on stdout (status, exit_code, seed, out, counts, "
+                   "targets); progress and messages go to stderr")
+    p.add_argument("--kill-grace-s", type=float, default=KILL_GRACE_S,
+                   help=f"seconds between SIGTERM and SIGKILL when a test is stopped "
+                   f"(default {KILL_GRACE_S:.0f})")
     try:
-        manifest = load_manifest(args.bundle)
-        targets = select(manifest["targets"], args.tags, args.targets)
-    except UsageError as e:
-        print(f"runner: {e}", file=sys.stderr)
-        return 2
-    if not targets:
-        print("runner: no target matches the selection", file=sys.stderr)
-        return 2
-    os.makedirs(args.out, exist_ok=True)
-    summaries = []
-    for t in targets:
-        print(f"runner: {t['label']} ...", flush=True)
-        s = run_target(args.bundle, t, args.out, args)
-        summaries.append(s)
-        print(f"runner: {t['label']}: {s['cases']} cases, {len(s['attempts'])} attempt(s)"
-              + (f", blamed {[a['blamed'] for a in s['attempts'] if 'blamed' in a]}"
-                 if any('blamed' in a for a in s['attempts']) else ""), flush=True)
-    with open(os.path.join(args.out, "runner.json"), "w") as f:
-        json.dump({"bundle": manifest.get("info", {}), "args": vars(args), "targets": summaries}, f, indent=1)
-    run = model.load_testlogs(args.out)
-    counts = run.counts()
-    print(model.format_counts(counts))
-    return 0 if model.is_clean(counts) else 1
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_BAD_INPUT if e.code else 0
+    if not args.time_scale > 0 or args.max_restarts < 0:
+        print("runner: --time-scale must be > 0 and --max-restarts >= 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cfg = RunConfig(bundle=args.bundle, out=args.out, tags=args.tags, target_regex=args.targets,
+                    filters={"*": args.gtest_filter} if args.gtest_filter else {},
+                    seed=args.seed, shuffle=args.shuffle, time_scale=args.time_scale,
+                    max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s),
+                    progress_stderr=args.json, kernel_log=args.kernel_log)
+    try:
+        r = run(cfg)
+    except KeyboardInterrupt:  # a second Ctrl-C before the handlers were installed
+        print("runner: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if r.status in ("BAD_BUNDLE", "NOTHING_SELECTED", "OUTPUT_ERROR", "INTERRUPTED"):
+        print(f"runner: {r.message}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"tool": "runner", "status": r.status, "exit_code": r.exit_code,
+                          "message": r.message, "seed": r.seed, "out": r.out, "counts": r.counts,
+                          "targets": [{"label": t.label, "counts": t.counts, "restarts": t.restarts,
+                                       "problems": t.problems} for t in r.targets]}))
+        return r.exit_code
+    if r.targets:
+        print(f"runner: seed {r.seed}; results in {r.out}")
+        order = list(getattr(model, "STATUSES", testlogs.RAW_STATUSES))
+        counts = {s: r.counts.get(s, 0) for s in order}
+        counts.update(r.counts)
+        print(model.format_counts(counts))
+    return r.exit_code
 
 
 if __name__ == "__main__":

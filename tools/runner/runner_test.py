@@ -5,6 +5,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import time
 import unittest
 
@@ -58,7 +59,7 @@ class RunnerTest(unittest.TestCase):
 
     def test_crash_is_blamed_on_the_running_case_and_no_other_case_is_lost(self):
         rc, cases, _ = self.run_runner("crash")
-        self.assertEqual(rc, 1)
+        self.assertEqual(rc, 3)
         self.assertEqual(len(cases), 8)
         crashed = cases["FakeTest.CrashesWhenAsked"]
         self.assertEqual(crashed.status, "CRASH")
@@ -67,12 +68,48 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(cases["FakeTest.HangsWhenAsked"].status, "PASS")
         self.assertEqual(cases["FakeTest.PassesAfterTheOthers"].status, "PASS")
 
+    def test_kernel_lines_during_a_hang_go_to_the_hanging_case_with_a_half_limit_notice(self):
+        self.write_manifest(timeout_s=4)
+        kmsg = os.path.join(self.tmp, "kmsg")
+        with open(kmsg, "w") as f:
+            f.write("4,1,1000000,-;NVRM: from before the run\n")
+
+        def driver_complains():
+            time.sleep(2.5)
+            with open(kmsg, "a") as f:
+                f.write("4,2,2000000,-;NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout\n")
+        t = threading.Thread(target=driver_complains)
+        t.start()
+        rc, cases, out = self.run_runner("hang", "--kernel-log", kmsg)
+        t.join()
+        self.assertEqual(rc, 3, self.output)
+        hung = cases["FakeTest.HangsWhenAsked"]
+        self.assertEqual(hung.status, "TIMEOUT")
+        self.assertEqual(hung.properties.get("kernel_log"), "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout")
+        self.assertNotIn("kernel_log", cases["FakeTest.Passes"].properties)
+        self.assertRegex(self.output, r"notice: //selftest:fake_gtest passed half its time limit \(\d+ of 4 s\); "
+                                      r"case FakeTest.HangsWhenAsked has run \d+ s")
+        self.assertIn("[1/1] 0:00:0", self.output)
+        run = model.load_testlogs(out)
+        self.assertEqual(run.fingerprint["pagelock_kernel_log"], f"read from {kmsg}")
+
+    def test_json_summary_alone_on_stdout_progress_on_stderr(self):
+        os.environ["PAGELOCK_FAKE_MODE"] = "fail"
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = runner.main(["--bundle", self.bundle, "--out", os.path.join(self.tmp, "j"), "--tags", "",
+                              "--json"])
+        self.assertEqual(rc, 3)
+        doc = json.loads(out.getvalue())
+        self.assertEqual((doc["status"], doc["exit_code"], doc["counts"]["FAIL"]), ("FAILURES", 3, 1))
+        self.assertIn("runner: [1/1]", err.getvalue())
+
     def test_hang_is_killed_at_the_limit_and_reported_as_timeout(self):
         self.write_manifest(timeout_s=3)
         start = time.monotonic()
         rc, cases, _ = self.run_runner("hang")
         self.assertLess(time.monotonic() - start, 60)
-        self.assertEqual(rc, 1)
+        self.assertEqual(rc, 3)
         self.assertEqual(cases["FakeTest.HangsWhenAsked"].status, "TIMEOUT")
         self.assertEqual(cases["FakeTest.PassesAfterTheOthers"].status, "PASS")
         self.assertEqual(cases["FakeTest.ChildScenarioCompletes"].status, "PASS")
@@ -87,7 +124,7 @@ class RunnerTest(unittest.TestCase):
 
     def test_crashing_child_scenario_is_a_crash_of_its_case(self):
         rc, cases, _ = self.run_runner("crash_child")
-        self.assertEqual(rc, 1)
+        self.assertEqual(rc, 3)
         c = cases["FakeTest.ChildScenarioCompletes"]
         self.assertEqual(c.status, "CRASH")
         self.assertIn("SIGABRT", c.message)
@@ -95,7 +132,7 @@ class RunnerTest(unittest.TestCase):
 
     def test_failure_message_is_kept(self):
         rc, cases, _ = self.run_runner("fail")
-        self.assertEqual(rc, 1)
+        self.assertEqual(rc, 3)
         self.assertEqual(cases["FakeTest.FailsWhenAsked"].status, "FAIL")
         self.assertIn('deliberate failure <with> "markup" & such', cases["FakeTest.FailsWhenAsked"].message)
 
@@ -112,13 +149,129 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("manifest.json:1: malformed JSON", buf.getvalue())
 
-    def test_empty_selection_exits_two(self):
+    def test_empty_selection_exits_four(self):
         buf = io.StringIO()
         with contextlib.redirect_stderr(buf):
             rc = runner.main(["--bundle", self.bundle, "--out", os.path.join(self.tmp, "y"),
                               "--tags", "no_such_tag"])
-        self.assertEqual(rc, 2)
+        self.assertEqual(rc, 4)
         self.assertIn("no target matches", buf.getvalue())
+
+
+class ProgressTest(unittest.TestCase):
+    """[k/N] progress, the running case from the journal, and the half-limit notice."""
+
+    def setUp(self):
+        self.now = 100.0
+        self.out = io.StringIO()
+        self.journal = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "j.jsonl")
+
+    def progress(self, tty):
+        return runner.Progress(2, stream=self.out, tty=tty, clock=lambda: self.now)
+
+    def event(self, **ev):
+        with open(self.journal, "a") as f:
+            f.write(json.dumps(ev) + "\n")
+
+    def test_plain_lines_per_target_when_not_a_terminal(self):
+        p = self.progress(tty=False)
+        p.target_started("//a:a_test")
+        self.now += 75
+        p.target_ended("//a:a_test: PASS=3")
+        p.target_started("//b:b_test")
+        self.assertEqual(self.out.getvalue().splitlines(), [
+            "runner: [1/2] 0:00:00 //a:a_test ...", "runner: [1/2] 0:01:15 //a:a_test: PASS=3",
+            "runner: [2/2] 0:01:15 //b:b_test ..."])
+        self.assertNotIn("\r", self.out.getvalue())
+
+    def test_a_case_past_half_the_limit_is_named_once(self):
+        p = self.progress(tty=False)
+        p.target_started("//a:a_test")
+        p.launch(self.journal, 300.0)
+        self.event(event="start", case="S.Quick")
+        self.event(event="end", case="S.Quick", status="PASS")
+        self.event(event="start", case="S.Hangs")
+        self.now += 10
+        p.tick()
+        self.assertNotIn("notice", self.out.getvalue())
+        self.now += 141
+        p.tick()
+        self.now += 5
+        p.tick()
+        notices = [l for l in self.out.getvalue().splitlines() if "notice" in l]
+        self.assertEqual(notices, ["runner: notice: //a:a_test passed half its time limit (151 of 300 s); "
+                                   "case S.Hangs has run 141 s"])
+
+    def test_a_terminal_gets_one_redrawn_line_with_the_running_case(self):
+        p = self.progress(tty=True)
+        p.target_started("//a:a_test")
+        p.launch(self.journal, 300.0)
+        self.event(event="start", case="S.Slow")
+        self.now += 2
+        p.tick()
+        self.now += 0.5
+        p.tick()  # within a second of the last draw: nothing
+        text = self.out.getvalue()
+        self.assertTrue(text.endswith("\r\x1b[K[1/2] 0:00:02 //a:a_test: S.Slow (0 s)"), repr(text))
+        self.assertEqual(text.count("S.Slow"), 1)
+        p.target_ended("//a:a_test: PASS=1")
+        self.assertTrue(self.out.getvalue().endswith("\r\x1b[Krunner: [1/2] 0:00:02 //a:a_test: PASS=1\n"))
+
+
+class KernelLogTest(unittest.TestCase):
+    """Kernel log lines (NVRM, Xid, oom-kill, IOMMU) go to the case that was running."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.kmsg = os.path.join(self.dir, "kmsg")
+        with open(self.kmsg, "w") as f:
+            f.write("6,1,1000000,-;NVRM: old line from before the run\n")
+        self.journal = os.path.join(self.dir, "j.jsonl")
+
+    def append(self, path, text):
+        with open(path, "a") as f:
+            f.write(text)
+
+    def test_only_new_driver_lines_are_read(self):
+        k = runner.KernelLog(self.kmsg)
+        self.assertTrue(k.readable)
+        self.append(self.kmsg, "4,2,2500000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+                               "6,3,2600000,-;usb 1-1: new high-speed USB device\n"
+                               " SUBSYSTEM=pci\n"
+                               "3,4,2700000,-;Out of memory: Killed process 1234 (hostalloc_test)\n"
+                               "3,5,2800000,-;DMAR: [DMA Read] Request device [3b:00.0] fault addr 0x1000\n")
+        self.assertEqual(k.read_new(), [
+            "[2.500000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+            "[2.700000] Out of memory: Killed process 1234 (hostalloc_test)",
+            "[2.800000] DMAR: [DMA Read] Request device [3b:00.0] fault addr 0x1000"])
+        self.assertEqual(k.read_new(), [])
+        k.close()
+
+    def test_an_unreadable_kernel_log_says_why(self):
+        k = runner.KernelLog(os.path.join(self.dir, "absent"))
+        self.assertFalse(k.readable)
+        self.assertRegex(k.status, r"^not readable \(.*absent: No such file or directory\)$")
+        self.assertEqual(k.read_new(), [])
+
+    def test_lines_go_to_the_case_running_when_they_were_read(self):
+        now = [0.0]
+        p = runner.Progress(1, stream=io.StringIO(), tty=False, clock=lambda: now[0])
+        p.kernel = runner.KernelLog(self.kmsg)
+        p.target_started("//a:a_test")
+        p.launch(self.journal, 300.0)
+        self.append(self.journal, json.dumps({"event": "start", "case": "S.Boom"}) + "\n")
+        now[0] += 2
+        p.tick()
+        self.append(self.kmsg, "4,9,9000000,-;NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault\n")
+        lines = p.end_launch()
+        self.assertEqual(lines, {"S.Boom": ["[9.000000] NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault"]})
+
+    def test_a_property_is_added_to_a_case_element(self):
+        el = runner.testlogs.synthesize_case("S.Boom", "CRASH", "killed")
+        runner._add_property(el, "kernel_log", "[1.0] NVRM: Xid 79")
+        runner._add_property(el, "kernel_log", "[2.0] NVRM: Xid 31")
+        case = runner.testlogs.case_from_element("//a:a_test", el)
+        self.assertEqual(case.properties["kernel_log"], "[1.0] NVRM: Xid 79\n[2.0] NVRM: Xid 31")
 
 
 if __name__ == "__main__":

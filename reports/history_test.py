@@ -1,0 +1,338 @@
+"""The run history on both backends, one test file: SQLite (a temp file) and a real PostgreSQL
+server that this test starts in a temporary folder on a Unix socket and stops afterwards.
+Schema versions and migrations (a database written by the predecessor schema is migrated, a newer
+one refused), idempotent import of run directories, concurrent writers, atomic runs, the CLI.
+
+The PostgreSQL half needs Debian's python3-psycopg2, which only Debian's /usr/bin/python3 sees:
+under another interpreter this file re-executes itself with /usr/bin/python3."""
+
+import contextlib
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__":
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
+                and not os.environ.get("PAGELOCK_NO_REEXEC"):
+            os.environ["PAGELOCK_NO_REEXEC"] = "1"
+            os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + sys.path[1:])
+            os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
+    sys.path.insert(0, ROOT)
+
+from reports import history  # noqa: E402
+from reports import results as model  # noqa: E402
+from tools.fleet import daemons  # noqa: E402
+
+# The schema and insert statements of the commit before schema versioning (731b4b0), verbatim:
+# the predecessor that wrote the databases found on lab machines today.
+V1_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_key TEXT UNIQUE NOT NULL,
+  started_at TEXT NOT NULL,
+  host TEXT, sku TEXT, gpu_name TEXT, gpu_uuid TEXT,
+  nvidia_driver TEXT, cuda_driver TEXT, cuda_runtime TEXT,
+  harness_commit TEXT, seed TEXT, verdict TEXT, exit_code INTEGER,
+  fingerprint_json TEXT
+);
+CREATE TABLE IF NOT EXISTS cases (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  case_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  comparison TEXT,
+  seconds REAL,
+  attempts TEXT,
+  message TEXT,
+  PRIMARY KEY (run_id, case_id)
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  case_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  value REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cases_by_id ON cases(case_id, run_id);
+CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics(name, run_id);
+"""
+V1_RUN = ("INSERT INTO runs (run_key, started_at, host, sku, gpu_name, gpu_uuid, nvidia_driver,"
+          " cuda_driver, cuda_runtime, harness_commit, seed, verdict, exit_code, fingerprint_json)"
+          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+V1_CASE = "INSERT INTO cases VALUES (?,?,?,?,?,?,?)"
+V1_METRIC = "INSERT INTO metrics VALUES (?,?,?,?)"
+
+A = "suites/a:a_test/S.A"
+B = "suites/a:a_test/S.B"
+
+
+def make_run(host="h1", driver="580.1", statuses=None, metric=None):
+    statuses = statuses or {"A": "PASS"}
+    cases = []
+    for name, st in statuses.items():
+        props = {"h2d_pinned_GBps": str(metric)} if metric is not None else {}
+        if " " in st:  # "FAIL PASS": attempts, final status last
+            props["attempts"] = st
+            st = st.split()[-1]
+        cases.append(model.Case("//suites/a:a_test", "S", name, st, 0.5,
+                                "boom" if st == "FAIL" else "", "", props))
+    return model.Run({"host": host, "nvidia_driver": driver, "gpu0_name": "NVIDIA H200"}, cases)
+
+
+def write_run_dir(root, key, run, started="2026-11-30T01:00:00+00:00", label="nightly", comparison=None):
+    d = os.path.join(root, key)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "results.json"), "w") as f:
+        json.dump({"info": {"run_key": key, "started_at": started, "sku": "nvidia-h200", "tier": "bat",
+                            "label": label, "verdict": "QUALIFIED", "exit_code": 0,
+                            "bundle": {"commit": "abc"}},
+                   "run": run.to_json(), "comparison": comparison or {}}, f)
+    with open(os.path.join(d, "index.html"), "w") as f:
+        f.write("<html></html>")
+    return d
+
+
+def _concurrent_writer(target, n, root):
+    db = history.connect(target)
+    for i in range(4):
+        history.store(db, f"w{n}-{i}", f"2026-11-30T0{n}:00:0{i}", make_run(host=f"h{n}"), None,
+                      "nvidia-h200", "c", 0, "QUALIFIED")
+    # Every writer also imports the same run directory: it must land exactly once.
+    history.import_run_dir(db, os.path.join(root, "shared-run"))
+    db.close()
+
+
+class Backend:
+    """The tests; SqliteHistoryTest and PostgresHistoryTest supply new_target()/old_db()."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.target = self.new_target()
+        self.db = history.connect(self.target)
+
+    def tearDown(self):
+        self.db.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def count(self, table, db=None):
+        return (db or self.db).execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+    def put(self, key, started, statuses, driver="580.1", metric=None, host="h1"):
+        return history.store(self.db, key, started, make_run(host, driver, statuses, metric), None,
+                             "nvidia-h200", "abc", 0, "v")
+
+    def test_a_new_database_has_the_current_schema_version(self):
+        self.assertEqual(self.db.version(), history.SCHEMA_VERSION)
+        self.assertEqual(history.SCHEMA_VERSION, 2)
+
+    def test_a_database_of_the_predecessor_schema_is_migrated_with_its_data(self):
+        old = self.old_db()
+        self.assertEqual(old.version(), 1)
+        old.execute(V1_RUN, ("r1", "2026-11-01T01:00:00", "h1", "nvidia-h200", "NVIDIA H200",
+                             "GPU-1", "575.1", "13000", "13000", "c1", "7", "QUALIFIED", 0, "{}"))
+        old.execute(V1_RUN, ("r2", "2026-11-02T01:00:00", "h1", "nvidia-h200", "NVIDIA H200",
+                             "GPU-1", "580.1", "13000", "13000", "c2", "8", "REGRESSIONS", 3, "{}"))
+        ids = dict(old.execute("SELECT run_key, id FROM runs").fetchall())
+        for rid, status, attempts, msg in [(ids["r1"], "PASS", "PASS", ""), (ids["r2"], "FAIL", "FAIL FAIL", "boom")]:
+            old.execute(V1_CASE, (rid, A, status, "REGRESSION" if status == "FAIL" else None, 1.5, attempts, msg))
+            old.execute(V1_CASE, (rid, B, "NOT_SUPPORTED", None, 0.0, "NOT_SUPPORTED", ""))
+            old.execute(V1_METRIC, (rid, A, "h2d_pinned_GBps", 50.0 if status == "PASS" else 40.0))
+        old.close()
+
+        db = history.connect(self.old_target)
+        self.assertEqual(db.version(), 2)
+        self.assertEqual(self.count("runs", db), 2)
+        self.assertEqual(self.count("cases", db), 4)
+        last_pass, first_fail = history.bracket(db, A, "nvidia-h200")
+        self.assertEqual((last_pass["run_key"], last_pass["nvidia_driver"]), ("r1", "575.1"))
+        self.assertEqual((first_fail["run_key"], first_fail["nvidia_driver"]), ("r2", "580.1"))
+        self.assertEqual([t[2] for t in history.trend(db, "h2d_pinned_GBps", "nvidia-h200")], [50.0, 40.0])
+        row = db.execute("SELECT c.status, c.comparison, c.attempts, c.message, r.night FROM cases c"
+                         " JOIN case_names n ON n.id = c.case_ref JOIN runs r ON r.id = c.run_id"
+                         " WHERE n.name = ? AND r.run_key = ?", (A, "r2")).fetchone()
+        self.assertEqual(tuple(row), ("FAIL", "REGRESSION", "FAIL FAIL", "boom", "2026-11-02"))
+        # New runs go in beside the migrated ones.
+        history.store(db, "r3", "2026-11-03T01:00:00", make_run(statuses={"A": "PASS"}), None,
+                      "nvidia-h200", "c3", 0, "QUALIFIED")
+        self.assertEqual(history.bracket(db, A, "nvidia-h200")[0]["run_key"], "r3")
+        db.close()
+
+    def test_a_database_newer_than_this_code_is_refused_and_left_alone(self):
+        self.put("r1", "2026-11-01", {"A": "PASS"})
+        self.db.begin()
+        self.db.set_version(7, "from the future")
+        self.db.commit()
+        with self.assertRaises(history.HistoryError) as e:
+            history.connect(self.target)
+        self.assertIn("schema version 7 is newer than this pagelock knows (2)", str(e.exception))
+        self.assertEqual(self.db.version(), 7)
+        self.assertEqual(self.count("runs"), 1)
+
+    def test_importing_a_run_directory_twice_stores_it_once(self):
+        d = write_run_dir(self.tmp, "20261130-010000_h1_nvidia-h200_580.1",
+                          make_run(statuses={"A": "PASS", "B": "FAIL PASS"}),
+                          comparison={B: "FLAKE"})
+        key, rid, new = history.import_run_dir(self.db, d)
+        self.assertTrue(new)
+        key2, rid2, new2 = history.import_run_dir(self.db, d)
+        self.assertEqual((key2, rid2, new2), (key, rid, False))
+        self.assertEqual(self.count("runs"), 1)
+        self.assertEqual(self.count("cases"), 2)
+        row = self.db.execute("SELECT label, tier, night, run_dir, report, verdict FROM runs").fetchone()
+        self.assertEqual(tuple(row), ("nightly", "bat", "2026-11-30", os.path.abspath(d),
+                                      os.path.join(os.path.abspath(d), "index.html"), "QUALIFIED"))
+        row = self.db.execute("SELECT c.status, c.attempts, c.comparison FROM cases c JOIN case_names n"
+                              " ON n.id = c.case_ref WHERE n.name = ?", (B,)).fetchone()
+        self.assertEqual(tuple(row), ("PASS", "FAIL PASS", "FLAKE"))
+
+    def test_the_h200_reference_run_imports_with_every_case(self):
+        src = os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")
+        if not os.path.exists(src):
+            self.skipTest(f"{src} is not in this tree")
+        d = os.path.join(self.tmp, "h200")
+        os.makedirs(d)
+        shutil.copy(src, os.path.join(d, "results.json"))
+        with open(src) as f:
+            ref = json.load(f)
+        key, rid, new = history.import_run_dir(self.db, d)
+        self.assertEqual(key, ref["info"]["run_key"])
+        self.assertEqual(self.count("cases"), len(ref["run"]["cases"]))
+        got = dict(self.db.execute("SELECT status, COUNT(*) FROM cases GROUP BY status").fetchall())
+        want = {}
+        for c in ref["run"]["cases"]:
+            want[c["status"]] = want.get(c["status"], 0) + 1
+        self.assertEqual(got, want)
+        self.assertEqual(self.db.execute("SELECT nvidia_driver, sku FROM runs").fetchone()[0], "580.159.04")
+
+    def test_a_run_that_fails_half_way_leaves_nothing(self):
+        bad = make_run()
+        bad.cases.append(model.Case("//suites/a:a_test", "S", "A", "PASS"))  # duplicate key: insert fails
+        with self.assertRaises(Exception):
+            history.store(self.db, "half", "2026-11-30", bad, None, "nvidia-h200", "c", 0, "v")
+        self.assertEqual(self.count("runs"), 0)
+        self.assertEqual(self.count("cases"), 0)
+        self.put("after", "2026-11-30", {"A": "PASS"})
+        self.assertEqual(self.count("runs"), 1)
+
+    def test_concurrent_writers_all_land_and_a_shared_run_lands_once(self):
+        write_run_dir(self.tmp, "shared-run", make_run(host="shared"))
+        ctx = multiprocessing.get_context("fork")
+        procs = [ctx.Process(target=_concurrent_writer, args=(self.target, n, self.tmp)) for n in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        self.assertEqual([p.exitcode for p in procs], [0] * 4)
+        self.assertEqual(self.count("runs"), 17)
+        self.assertEqual(self.count("case_names"), 1)
+
+    def test_bracket_and_trend_follow_start_time_not_insert_order(self):
+        self.put("r3", "2026-11-03", {"A": "FAIL"}, "580", 40.0)
+        self.put("r1", "2026-11-01", {"A": "PASS"}, "570", 50.0)  # imported late
+        self.put("r2", "2026-11-02", {"A": "PASS"}, "575", 51.0)
+        self.put("r4", "2026-11-04", {"A": "FAIL"}, "581", 39.0)
+        last_pass, first_fail = history.bracket(self.db, A, "nvidia-h200")
+        self.assertEqual((last_pass["run_key"], first_fail["run_key"]), ("r2", "r3"))
+        self.assertEqual([t[2] for t in history.trend(self.db, "h2d_pinned_GBps", "nvidia-h200")],
+                         [50.0, 51.0, 40.0, 39.0])
+        self.assertEqual(history.latest_run_key(self.db, "nvidia-h200"), "r4")
+
+    def test_cli_imports_and_reports_errors_without_tracebacks(self):
+        d = write_run_dir(self.tmp, "k1", make_run())
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(history.main(["--db", self.target, "import", d]), 0)
+            self.assertEqual(history.main(["--db", self.target, "import", d]), 0)
+            self.assertEqual(history.main(["--db", self.target, "import", self.tmp]), 2)
+            self.assertEqual(history.main(["--db", self.target, "version"]), 0)
+        self.assertIn("imported: k1", out.getvalue())
+        self.assertIn("already stored: k1", out.getvalue())
+        self.assertIn("not a run directory (no results.json)", err.getvalue())
+        self.assertTrue(out.getvalue().rstrip().endswith("2"))
+        self.assertNotIn("Traceback", err.getvalue())
+
+
+class SqliteHistoryTest(Backend, unittest.TestCase):
+    def new_target(self):
+        return os.path.join(self.tmp, "h.sqlite")
+
+    def old_db(self):
+        """A file written by the predecessor schema: no user_version, positional inserts."""
+        self.old_target = os.path.join(self.tmp, "old.sqlite")
+        conn = sqlite3.connect(self.old_target, isolation_level=None)
+        conn.executescript(V1_SCHEMA)
+        conn.close()
+        return history.connect(self.old_target, migrate=False)
+
+    def test_missing_file_and_unreadable_file_are_clear_errors(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(history.main(["--db", os.path.join(self.tmp, "none.sqlite"), "runs"]), 2)
+            junk = os.path.join(self.tmp, "junk.sqlite")
+            with open(junk, "w") as f:
+                f.write("not a database" * 100)
+            self.assertEqual(history.main(["--db", junk, "runs"]), 1)
+        self.assertIn("no such database", err.getvalue())
+        self.assertIn("junk.sqlite", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
+
+
+class PostgresHistoryTest(Backend, unittest.TestCase):
+    server = None
+    n = 0
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            raise unittest.SkipTest(f"{sys.executable} cannot import psycopg2 (Debian python3-psycopg2)")
+        try:
+            cls.server = daemons.PostgresServer().start()
+        except daemons.Unavailable as e:
+            raise unittest.SkipTest(f"PostgreSQL cannot start here: {e}")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server:
+            cls.server.stop()
+
+    def _database(self):
+        PostgresHistoryTest.n += 1
+        name = f"t{PostgresHistoryTest.n}"
+        admin = history.connect(self.server.url, migrate=False)
+        admin.execute(f"CREATE DATABASE {name}")
+        admin.close()
+        return self.server.url.replace("postgresql:///postgres", f"postgresql:///{name}")
+
+    def new_target(self):
+        return self._database()
+
+    def old_db(self):
+        """PostgreSQL had no predecessor release; a database at version 1 is made by migration 1
+        alone, then written with the predecessor's positional inserts."""
+        self.old_target = self._database()
+        db = history.connect(self.old_target, migrate=False)
+        history.migrate_to(db, 1)
+        return db
+
+    def test_an_unreachable_server_is_a_clear_error(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = history.main(["--db", "postgresql://u:secret@/postgres?host=/nonexistent", "runs"])
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot connect", err.getvalue())
+        self.assertNotIn("secret", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()

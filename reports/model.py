@@ -1,0 +1,553 @@
+"""The typed outcome model: what one case did, what one run is, and the pass/fail/coverage rules.
+
+Everything that decides whether a status passes, fails or loses coverage lives here; the other
+modules ask `Status` and `Change`. The test binaries write outcomes through fixtures/outcome.h;
+the property names below mirror its constants (model_test.py checks that they agree).
+`Case.from_raw` is the only place that interprets a case's XML/journal properties, and
+`write_results` / `read_results` the only code that writes and reads results.json.
+"""
+
+import enum
+import fnmatch
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+FORMAT_VERSION = 2  # results.json; 0/absent = before the typed model (properties in one dict)
+
+# --- Names shared with fixtures/outcome.h (checked by model_test.py) -----------------------
+PROP_STATUS = "pagelock.status"  # NOT_SUPPORTED | WARN | CRASH | TIMEOUT
+PROP_REASON = "pagelock.reason"
+PROP_SEED = "pagelock.seed"  # the case's seed, decimal
+PROP_RUN_SEED = "pagelock.run_seed"  # the binary's seed (top level): what replays a case
+PROP_RULES = "pagelock.rules"
+PROP_METRIC_PREFIX = "pagelock.metric."  # value "<number> <unit>"
+PROP_OBSERVED_PREFIX = "pagelock.observed."
+PROP_BUDGET_PREFIX = "pagelock.budget."  # value "<number> <unit>"
+PROP_CHILD = "pagelock.child"
+PROP_CHILD_LOG = "pagelock.child_log"
+PROP_HEALTH = "pagelock.health"  # sticky_error | unchecked_error | pinned_leak
+PROP_PROFILE = "pagelock.profile"  # the rule profile a case applied
+NOT_SUPPORTED_PREFIX = "NotSupported: "  # human-readable prefix of a NotSupported skip message
+HEALTH_VALUES = ("sticky_error", "unchecked_error", "pinned_leak")
+DECLARED_STATUSES = ("NOT_SUPPORTED", "WARN", "CRASH", "TIMEOUT")  # what pagelock.status may say
+JOURNAL_NAME = "pagelock_journal.jsonl"
+JOURNAL_ENV = "PAGELOCK_JOURNAL"
+SEED_ENV = "PAGELOCK_SEED"
+EXIT_POISONED = 75  # kExitPoisoned: a case left a sticky CUDA error; restart on the rest
+
+# Names written before fixtures/outcome.h (old results.json files, the harness's own records).
+_LEGACY_STATUS = "pagelock_status"
+_LEGACY_METRIC = re.compile(r".*_(GBps|MBps|us|ms|s|MiB|GiB|count|ratio)$")
+_HARNESS_KEYS = {"attempts", "first_failure", "log_tail", "child_log"}
+
+
+class Status(str, enum.Enum):
+    """What happened to a case, in order of severity (piglit/KCIDB order)."""
+    PASS = "PASS"
+    WARN = "WARN"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+    SKIP = "SKIP"
+    FAIL = "FAIL"
+    TIMEOUT = "TIMEOUT"
+    CRASH = "CRASH"
+    INFRA_ERROR = "INFRA_ERROR"
+    MISSING = "MISSING"
+
+    def __str__(self):
+        return self.value
+
+    @property
+    def severity(self):
+        return _ORDER.index(self)
+
+    @property
+    def is_pass(self):
+        return self in (Status.PASS, Status.WARN)
+
+    @property
+    def is_fail(self):
+        """Makes a run unclean."""
+        return self in (Status.FAIL, Status.TIMEOUT, Status.CRASH, Status.INFRA_ERROR, Status.MISSING)
+
+    @property
+    def is_coverage_gap(self):
+        """The behaviour was not exercised: PASS -> this is COVERAGE_LOST."""
+        return self in (Status.NOT_SUPPORTED, Status.SKIP, Status.MISSING)
+
+    @property
+    def is_retryable(self):
+        return self in (Status.FAIL, Status.CRASH, Status.TIMEOUT)
+
+    @staticmethod
+    def parse(text):
+        """The Status named by text; None when the model does not know it."""
+        try:
+            return Status(str(text).strip().upper())
+        except ValueError:
+            return None
+
+
+_ORDER = list(Status)
+STATUSES = [s.value for s in Status]
+FAILING = [s.value for s in Status if s.is_fail]
+
+
+class Change(str, enum.Enum):
+    """A case's status against its expectations and the baseline run."""
+    REGRESSION = "REGRESSION"  # failed, nothing expects it
+    COVERAGE_LOST = "COVERAGE_LOST"  # exercised in the baseline, not now; or lost with the machine
+    DROPPED = "DROPPED"  # in the baseline, not in this run
+    FLAKE = "FLAKE"  # failed, then passed on retry, no expectation covers it
+    UNEXPECTED_PASS = "UNEXPECTED_PASS"  # passes although a `fail` expectation says it fails
+    EXPECTED_FAIL = "EXPECTED_FAIL"
+    KNOWN_FLAKE = "KNOWN_FLAKE"  # failed, then passed, a `flake` expectation covers it
+    KNOWN_COVERAGE_LOSS = "KNOWN_COVERAGE_LOSS"  # a coverage loss an expectation names
+    FIXED = "FIXED"  # passes now, failed in the baseline
+    NEW = "NEW"  # not in the baseline
+
+    def __str__(self):
+        return self.value
+
+    @property
+    def blocks(self):
+        """Which verdict this change forces, or None."""
+        return {Change.REGRESSION: "regression", Change.COVERAGE_LOST: "coverage",
+                Change.DROPPED: "coverage", Change.FLAKE: "update",
+                Change.UNEXPECTED_PASS: "update"}.get(self)
+
+
+def count_statuses(statuses):
+    counts = {s: 0 for s in STATUSES}
+    for s in statuses:
+        counts[str(s)] = counts.get(str(s), 0) + 1
+    return counts
+
+
+def format_counts(counts):
+    """Counts by status, then the closing line 'N passed, N failed, N skipped'."""
+    parts = [f"{s}={n}" for s, n in counts.items() if n]
+    passed = sum(n for s, n in counts.items() if _known(s) and _known(s).is_pass)
+    failed = sum(n for s, n in counts.items() if not _known(s) or _known(s).is_fail)
+    skipped = sum(n for s, n in counts.items() if _known(s) in (Status.SKIP, Status.NOT_SUPPORTED))
+    return ("by status: " + (", ".join(parts) if parts else "no cases") + "\n"
+            f"{passed} passed, {failed} failed, {skipped} skipped")
+
+
+def _known(s):
+    return Status.parse(s)
+
+
+def is_clean(counts):
+    """No case failed (an unknown status counts as failed)."""
+    return not any(n for s, n in counts.items() if not _known(s) or _known(s).is_fail)
+
+
+# --- Case ids and gtest filters ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class CaseId:
+    """target '//suites/stress:pinned_stress_test', suite 'Flags/HostAllocTest', case
+    'MapsMemory/portable' (gtest name, parameter included); param 'portable' or ''."""
+    target: str
+    suite: str
+    case: str
+
+    @property
+    def param(self):
+        return self.case.rsplit("/", 1)[1] if "/" in self.case else ""
+
+    @property
+    def package(self):
+        return self.target[2:].split(":", 1)[0]
+
+    @property
+    def target_name(self):
+        return self.target.rsplit(":", 1)[-1]
+
+    @property
+    def gtest_name(self):
+        return f"{self.suite}.{self.case}"
+
+    def __str__(self):
+        """Stable id: '<package>:<target>/<suite>.<name>' (the package may have any depth)."""
+        return f"{self.target[2:]}/{self.gtest_name}"
+
+    @staticmethod
+    def parse(text):
+        """The inverse of str(): splits at the ':' of the label and the first '/' after it."""
+        colon = text.find(":")
+        slash = text.find("/", colon + 1)
+        if colon < 0 or slash < 0:
+            raise ValueError(f"not a case id: {text!r} (expected package:target/Suite.Name)")
+        suite, dot, case = text[slash + 1:].partition(".")
+        # Parameterized suites have '/' but never '.'; the gtest name starts after the first '.'.
+        return CaseId("//" + text[:slash], suite, case)
+
+
+def gtest_filters(case_ids, negative=False):
+    """{target: gtest filter} naming exactly these cases, per target ('-' first when negative)."""
+    by_target = {}
+    for cid in case_ids:
+        by_target.setdefault(cid.target, []).append(cid.gtest_name)
+    return {t: ("-" if negative else "") + ":".join(sorted(names)) for t, names in by_target.items()}
+
+
+def matching(patterns, case_ids):
+    """The case ids that any fnmatch pattern ('suites/a:a_test/S.*') matches."""
+    return [c for c in case_ids if any(fnmatch.fnmatchcase(str(c), p) for p in patterns)]
+
+
+# --- Metrics ------------------------------------------------------------------------------
+
+@dataclass
+class Metric:
+    value: float  # may be nan or inf: stored and shown as such
+    unit: str = ""
+
+    @staticmethod
+    def parse(text):
+        """'55.1 GB/s' -> Metric(55.1, 'GB/s'); None when the number is not a number at all."""
+        num, _, unit = str(text).strip().partition(" ")
+        try:
+            return Metric(float(num), unit.strip())
+        except ValueError:
+            return None
+
+    @property
+    def finite(self):
+        return math.isfinite(self.value)
+
+    def __str__(self):
+        v = f"{self.value:.6g}" if self.finite else repr(self.value)
+        return f"{v} {self.unit}".strip()
+
+    def to_json(self):
+        return {"value": self.value if self.finite else repr(self.value), "unit": self.unit}
+
+    @staticmethod
+    def from_json(d):
+        return Metric(float(d.get("value", "nan")), d.get("unit", ""))
+
+
+_M64 = 2 ** 64 - 1
+
+
+def derive_case_seed(run_seed, gtest_name):
+    """pagelock::CaseSeed() (fixtures/outcome.cc): SplitMix(run seed ^ FNV-1a(name)) % 10^12, so
+    a report can check that a replay command's run seed really gives the case its seed."""
+    h = 1469598103934665603
+    for b in gtest_name.encode():
+        h = ((h ^ b) * 1099511628211) & _M64
+    x = ((int(run_seed) ^ h) + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return (x ^ (x >> 31)) % 1000000000000
+
+
+def _is_stress(target):
+    name = target.rsplit(":", 1)[-1]
+    return name.endswith("_stress_test") or target.startswith("//suites/stress:")
+
+
+# --- Case and Run -------------------------------------------------------------------------
+
+@dataclass
+class Case:
+    cid: CaseId
+    status: Status
+    seconds: float = 0.0
+    message: str = ""  # failure text, or crash description
+    reason: str = ""  # why NOT_SUPPORTED or SKIP
+    attempts: list = field(default_factory=list)  # [Status] of every attempt; last = status
+    first_failure: str = ""  # message of the first failed attempt when a retry passed
+    seed: int = None  # the case's seed (pagelock.seed)
+    run_seed: int = None  # PAGELOCK_SEED the binary ran with: what replays the case
+    rules: list = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)  # name -> Metric
+    budgets: dict = field(default_factory=dict)  # name -> Metric
+    observed: dict = field(default_factory=dict)  # key -> str
+    logs: dict = field(default_factory=dict)  # 'log_tail', 'child_log' -> text
+    child: str = ""  # child process outcome
+    health: str = ""  # sticky_error | unchecked_error | pinned_leak
+    stress: bool = None  # a stress target (Bazel needs --config=stress); None: guess from name
+    extra: dict = field(default_factory=dict)  # other properties the test recorded
+
+    def __post_init__(self):
+        if not self.attempts:
+            self.attempts = [self.status]
+
+    # Convenience views
+    @property
+    def id(self):
+        """The stable id as text: 'suites/a:a_test/Suite.Name'."""
+        return str(self.cid)
+
+    @property
+    def target(self):
+        return self.cid.target
+
+    @property
+    def suite(self):
+        return self.cid.suite
+
+    @property
+    def name(self):
+        return self.cid.case
+
+    @property
+    def gtest_name(self):
+        return self.cid.gtest_name
+
+    @property
+    def family(self):
+        return self.cid.package.split("/")[-1]
+
+    @property
+    def flaky(self):
+        """Passed in the end after a failed attempt."""
+        return self.status.is_pass and any(a.is_fail for a in self.attempts)
+
+    @property
+    def properties(self):
+        """Read-only flat view for older readers (history.py): attempts, rules, finite metrics
+        by name, observations and other properties. New code reads the typed fields."""
+        view = dict(self.extra)
+        view.update({k: str(v) for k, v in self.observed.items()})
+        view.update({k: m.value for k, m in self.metrics.items() if m.finite})
+        if self.rules:
+            view["rules"] = ",".join(self.rules)
+        view["attempts"] = " ".join(str(a) for a in self.attempts)
+        return view
+
+    @property
+    def seed_replays(self):
+        """True when run_seed gives this case its recorded seed, False when it does not (the
+        run seed is not this binary's), None when either is unknown."""
+        if self.seed is None or self.run_seed is None:
+            return None
+        return derive_case_seed(self.run_seed, self.gtest_name) == self.seed
+
+    def replay_command(self, bundle="BUNDLE"):
+        """How to run exactly this case again, with its seed: with Bazel, and from a bundle."""
+        seed = self.run_seed
+        if self.seed_replays is False:
+            return (f"# the run seed of this case's binary is unknown (run seed {seed} does not give "
+                    f"its case seed {self.seed}); rerun with one seed for every binary, e.g. "
+                    f"--test_env={SEED_ENV}=N or tools/qualify --seed N\n"
+                    + Case(self.cid, self.status, stress=self.stress).replay_command(bundle))
+        stress = self.stress if self.stress is not None else _is_stress(self.target)
+        env = f" --test_env={SEED_ENV}={seed}" if seed is not None else ""
+        config = " --config=stress" if stress else ""
+        bundle_env = f"{SEED_ENV}={seed} " if seed is not None else ""
+        return (f"bazel test {self.target}{config} --test_filter='{self.gtest_name}'{env}\n"
+                f"{bundle_env}{bundle}/bin/{self.cid.package}/{self.cid.target_name} "
+                f"--gtest_filter='{self.gtest_name}'")
+
+    @staticmethod
+    def from_raw(target, suite, name, status, seconds=0.0, message="", reason="", properties=None,
+                 run_seed=None):
+        """A typed case from what the XML/journal reader found: its raw status (PASS, FAIL,
+        SKIP, ... as gtest and the runner say) and the properties the test recorded."""
+        props = dict(properties or {})
+        run_seed = props.pop(PROP_RUN_SEED, run_seed)
+        if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            seconds = 0.0
+        c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0, message or "", reason or "")
+        declared = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
+        props.pop(_LEGACY_STATUS, None)
+        st, dst = Status.parse(status), Status.parse(declared) if declared else None
+        if st is None or (declared and dst is None):
+            c.status = Status.INFRA_ERROR
+            bad = status if st is None else declared
+            c.message = (f"unknown status {bad!r} (the harness and the model disagree)\n" + c.message).strip()
+        elif dst is not None and (st in (Status.PASS, Status.SKIP) or
+                                  (dst.is_fail and dst.severity > st.severity)):
+            c.status = dst  # NOT_SUPPORTED refines a skip, WARN a pass; a failure wins over both
+        else:
+            c.status = st
+        if props.get("status_detail") == "QualityWarning" and c.status == Status.PASS:
+            props.pop("status_detail")
+            c.status = Status.WARN
+        if PROP_REASON in props:
+            c.reason = props.pop(PROP_REASON)
+        seed = props.pop(PROP_SEED, None)
+        c.seed = _int_or_none(seed)
+        c.run_seed = _int_or_none(run_seed)
+        rules = props.pop(PROP_RULES, None) or props.pop("rules", None)
+        c.rules = [r.strip() for r in str(rules).split(",") if r.strip()] if rules else []
+        if PROP_CHILD in props:
+            c.child = props.pop(PROP_CHILD)
+        elif "child_outcome" in props:
+            c.child = props.pop("child_outcome")
+        if c.status == Status.NOT_SUPPORTED and not c.reason and NOT_SUPPORTED_PREFIX in c.message:
+            c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
+        if PROP_HEALTH in props:
+            c.health = props.pop(PROP_HEALTH)
+        for key in (PROP_CHILD_LOG, "child_log", "log_tail", "kernel_log"):
+            if key in props:
+                c.logs[key.rsplit(".", 1)[-1]] = props.pop(key)
+        attempts = props.pop("attempts", None)
+        if attempts:
+            c.attempts = [Status.parse(a) or Status.INFRA_ERROR for a in str(attempts).split()]
+            c.attempts[-1] = c.status
+        else:
+            c.attempts = [c.status]
+        c.first_failure = props.pop("first_failure", "")
+        for k in list(props):
+            v = props[k]
+            if k.startswith(PROP_METRIC_PREFIX) or k.startswith(PROP_BUDGET_PREFIX):
+                m = Metric.parse(v)
+                into = c.metrics if k.startswith(PROP_METRIC_PREFIX) else c.budgets
+                short = k.split(".", 2)[2]
+                if m is None:
+                    c.observed[short] = str(v)
+                else:
+                    into[short] = m
+            elif k.startswith(PROP_OBSERVED_PREFIX):
+                c.observed[k[len(PROP_OBSERVED_PREFIX):]] = v
+            elif _LEGACY_METRIC.match(k) and Metric.parse(v) is not None and not k.endswith("samples_ms"):
+                c.metrics[k] = Metric(Metric.parse(v).value, k.rsplit("_", 1)[1])
+            else:
+                c.extra[k] = v
+        return c
+
+    def to_json(self):
+        return {"id": self.id, "target": self.target, "suite": self.suite, "name": self.name,
+                "status": str(self.status), "seconds": self.seconds, "message": self.message,
+                "reason": self.reason, "attempts": [str(a) for a in self.attempts],
+                "first_failure": self.first_failure, "seed": _seed_json(self.seed),
+                "run_seed": _seed_json(self.run_seed), "rules": self.rules,
+                "metrics": {k: m.to_json() for k, m in self.metrics.items()},
+                "budgets": {k: m.to_json() for k, m in self.budgets.items()},
+                "observed": self.observed, "logs": self.logs, "child": self.child,
+                "health": self.health, "stress": self.stress, "properties": self.extra}
+
+    @staticmethod
+    def from_json(d, version=FORMAT_VERSION):
+        if version < 2:  # one properties dict for everything: interpret it as the reader would
+            return Case.from_raw(d["target"], d["suite"], d["name"], d.get("status", ""),
+                                 d.get("seconds", 0.0), d.get("message", ""), d.get("reason", ""),
+                                 d.get("properties", {}))
+        c = Case.from_raw(d["target"], d["suite"], d["name"], d.get("status", ""),
+                          d.get("seconds", 0.0), d.get("message", ""), d.get("reason", ""),
+                          d.get("properties", {}), d.get("run_seed"))
+        c.attempts = [Status.parse(a) or Status.INFRA_ERROR for a in d.get("attempts", [])] or [c.status]
+        c.first_failure = d.get("first_failure", "")
+        c.seed = _int_or_none(d.get("seed"))
+        c.rules = list(d.get("rules", []))
+        c.metrics = {k: Metric.from_json(m) for k, m in d.get("metrics", {}).items()}
+        c.budgets = {k: Metric.from_json(m) for k, m in d.get("budgets", {}).items()}
+        c.observed = dict(d.get("observed", {}))
+        c.logs = dict(d.get("logs", {}))
+        c.child, c.health, c.stress = d.get("child", ""), d.get("health", ""), d.get("stress")
+        return c
+
+
+def _int_or_none(v):
+    try:
+        return int(str(v).strip()) if v is not None and str(v).strip() != "" else None
+    except ValueError:
+        return None
+
+
+def _seed_json(v):
+    return None if v is None else str(v)  # seeds are 64-bit: strings survive every JSON reader
+
+
+@dataclass
+class Run:
+    fingerprint: dict = field(default_factory=dict)
+    cases: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
+
+    def counts(self):
+        return count_statuses(c.status for c in self.cases)
+
+    def by_id(self):
+        return {c.id: c for c in self.cases}
+
+    def to_json(self):
+        return {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
+                "problems": self.problems, "cases": [c.to_json() for c in self.cases]}
+
+    @staticmethod
+    def from_json(d):
+        if not isinstance(d, dict) or not isinstance(d.get("cases", []), list):
+            raise ResultsError("not a pagelock run (expected an object with a 'cases' list)")
+        version = d.get("format_version", 0)
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ResultsError(f"results format {version!r} is newer than this tool ({FORMAT_VERSION})")
+        try:
+            return Run(dict(d.get("fingerprint", {})),
+                       [Case.from_json(c, version) for c in d.get("cases", [])],
+                       list(d.get("problems", [])))
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
+
+    @staticmethod
+    def from_raw(raw):
+        """A typed Run from the testlogs reader's Run (raw records, reports/results.py)."""
+        fp = dict(raw.fingerprint)
+        seed = fp.get(PROP_RUN_SEED, fp.get("seed"))
+        return Run(fp, [Case.from_raw(c.target, c.suite, c.name, c.status, c.seconds, c.message,
+                                      c.reason, c.properties, seed) for c in raw.cases],
+                   list(raw.problems))
+
+
+class ResultsError(Exception):
+    """A results.json (or baseline) that cannot be read as a run."""
+
+
+# --- results.json: the one writer and reader ----------------------------------------------
+
+def write_results(path, run, info=None, comparison=None):
+    """Writes results.json atomically (temp file, then rename): a full disk or a kill leaves the
+    previous file or none, never half a file."""
+    data = {"format_version": FORMAT_VERSION, "info": info or {}, "run": run.to_json()}
+    if comparison is not None:
+        data.update(comparison.to_json())
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, allow_nan=False)
+    os.replace(tmp, path)
+
+
+def read_results(path):
+    """(Run, info dict, whole document) from a results.json, a run directory or a bare run.
+    Raises ResultsError with a message naming the file on anything unreadable."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file")
+    except OSError as e:
+        raise ResultsError(f"{path}: unreadable: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: not JSON: {e}")
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: expected a JSON object, found a {type(data).__name__}")
+    run_json = data.get("run", data)
+    if isinstance(run_json, dict) and "format_version" not in run_json and "format_version" in data:
+        run_json = dict(run_json, format_version=data["format_version"])
+    try:
+        run = Run.from_json(run_json)
+    except ResultsError as e:
+        raise ResultsError(f"{path}: {e}")
+    info = data.get("info", {})
+    return run, info if isinstance(info, dict) else {}, data
+
+
+def load_testlogs(root):
+    """A typed Run from a testlogs tree (Bazel's bazel-testlogs or a bundle run)."""
+    from reports import results
+    return Run.from_raw(results.load_testlogs(root))
+
+
+def load_bep(path):
+    from reports import results
+    return Run.from_raw(results.load_bep(path))

@@ -1,0 +1,600 @@
+"""Raw test records from what test binaries leave behind: GoogleTest XML, pagelock case journals,
+testlogs trees (Bazel's bazel-testlogs or the bundle runner's output, same layout) and Bazel build
+event files.
+
+This module only reads and writes files; it knows nothing of baselines or verdicts. Each case
+becomes a RawCase: target, suite, name, raw status, message, seconds, properties. A missing,
+truncated or malformed file is a result (CRASH, TIMEOUT or MISSING with the reason), never an
+exception. The bundle runner uses the same functions to merge the attempts of one binary.
+"""
+
+import json
+import os
+import re
+import zipfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+NOT_SUPPORTED_PREFIX = "NotSupported: "
+# The case journal's file name, under Bazel's test.outputs/ and under each attempt_N/ folder of
+# the bundle runner (which passes the full path in PAGELOCK_JOURNAL).
+JOURNAL_NAME = "pagelock_journal.jsonl"
+EXIT_POISONED = 75  # fixtures' kExitPoisoned
+PROP_STATUS = "pagelock.status"  # NOT_SUPPORTED WARN CRASH TIMEOUT (and MISSING, INFRA_ERROR)
+PROP_REASON = "pagelock.reason"
+_LEGACY_STATUS = "pagelock_status"
+RAW_STATUSES = ("PASS", "WARN", "NOT_SUPPORTED", "SKIP", "FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR",
+                "MISSING")
+_JOURNAL_STATUSES = ("PASS", "FAIL", "SKIP")
+# Bounds on what one file may cost to read.
+XML_MAX_BYTES = 64 << 20
+JOURNAL_MAX_LINE = 1 << 20
+JOURNAL_MAX_BYTES = 256 << 20
+MESSAGE_MAX_CHARS = 64 << 10
+# Folders of a testlogs tree that hold no target of their own.
+SKIP_DIRS = ("test.outputs", "test_attempts", "retries")
+# Bazel's BlazeTestStatus (test.cache_status, field 3) values that mean the test failed.
+_BAZEL_FAILED = {3: "TIMEOUT", 4: "FAILED", 5: "INCOMPLETE", 6: "REMOTE_FAILURE"}
+
+_CASE_ATTRS = {"name", "file", "line", "status", "result", "time", "timestamp", "classname",
+               "value_param", "type_param"}
+_ROOT_ATTRS = {"tests", "failures", "disabled", "errors", "time", "timestamp", "name", "skipped"}
+
+
+@dataclass
+class RawCase:
+    target: str  # Bazel label, "//suites/hostalloc:hostalloc_test"
+    suite: str  # GoogleTest suite, "AllFlagCombinations/HostAllocFlagsTest"
+    name: str  # GoogleTest name, "KernelReadsAndWrites.../mapped"
+    status: str  # raw status: PASS FAIL SKIP NOT_SUPPORTED WARN CRASH TIMEOUT INFRA_ERROR MISSING
+    seconds: float = 0.0
+    message: str = ""  # failure text, or crash description
+    reason: str = ""  # why NOT_SUPPORTED or SKIP
+    properties: dict = field(default_factory=dict)
+    log_path: str = ""  # the target's test.log, when there is one
+    exit_code: "int | None" = None  # of the binary, when known (bundle runner)
+
+
+@dataclass
+class RawRun:
+    fingerprint: dict = field(default_factory=dict)
+    cases: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
+
+
+
+def tail(path, max_bytes):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read(max_bytes).decode("utf-8", "replace")
+        return ("..." if size > max_bytes else "") + data
+    except OSError:
+        return ""
+
+
+def _cap(text, limit=MESSAGE_MAX_CHARS):
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return (text[:half] + f"\n[... {len(text) - limit} characters cut by pagelock ...]\n"
+            + text[-half:])
+
+
+# ---------------------------------------------------------------------------------------------
+# GoogleTest XML and journals (also used by the bundle runner to merge attempts)
+
+_BAD_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
+
+
+def parse_xml_file(path):
+    """Parses a test.xml as GoogleTest and Bazel write it. Returns (root element, None) or
+    (None, why). Raw bytes that are not UTF-8 (the system GoogleTest writes them as they come)
+    become U+FFFD; a DOCTYPE or entity declaration (never written by GoogleTest or Bazel: entity
+    bombs, external entities) is refused; files over XML_MAX_BYTES are not read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(XML_MAX_BYTES + 1)
+    except OSError as e:
+        return None, f"unreadable ({e.strerror or e})"
+    if len(data) > XML_MAX_BYTES:
+        return None, f"larger than {XML_MAX_BYTES >> 20} MiB, not read"
+    if _DTD.search(data):
+        return None, "has a DOCTYPE or ENTITY declaration, not read"
+    text = _XML_DECL.sub("", data.decode("utf-8", "replace"), count=1)
+    text = _BAD_XML_CHARS.sub("\ufffd", text)
+    try:
+        return ET.fromstring(text), None
+    except ET.ParseError as e:
+        return None, f"truncated or malformed ({e})"
+    except RecursionError:
+        return None, "nested too deeply"
+
+
+def _case_id(el):
+    return f"{el.get('classname', '')}.{el.get('name', '')}"
+
+
+def read_gtest_xml(path):
+    """Returns ({'Suite.Name': <testcase> element}, root attributes, None), or
+    (None, {}, why) when the file is missing, truncated, not GoogleTest XML or refused."""
+    if not os.path.exists(path):
+        return None, {}, "no XML was written"
+    root, why = parse_xml_file(path)
+    if root is None:
+        return None, {}, f"the XML is {why}"
+    if root.tag != "testsuites" or root.get("name") != "AllTests":
+        return None, {}, "the XML is not GoogleTest's"
+    cases = {}
+    for el in root.iter("testcase"):
+        cases[_case_id(el)] = el
+    return cases, dict(root.attrib), None
+
+
+def read_gtest_xml_cases(path):
+    """Returns ({'Suite.Name': <testcase> element}, root attributes), or (None, {})."""
+    cases, attrs, _ = read_gtest_xml(path)
+    return cases, attrs
+
+
+def synthesize_case(case_id, status, message, log_tail="", seconds=0.0, properties=None,
+                    skip_message=None):
+    """A GoogleTest-shaped <testcase> for a result the binary could not write itself."""
+    suite, _, name = case_id.rpartition(".")
+    message = _cap(message)
+    el = ET.Element("testcase", {"name": name, "classname": suite, "status": "run",
+                                 "result": "completed", "time": f"{seconds:.3f}"})
+    props = {str(k): v for k, v in (properties or {}).items()}
+    if status not in ("PASS", "FAIL", "SKIP"):
+        props[PROP_STATUS] = status
+    if log_tail:
+        props["log_tail"] = log_tail
+    if props:
+        pe = ET.SubElement(el, "properties")
+        for k, v in props.items():
+            ET.SubElement(pe, "property", {"name": k, "value": _cap(str(v))})
+    if status == "SKIP":
+        ET.SubElement(el, "skipped", {"message": skip_message or message}).text = skip_message or message
+    elif status != "PASS":
+        ET.SubElement(el, "failure", {"message": message, "type": ""}).text = message
+    return el
+
+
+def _bounded_lines(f):
+    """Lines of a binary file, each at most JOURNAL_MAX_LINE bytes (longer ones are skipped) and
+    JOURNAL_MAX_BYTES in all."""
+    total = 0
+    while total < JOURNAL_MAX_BYTES:
+        line = f.readline(JOURNAL_MAX_LINE + 1)
+        if not line:
+            return
+        total += len(line)
+        if len(line) > JOURNAL_MAX_LINE:
+            while line and not line.endswith(b"\n") and total < JOURNAL_MAX_BYTES:
+                line = f.readline(JOURNAL_MAX_LINE)
+                total += len(line)
+            continue
+        yield line.decode("utf-8", "replace")
+
+
+def _journal_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return list(_bounded_lines(f))
+    except OSError:
+        return None
+
+
+def read_journal(path_or_lines):
+    """Reads a case journal. Returns ({case: <testcase>} for cases that ended, the case that
+    started and never ended or None). Lines that are not events (cut short by a crash, or
+    garbage) are skipped."""
+    if isinstance(path_or_lines, str):
+        lines = _journal_lines(path_or_lines) or []
+    else:
+        lines = path_or_lines
+    finished, running = {}, None
+    for line in lines:
+        try:
+            ev = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # a line cut short by the crash
+        if not isinstance(ev, dict) or not isinstance(ev.get("case"), str) or \
+                "." not in ev["case"]:
+            continue
+        case = ev["case"]
+        if ev.get("event") == "start":
+            running = case
+        elif ev.get("event") == "end":
+            status = ev.get("status")
+            msg = ev.get("message", "")
+            msg = msg if isinstance(msg, str) else json.dumps(msg)
+            if status not in _JOURNAL_STATUSES:
+                msg = f"the journal recorded an unknown status {str(status)[:40]!r}\n{msg}"
+                status = "INFRA_ERROR"
+            try:
+                seconds = float(ev.get("seconds", 0))
+            except (TypeError, ValueError):
+                seconds = 0.0
+            props = ev.get("properties")
+            props = props if isinstance(props, dict) else {}
+            finished[case] = synthesize_case(case, status, msg, seconds=seconds,
+                                             properties=props,
+                                             skip_message=msg if status == "SKIP" else None)
+            if running == case:
+                running = None
+    return finished, running
+
+
+def merged_xml_root(label, root_attrs, elements):
+    root = ET.Element("testsuites", {k: v for k, v in root_attrs.items() if k not in _ROOT_ATTRS})
+    root.set("name", "AllTests")
+    suites = {}
+    for el in elements:
+        suite = el.get("classname", "")
+        if suite not in suites:
+            suites[suite] = ET.SubElement(root, "testsuite", {"name": suite})
+        suites[suite].append(el)
+    for s in suites.values():
+        s.set("tests", str(len(s)))
+    root.set("tests", str(len(elements)))
+    root.set("pagelock_target", label)
+    return root
+
+
+def write_merged_xml(path, label, root_attrs, elements):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    ET.ElementTree(merged_xml_root(label, root_attrs, elements)).write(
+        path, encoding="UTF-8", xml_declaration=True)
+
+
+def write_infra_error_xml(path, label, message):
+    write_merged_xml(path, label, {}, [synthesize_case("(binary).setup", "INFRA_ERROR", message)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a testlogs tree
+
+def _properties(el, standard):
+    props = {k: v for k, v in el.attrib.items() if k not in standard}
+    for pe in el.findall("properties/property"):
+        props[pe.get("name", "")] = pe.get("value", "")
+    return props
+
+
+def case_from_element(target, el):
+    props = _properties(el, _CASE_ATTRS)
+    failures = el.findall("failure") + el.findall("error")
+    skipped = el.find("skipped")
+    message = _cap("\n\n".join((f.text or f.get("message", "")).strip() for f in failures))
+    reason = ""
+    status = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
+    props.pop(_LEGACY_STATUS, None)
+    skip_text = ""
+    if skipped is not None:
+        skip_text = (skipped.text or skipped.get("message", "")).strip()
+    if status is not None:
+        if status not in RAW_STATUSES:
+            message = f"unknown {PROP_STATUS} {status[:40]!r}" + (f"\n{message}" if message else "")
+            status = "INFRA_ERROR"
+        elif status == "NOT_SUPPORTED":
+            reason = props.pop(PROP_REASON, "")
+            if not reason:
+                idx = skip_text.find(NOT_SUPPORTED_PREFIX)
+                reason = skip_text[idx + len(NOT_SUPPORTED_PREFIX):].strip() if idx >= 0 else skip_text
+            if failures:  # a case that failed before it found out it was not supported
+                status = "FAIL"
+        elif status == "WARN" and failures:
+            status = "FAIL"
+    elif failures:
+        status = "FAIL"
+    elif skipped is not None or el.get("result") == "skipped":
+        idx = skip_text.find(NOT_SUPPORTED_PREFIX)
+        if idx >= 0:
+            status, reason = "NOT_SUPPORTED", skip_text[idx + len(NOT_SUPPORTED_PREFIX):].strip()
+        else:
+            status, reason = "SKIP", skip_text
+    elif el.get("status") == "notrun" or el.get("result") == "suppressed":
+        status, reason = "SKIP", "disabled"
+    elif props.get("status_detail") == "QualityWarning":
+        status = "WARN"
+    else:
+        status = "PASS"
+    try:
+        seconds = float(el.get("time", "0") or 0)
+    except ValueError:
+        seconds = 0.0
+    return RawCase(target, el.get("classname", ""), el.get("name", ""), status, seconds, message,
+                   reason, props)
+
+
+def _attempt_key(name):
+    m = re.search(r"(\d+)$", name)
+    return (int(m.group(1)) if m else -1, name)
+
+
+def _journal_sources(tdir):
+    """The case journals of one target, oldest first: the bundle runner's
+    test.outputs/attempt_N/, Bazel's test.outputs/ or its outputs.zip. Each is a list of lines."""
+    outputs = os.path.join(tdir, "test.outputs")
+    sources = []
+    try:
+        attempts = sorted((d for d in os.listdir(outputs) if d.startswith("attempt_")),
+                          key=_attempt_key)
+    except OSError:
+        attempts = []
+    for d in attempts:
+        p = os.path.join(outputs, d, JOURNAL_NAME)
+        if os.path.isfile(p) and not os.path.islink(p):
+            lines = _journal_lines(p)
+            if lines is not None:
+                sources.append(lines)
+    plain = os.path.join(outputs, JOURNAL_NAME)
+    if os.path.isfile(plain) and not os.path.islink(plain):
+        lines = _journal_lines(plain)
+        if lines is not None:
+            sources.append(lines)
+    zpath = os.path.join(outputs, "outputs.zip")
+    if not sources and os.path.isfile(zpath):
+        try:
+            with zipfile.ZipFile(zpath) as z:
+                for n in z.namelist():
+                    if n.endswith(JOURNAL_NAME):
+                        with z.open(n) as f:
+                            sources.append(list(_bounded_lines(f)))
+                        break
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError):
+            pass
+    return sources
+
+
+def _cases_without_gtest_xml(target, tdir, why):
+    """A target whose binary did not finish writing its XML: recover from its journals."""
+    log = os.path.join(tdir, "test.log")
+    log_text = tail(log, 4000)
+    timed_out = "timed out" in log_text.lower() or "TIMEOUT" in why
+    status = "TIMEOUT" if timed_out else "CRASH"
+    sources = _journal_sources(tdir)
+    cases = []
+    if sources:
+        finished, running = {}, None
+        for lines in sources:
+            f, running = read_journal(lines)
+            finished.update(f)
+        if running in finished:
+            running = None
+        cases = [case_from_element(target, el) for el in finished.values()]
+        if running:
+            cases.append(case_from_element(target, synthesize_case(
+                running, status, f"{status}: {why} while running this case", log_tail=log_text)))
+            return cases
+    m = re.search(r"exited with error code (\d+)", why)
+    if status == "CRASH" and m and 0 < int(m.group(1)) < 128:
+        status = "FAIL"  # a plain failing exit of a test with no case journal (e.g. a py_test)
+    message = f"{status}: {why}; no case could be blamed"
+    if m and int(m.group(1)) == EXIT_POISONED and cases:
+        message = (f"FAIL: the binary stopped with exit {EXIT_POISONED} after a case left a "
+                   "sticky CUDA error (poisoned context); the cases after it did not run here "
+                   "(the bundle runner restarts the binary on them)")
+    cases.append(RawCase(target, "(binary)", target.split(":")[-1], status, 0.0, message, "",
+                         {"log_tail": log_text}))
+    return cases
+
+
+def _label_for(root, tdir):
+    rel = os.path.relpath(tdir, root)
+    parts = [p for p in rel.split(os.sep) if not p.startswith("shard_")]
+    return "//" + "/".join(parts[:-1]) + ":" + parts[-1]
+
+
+def bazel_cache_status(tdir):
+    """The BlazeTestStatus in Bazel's test.cache_status (a TestResultData proto, field 3), or
+    None when there is none or it cannot be read."""
+    try:
+        with open(os.path.join(tdir, "test.cache_status"), "rb") as f:
+            data = f.read(1 << 20)
+    except OSError:
+        return None
+    i = 0
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while i < len(data) and shift < 64:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+        raise ValueError("truncated varint")
+
+    try:
+        while i < len(data):
+            key = varint()
+            field_no, wire = key >> 3, key & 7
+            if wire == 0:
+                v = varint()
+                if field_no == 3:
+                    return v
+            elif wire == 2:
+                i += varint()
+            elif wire == 1:
+                i += 8
+            elif wire == 5:
+                i += 4
+            else:
+                return None
+    except ValueError:
+        return None
+    return None
+
+
+def _exit_status_case(label, xml_cases, bazel_status):
+    """A failure of the target's own when Bazel says the test failed (its exit status) but
+    every case in its XML passed: the exit status counts, as in Bazel."""
+    if not bazel_status or any(c.status in ("FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING")
+                               for c in xml_cases):
+        return []
+    status = "TIMEOUT" if bazel_status == "TIMEOUT" else "FAIL"
+    return [RawCase(label, "(binary)", label.split(":")[-1], status, 0.0,
+                    f"{status}: Bazel reports the test {bazel_status} (its exit status) although "
+                    "no case in its XML failed")]
+
+
+def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None):
+    """Adds the cases of one target, whose files are in dirpath (test.xml may be missing).
+    bazel_status: 'FAILED', 'TIMEOUT', ... when Bazel says the test did not pass."""
+    if bazel_status is None:
+        bazel_status = _BAZEL_FAILED.get(bazel_cache_status(dirpath))
+    if not (os.path.exists(xml_path) if has_xml is None else has_xml):
+        run.problems.append(f"{label}: test.log without test.xml")
+        run.cases += _cases_without_gtest_xml(label, dirpath, "no test.xml was written")
+        return
+    xroot, why = parse_xml_file(xml_path)
+    if xroot is None:
+        run.problems.append(f"{label}: test.xml {why}")
+        run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is {why}")
+        return
+    if xroot.tag != "testsuites" or xroot.get("name") != "AllTests":
+        # Bazel wrote this test.xml itself: the test is not a GoogleTest binary (a py_test), or
+        # the binary died before writing its own XML.
+        err = xroot.find(".//error")
+        if err is None:
+            err = xroot.find(".//failure")
+        if err is None and xroot.find(".//testcase") is not None:
+            try:
+                secs = float(xroot.find(".//testcase").get("time", "0") or 0)
+            except ValueError:
+                secs = 0.0
+            run.cases += _exit_status_case(label, [], bazel_status) or [
+                RawCase(label, "(binary)", label.split(":")[-1], "PASS", secs)]
+            return
+        why = err.get("message", "the binary did not write its XML") if err is not None else \
+            "the binary did not write its XML"
+        run.cases += _cases_without_gtest_xml(label, dirpath, why)
+        return
+    for k, v in xroot.attrib.items():
+        if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
+            run.fingerprint[k] = v
+    cases = [case_from_element(label, el) for el in xroot.iter("testcase")]
+    log = os.path.join(dirpath, "test.log")
+    for c in cases:
+        c.log_path = log
+    run.cases += cases + _exit_status_case(label, cases, bazel_status)
+
+
+def _inside(path, real_root):
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root + os.sep)
+
+
+def load_testlogs(root):
+    """Reads every target under a testlogs tree into one run. Folders that hold no target of
+    their own (test.outputs, test_attempts, retries) are not read, and no link is followed out
+    of the tree (nor any link to a folder)."""
+    run = RawRun()
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: not a directory")
+    real_root = os.path.realpath(root)
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            run.problems.append(f"{d}: unreadable ({e.strerror or e})")
+            continue
+        names = set()
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name not in SKIP_DIRS:
+                        subdirs.append(e.path)
+                elif e.name in ("test.xml", "test.log"):
+                    if e.is_symlink() and not _inside(e.path, real_root):
+                        run.problems.append(f"{e.path}: a link out of the tree, not read")
+                        continue
+                    if e.is_file():
+                        names.add(e.name)
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+        if d != root and names:
+            _load_target(run, _label_for(root, d), d, os.path.join(d, "test.xml"),
+                         has_xml="test.xml" in names)
+    return run
+
+
+def load_bep(path):
+    """Reads the test results named in a Bazel build event JSON file (--build_event_json_file).
+    Earlier attempts of a flaky test (--flaky_test_attempts) become each case's 'attempts'.
+    A test that Bazel reports FAILED while every case in its XML passed gets a failure of its own
+    (the exit status counts)."""
+    run = RawRun()
+    attempts = {}  # (label, shard) -> {attempt: (xml path, bazel status)}
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise FileNotFoundError(f"{path}: {e}")
+    with f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                ev = json.loads(line)
+            except (ValueError, RecursionError):
+                run.problems.append(f"{path}:{n}: not JSON (truncated event stream?)")
+                continue
+            if not isinstance(ev, dict) or not isinstance(ev.get("id"), dict):
+                continue
+            tid = ev["id"].get("testResult")
+            if not isinstance(tid, dict):
+                continue
+            res = ev.get("testResult")
+            res = res if isinstance(res, dict) else {}
+            outputs = res.get("testActionOutput")
+            outputs = outputs if isinstance(outputs, list) else []
+            xml = next((o.get("uri", "") for o in outputs
+                        if isinstance(o, dict) and o.get("name") == "test.xml"), "")
+            xml = xml if isinstance(xml, str) else ""
+            xml = xml[len("file://"):] if xml.startswith("file://") else xml
+            label = tid.get("label", "")
+            if not isinstance(label, str) or not label.startswith("//") or ":" not in label:
+                run.problems.append(f"{path}:{n}: test result without a label")
+                continue
+            key = (label, str(tid.get("shard", 0)))
+            attempt = tid.get("attempt", 1)
+            attempt = attempt if isinstance(attempt, int) else 1
+            attempts.setdefault(key, {})[attempt] = (xml, str(res.get("status", "")))
+    for (label, _), by_attempt in sorted(attempts.items()):
+        final = max(by_attempt)
+        xml, status = by_attempt[final]
+        tdir = os.path.dirname(xml) if xml else ""
+        before = len(run.cases)
+        bazel_failed = status if status in ("FAILED", "TIMEOUT", "INCOMPLETE",
+                                            "REMOTE_FAILURE") else ""
+        if xml:
+            _load_target(run, label, tdir, xml, bazel_failed)
+        else:
+            run.cases.append(RawCase(label, "(binary)", label.split(":")[-1],
+                                     "TIMEOUT" if status == "TIMEOUT" else "CRASH", 0.0,
+                                     f"Bazel reported {status} and no test.xml"))
+        if len(by_attempt) > 1:
+            earlier = RawRun()
+            for a in sorted(by_attempt)[:-1]:
+                if by_attempt[a][0]:
+                    _load_target(earlier, label, os.path.dirname(by_attempt[a][0]),
+                                 by_attempt[a][0], "")
+            history = {}
+            for c in earlier.cases:
+                history.setdefault((c.suite, c.name), []).append(c.status)
+            for c in run.cases[before:]:
+                c.properties["attempts"] = " ".join(history.get((c.suite, c.name), []) + [c.status])
+    return run

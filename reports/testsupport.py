@@ -1,0 +1,55 @@
+"""Runs for the report tests: a morning with one regression, one flake and one expected
+failure, and a 10,000-case run."""
+
+from reports import compare as cmp
+from reports import expectations as expect
+from reports import model
+
+T = "//suites/hostregister:hostregister_test"
+FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7", "device_status": "usable",
+      "gpu_count": "1", "host": "lab1"}
+REGRESSION_MESSAGE = ("suites/hostregister/hostregister_test.cc:88\nExpected equality of these values:\n"
+                      "  cudaHostRegister(p, size, cudaHostRegisterDefault)\n"
+                      "    Which is: cudaErrorHostMemoryAlreadyRegistered\n  cudaSuccess\n"
+                      "    Which is: cudaSuccess\nregistering a fresh range must succeed")
+EXPECTATIONS = ("fail suites/hostregister:hostregister_test/HostRegisterTest.KnownBad status=FAIL "
+                "bug=https://tracker/123  # known\n")
+
+
+def case(name, status, message="", rules="R14", attempts=None, suite="HostRegisterTest", target=T):
+    props = {model.PROP_RULES: rules, model.PROP_SEED: str(model.derive_case_seed(7, f"{suite}.{name}"))}
+    if attempts:
+        props["attempts"] = attempts
+    c = model.Case.from_raw(target, suite, name, status, 0.25, message, "", props, 7)
+    if attempts and c.flaky:
+        c.first_failure = "x.cc:1\nflaky boom"
+    return c
+
+
+def morning(extra_passes=20):
+    """(run, comparison, baseline): one regression, one new flake, one expected failure."""
+    cases = [case(f"Passes{i}", "PASS") for i in range(extra_passes)]
+    cases += [case("RegisteringFreshRangeSucceeds", "FAIL", REGRESSION_MESSAGE, rules="R14,R51",
+                   attempts="FAIL FAIL FAIL"),
+              case("SometimesSlow", "PASS", attempts="FAIL PASS"),
+              case("KnownBad", "FAIL", "x.cc:3\nknown boom", attempts="FAIL FAIL FAIL")]
+    run = model.Run(dict(FP), cases)
+    baseline = model.Run(dict(FP), [case(c.name, "PASS") if c.name != "KnownBad" else c for c in cases])
+    comp = cmp.compare(run, expect.Expectations(expect.parse(EXPECTATIONS, "nvidia-h200.txt")), baseline)
+    return run, comp, baseline
+
+
+def big(n=10000, failing_every=500):
+    """n cases over 10 suite families, parameterized over 8 flag combinations; some failing."""
+    cases = []
+    for i in range(n):
+        fam = f"fam{(i // 8) % 10}"  # 8 consecutive cases: one test, 8 flag combinations
+        st = "FAIL" if i % failing_every == 0 else ("NOT_SUPPORTED" if i % 7 == 0 else "PASS")
+        c = model.Case.from_raw(f"//suites/{fam}:{fam}_test", f"Flags/{fam.title()}Test",
+                                f"Case{i // 80}/flags{i % 8}", st, 0.01,
+                                REGRESSION_MESSAGE if st == "FAIL" else "",
+                                "cudaDevAttrHostRegisterSupported=0" if st == "NOT_SUPPORTED" else "",
+                                {model.PROP_RULES: f"R{i % 89 + 1:02d}",
+                                 model.PROP_SEED: str(model.derive_case_seed(7, f"Flags/{fam.title()}Test.Case{i // 80}/flags{i % 8}"))}, 7)
+        cases.append(c)
+    return model.Run(dict(FP), cases)

@@ -1,0 +1,597 @@
+#include "suites/atomics/atomic_matrix_check.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <type_traits>
+
+#include "fixtures/device_caps.h"
+#include "fixtures/outcome.h"
+
+namespace pagelock {
+namespace {
+
+template <typename T>
+using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+template <typename T>
+T FromBits(uint64_t b) {
+  Bits<T> u = static_cast<Bits<T>>(b);
+  T v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+template <typename T>
+uint64_t ToBits(T v) {
+  Bits<T> u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+// The operand as the kernel converts it (atomic_matrix.cu FromOperand).
+template <typename T>
+T FromOperand(uint64_t v) {
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(static_cast<int64_t>(v));
+  else return static_cast<T>(static_cast<Bits<T>>(v));
+}
+
+// The value an op writes, given the old value: CUDA's documented semantics.
+template <typename T>
+T NewValue(AtomicOp op, T old, T v) {
+  using U = Bits<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    return op == AtomicOp::kAdd ? old + v : v;  // add, exch
+  } else {
+    const U o = static_cast<U>(old), w = static_cast<U>(v);
+    switch (op) {
+      case AtomicOp::kAdd: return static_cast<T>(o + w);
+      case AtomicOp::kSub: return static_cast<T>(o - w);
+      case AtomicOp::kExch: return v;
+      case AtomicOp::kMin: return std::min(old, v);
+      case AtomicOp::kMax: return std::max(old, v);
+      case AtomicOp::kInc: return static_cast<T>(o >= w ? 0 : o + 1);
+      case AtomicOp::kDec: return static_cast<T>((o == 0 || o > w) ? w : o - 1);
+      case AtomicOp::kCas: return static_cast<T>(o + 1);
+      case AtomicOp::kAnd: return static_cast<T>(o & w);
+      case AtomicOp::kOr: return static_cast<T>(o | w);
+      case AtomicOp::kXor: return static_cast<T>(o ^ w);
+    }
+    return old;
+  }
+}
+
+template <typename T>
+uint64_t Initial(AtomicOp op, uint64_t n, uint64_t seed) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return ToBits<T>(T(0));
+  } else {
+    using U = Bits<T>;
+    const U half = static_cast<U>(n / 2);
+    switch (op) {
+      case AtomicOp::kAdd:
+      case AtomicOp::kCas:
+        // Signed: from -n/2 through zero. Unsigned: across the 32-bit wrap (the carry into the
+        // high half for 64-bit words).
+        if (std::is_signed_v<T>) return static_cast<U>(U(0) - half);
+        return static_cast<U>(uint64_t{0xFFFFFFFFu} - half);
+      case AtomicOp::kSub: return half;
+      case AtomicOp::kMin: return ToBits<T>(std::numeric_limits<T>::max());
+      case AtomicOp::kMax: return ToBits<T>(std::numeric_limits<T>::lowest());
+      case AtomicOp::kAnd: return static_cast<U>(~U(0));
+      case AtomicOp::kXor: return static_cast<U>(AtomicMix(~uint64_t{0}, seed));
+      default: return 0;  // exch, inc, dec, or
+    }
+  }
+}
+
+template <typename T>
+uint64_t Host(AtomicOp op, void* vp, uint64_t operand) {
+  using U = Bits<T>;
+  const T v = FromOperand<T>(operand);
+  if constexpr (!std::is_floating_point_v<T>) {
+    T* p = static_cast<T*>(vp);
+    switch (op) {
+      case AtomicOp::kAdd: return ToBits<T>(__atomic_fetch_add(p, v, __ATOMIC_SEQ_CST));
+      case AtomicOp::kSub: return ToBits<T>(__atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST));
+      case AtomicOp::kExch: return ToBits<T>(__atomic_exchange_n(p, v, __ATOMIC_SEQ_CST));
+      case AtomicOp::kAnd: return ToBits<T>(__atomic_fetch_and(p, v, __ATOMIC_SEQ_CST));
+      case AtomicOp::kOr: return ToBits<T>(__atomic_fetch_or(p, v, __ATOMIC_SEQ_CST));
+      case AtomicOp::kXor: return ToBits<T>(__atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST));
+      default: break;
+    }
+  }
+  // min, max, inc, dec, CAS and float ops: a CAS loop on the raw bits (bounded like the kernel's).
+  U* bits = static_cast<U*>(vp);
+  U expected = __atomic_load_n(bits, __ATOMIC_SEQ_CST);
+  for (unsigned attempt = 0; attempt < kMaxCasAttempts; ++attempt) {
+    const U desired = static_cast<U>(ToBits<T>(NewValue<T>(op, FromBits<T>(expected), v)));
+    if (__atomic_compare_exchange_n(bits, &expected, desired, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+      return expected;
+    }
+  }
+  return expected;  // gave up: the history check reports it
+}
+
+template <typename T>
+WordVerdict Judge(AtomicOp op, uint64_t initial, uint64_t final_bits,
+                  const std::vector<Contribution>& history, uint64_t seed, uint32_t wrap,
+                  AtomicType type) {
+  WordVerdict v;
+  std::map<uint64_t, int64_t> balance;  // +1 for produced values, -1 for consumed ones
+  balance[initial] += 1;
+  T fold = FromBits<T>(initial);
+  std::vector<uint64_t> olds;
+  olds.reserve(history.size());
+  for (const Contribution& c : history) {
+    const T operand = FromOperand<T>(AtomicOperand(op, type, c.id, seed, wrap));
+    balance[ToBits<T>(NewValue<T>(op, FromBits<T>(c.old_bits), operand))] += 1;
+    balance[c.old_bits] -= 1;
+    fold = NewValue<T>(op, fold, operand);
+    olds.push_back(c.old_bits);
+  }
+  balance[final_bits] -= 1;
+  for (const auto& [value, count] : balance) {
+    if (count > 0) {
+      v.lost += static_cast<uint64_t>(count);
+      if (v.detail.empty()) {
+        std::ostringstream os;
+        os << "value 0x" << std::hex << value << std::dec << " was written " << count
+           << " more time(s) than it was seen (a lost or torn update)";
+        v.detail = os.str();
+      }
+    }
+  }
+  if (op != AtomicOp::kExch) {
+    v.final_ok = ToBits<T>(fold) == final_bits;
+    if (!v.final_ok) {
+      std::ostringstream os;
+      os << "final 0x" << std::hex << final_bits << ", expected 0x" << ToBits<T>(fold) << std::dec;
+      v.detail = os.str() + (v.detail.empty() ? "" : "; " + v.detail);
+    }
+  }
+  if (op == AtomicOp::kAdd || op == AtomicOp::kSub || op == AtomicOp::kExch || op == AtomicOp::kCas) {
+    std::sort(olds.begin(), olds.end());
+    v.olds_unique = std::adjacent_find(olds.begin(), olds.end()) == olds.end();
+    if (!v.olds_unique) v.detail += (v.detail.empty() ? "" : "; ") + std::string("an old value was returned twice");
+  }
+  return v;
+}
+
+template <template <typename> class F, typename... A>
+auto Dispatch(AtomicType t, A&&... a) {
+  switch (t) {
+    case AtomicType::kI32: return F<int32_t>::Run(a...);
+    case AtomicType::kU32: return F<uint32_t>::Run(a...);
+    case AtomicType::kI64: return F<int64_t>::Run(a...);
+    case AtomicType::kU64: return F<uint64_t>::Run(a...);
+    case AtomicType::kF32: return F<float>::Run(a...);
+    default: return F<double>::Run(a...);
+  }
+}
+template <typename T>
+struct InitialF {
+  static uint64_t Run(AtomicOp op, uint64_t n, uint64_t seed) { return Initial<T>(op, n, seed); }
+};
+template <typename T>
+struct HostF {
+  static uint64_t Run(AtomicOp op, void* p, uint64_t operand) { return Host<T>(op, p, operand); }
+};
+template <typename T>
+struct JudgeF {
+  static WordVerdict Run(AtomicOp op, uint64_t i, uint64_t f, const std::vector<Contribution>& h,
+                         uint64_t seed, uint32_t wrap, AtomicType t) {
+    return Judge<T>(op, i, f, h, seed, wrap, t);
+  }
+};
+
+}  // namespace
+
+std::vector<OpType> DefinedOpTypes() {
+  std::vector<OpType> out;
+  for (AtomicOp op : {AtomicOp::kAdd, AtomicOp::kSub, AtomicOp::kExch, AtomicOp::kMin,
+                      AtomicOp::kMax, AtomicOp::kInc, AtomicOp::kDec, AtomicOp::kCas,
+                      AtomicOp::kAnd, AtomicOp::kOr, AtomicOp::kXor}) {
+    for (AtomicType t : {AtomicType::kI32, AtomicType::kU32, AtomicType::kI64, AtomicType::kU64,
+                         AtomicType::kF32, AtomicType::kF64}) {
+      if (AtomicDefined(op, t)) out.push_back({op, t});
+    }
+  }
+  return out;
+}
+
+std::string OpName(AtomicOp op) {
+  static const char* const kNames[] = {"Add", "Sub", "Exch", "Min", "Max", "Inc",
+                                       "Dec", "Cas", "And", "Or",  "Xor"};
+  return kNames[static_cast<int>(op)];
+}
+std::string TypeName(AtomicType t) {
+  static const char* const kNames[] = {"I32", "U32", "I64", "U64", "F32", "F64"};
+  return kNames[static_cast<int>(t)];
+}
+std::string OpTypeName(OpType o) { return OpName(o.op) + TypeName(o.type); }
+std::string ScopeName(AtomicScope s) {
+  static const char* const kNames[] = {"block", "device", "system"};
+  return kNames[static_cast<int>(s)];
+}
+std::string PatternName(AddressPattern p) {
+  static const char* const kNames[] = {"one_address", "adjacent_words", "scattered"};
+  return kNames[static_cast<int>(p)];
+}
+std::string MemoryName(AtomicMemory m) {
+  static const char* const kNames[] = {"HostAllocMapped", "RegisteredMalloc", "RegisteredMmap",
+                                       "DeviceMemory"};
+  return kNames[static_cast<int>(m)];
+}
+
+uint64_t AtomicInitialBits(AtomicOp op, AtomicType t, uint64_t n, uint64_t seed) {
+  return Dispatch<InitialF>(t, op, n, seed);
+}
+uint64_t HostAtomic(AtomicOp op, AtomicType t, void* p, uint64_t operand) {
+  return Dispatch<HostF>(t, op, p, operand);
+}
+uint64_t LoadBits(AtomicType t, const void* p) {
+  if (AtomicTypeBytes(t) == 4) return __atomic_load_n(static_cast<const uint32_t*>(p), __ATOMIC_SEQ_CST);
+  return __atomic_load_n(static_cast<const uint64_t*>(p), __ATOMIC_SEQ_CST);
+}
+void StoreBits(AtomicType t, void* p, uint64_t bits) {
+  if (AtomicTypeBytes(t) == 4) {
+    __atomic_store_n(static_cast<uint32_t*>(p), static_cast<uint32_t>(bits), __ATOMIC_SEQ_CST);
+  } else {
+    __atomic_store_n(static_cast<uint64_t*>(p), bits, __ATOMIC_SEQ_CST);
+  }
+}
+
+WordVerdict JudgeWord(AtomicOp op, AtomicType t, uint64_t initial, uint64_t final_bits,
+                      const std::vector<Contribution>& history, uint64_t seed, uint32_t wrap) {
+  return Dispatch<JudgeF>(t, op, initial, final_bits, history, seed, wrap, t);
+}
+
+AtomicWords::AtomicWords(AtomicMemory m, size_t bytes, int device) : kind_(m), bytes_(bytes) {
+  cudaError_t e = cudaSuccess;
+  switch (m) {
+    case AtomicMemory::kHostAllocMapped:
+      e = cudaHostAlloc(&host_, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+      host_alloc_ = e == cudaSuccess;
+      if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev_, host_, 0);
+      break;
+    case AtomicMemory::kRegisteredMalloc:
+    case AtomicMemory::kRegisteredMmap: {
+      const Requirement r = RequireAttr(cudaDevAttrHostRegisterSupported, 1, device);
+      if (!r.met) {
+        unsupported_ = r.reason;
+        return;
+      }
+      region_ = HostRegion::Make(m == AtomicMemory::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
+                                                                      : HostMemoryKind::kAnonymousMmap,
+                                 bytes);
+      if (!region_->data()) {
+        unsupported_ = region_->unavailable();
+        return;
+      }
+      host_ = region_->data();
+      e = cudaHostRegister(host_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+      registered_ = e == cudaSuccess;
+      if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev_, host_, 0);
+      break;
+    }
+    case AtomicMemory::kDeviceMemory:
+      e = cudaMalloc(&dev_, bytes);
+      break;
+  }
+  if (e != cudaSuccess) error_ = std::string("allocating ") + MemoryName(m) + ": " + cudaGetErrorName(e);
+}
+
+AtomicWords::~AtomicWords() {
+  if (registered_) (void)cudaHostUnregister(host_);
+  if (host_alloc_) (void)cudaFreeHost(host_);
+  if (kind_ == AtomicMemory::kDeviceMemory && dev_) (void)cudaFree(dev_);
+}
+
+cudaError_t AtomicWords::Write(AtomicType t, const std::vector<uint64_t>& words) {
+  const unsigned b = AtomicTypeBytes(t);
+  std::vector<unsigned char> raw(words.size() * b);
+  for (size_t i = 0; i < words.size(); ++i) std::memcpy(raw.data() + i * b, &words[i], b);
+  if (host_) {
+    std::memcpy(host_, raw.data(), raw.size());
+    return cudaSuccess;
+  }
+  // copy-check: the words written here are the initial values the history check of every word starts from
+  return cudaMemcpy(dev_, raw.data(), raw.size(), cudaMemcpyHostToDevice);
+}
+
+cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const {
+  const unsigned b = AtomicTypeBytes(t);
+  const size_t n = bytes_ / b;
+  words->assign(n, 0);
+  if (host_) {
+    for (size_t i = 0; i < n; ++i) (*words)[i] = LoadBits(t, static_cast<char*>(host_) + i * b);
+    return cudaSuccess;
+  }
+  std::vector<unsigned char> raw(bytes_);
+  // copy-check: every word read back is judged by the history check (JudgeWord)
+  const cudaError_t e = cudaMemcpy(raw.data(), dev_, bytes_, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < n; ++i) std::memcpy(&(*words)[i], raw.data() + i * b, b);
+  return e;
+}
+
+cudaAtomicOperation CapabilityOperation(OpType o) {
+  switch (o.op) {
+    case AtomicOp::kAdd:
+      return AtomicTypeIsFloat(o.type) ? cudaAtomicOperationFloatAdd : cudaAtomicOperationIntegerAdd;
+    case AtomicOp::kSub: return cudaAtomicOperationIntegerAdd;  // no separate sub operation
+    case AtomicOp::kExch: return cudaAtomicOperationExchange;
+    case AtomicOp::kMin: return cudaAtomicOperationIntegerMin;
+    case AtomicOp::kMax: return cudaAtomicOperationIntegerMax;
+    case AtomicOp::kInc: return cudaAtomicOperationIntegerIncrement;
+    case AtomicOp::kDec: return cudaAtomicOperationIntegerDecrement;
+    case AtomicOp::kCas: return cudaAtomicOperationCAS;
+    case AtomicOp::kAnd: return cudaAtomicOperationAnd;
+    case AtomicOp::kOr: return cudaAtomicOperationOr;
+    default: return cudaAtomicOperationXOR;
+  }
+}
+
+AtomicPromise HostAtomicPromise(OpType o, int device) {
+  AtomicPromise p;
+  const DeviceInfo& d = Probe().devices.at(device);
+  const int all = d.Attr(cudaDevAttrHostNativeAtomicSupported);
+  const int partial = d.Attr(cudaDevAttrOnlyPartialHostNativeAtomicSupported);
+  const cudaAtomicOperation op = CapabilityOperation(o);
+  unsigned caps = 0;
+  p.query = cudaDeviceGetHostAtomicCapabilities(&caps, &op, 1, device);
+  if (p.query != cudaSuccess) (void)cudaGetLastError();
+  const unsigned width = AtomicTypeBytes(o.type) == 8 ? cudaAtomicCapabilityScalar64
+                                                      : cudaAtomicCapabilityScalar32;
+  const unsigned sign = AtomicTypeIsFloat(o.type) ? 0u
+                        : AtomicTypeIsSigned(o.type) ? unsigned{cudaAtomicCapabilitySigned}
+                                                     : unsigned{cudaAtomicCapabilityUnsigned};
+  const bool op_native = p.query == cudaSuccess && (caps & width) && (caps & sign) == sign;
+  p.native = (all == 1 && partial == 0) || op_native;
+  std::ostringstream why;
+  why << "device " << device << ": cudaDevAttrHostNativeAtomicSupported=" << all
+      << ", cudaDevAttrOnlyPartialHostNativeAtomicSupported=" << partial
+      << ", cudaDeviceGetHostAtomicCapabilities(op " << static_cast<int>(op) << ")=";
+  if (p.query == cudaSuccess) {
+    why << "0x" << std::hex << caps << std::dec << " (need 0x" << std::hex << (width | sign)
+        << std::dec << ")";
+  } else {
+    why << cudaGetErrorName(p.query);
+  }
+  p.why = why.str();
+  return p;
+}
+
+}  // namespace pagelock
+
+#include <atomic>
+#include <thread>
+
+#include "fixtures/time_scale.h"
+
+namespace pagelock {
+
+std::string AtomicOutcome::Describe() const {
+  std::ostringstream os;
+  if (!error.empty()) return error;
+  os << contributions << " atomics on " << words << " word(s): " << lost << " lost/torn, "
+     << wrong_finals << " wrong final value(s), " << repeated_olds << " repeated old value(s), "
+     << gave_up << " gave up, " << clobbered << " untouched word(s) changed";
+  if (!detail.empty()) os << "; first: " << detail;
+  return os.str();
+}
+
+namespace {
+
+struct DeviceLaunch {
+  int device;
+  AtomicLaunch launch;
+  unsigned long long* olds = nullptr;      // device memory
+  unsigned long long* failures = nullptr;  // device memory
+  cudaStream_t stream = nullptr;
+};
+
+uint64_t Canary(uint64_t index, uint64_t seed) { return AtomicMix(index + 0x1000000, seed); }
+
+}  // namespace
+
+AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
+  AtomicOutcome out;
+  const AtomicType t = run.ot.type;
+  const unsigned bytes = AtomicTypeBytes(t);
+  const size_t nwords = words.bytes() / bytes;
+  const bool several = run.devices.size() + (run.host_threads > 0 ? 1 : 0) > 1;
+  auto fail = [&](const std::string& what, cudaError_t e) {
+    out.error = what + ": " + cudaGetErrorName(e);
+    return out;
+  };
+
+  // Who touches which word, with which id.
+  std::vector<std::vector<Contribution>> history(nwords);
+  std::vector<DeviceLaunch> launches;
+  uint64_t next_id = 0;
+  for (int d : run.devices) {
+    DeviceLaunch dl{d, {}};
+    AtomicLaunch& l = dl.launch;
+    l.op = run.ot.op;
+    l.type = t;
+    l.scope = run.scope;
+    l.pattern = run.pattern;
+    l.blocks = run.blocks;
+    l.threads = run.threads;
+    l.iters = run.iters;
+    l.id_base = next_id;
+    l.seed = run.seed;
+    l.wrap = kAtomicWrap;
+    next_id += static_cast<uint64_t>(l.blocks) * l.threads * l.iters;
+    launches.push_back(dl);
+  }
+  const uint64_t host_base = next_id;
+  auto host_word = [&](int h, int k) {
+    return AtomicWordIndex(run.pattern, t, 0, static_cast<uint64_t>(h) * run.host_iters + k);
+  };
+  std::vector<size_t> touched_count(nwords, 0);
+  for (const DeviceLaunch& dl : launches) {
+    const AtomicLaunch& l = dl.launch;
+    for (int b = 0; b < l.blocks; ++b)
+      for (int th = 0; th < l.threads; ++th)
+        for (int k = 0; k < l.iters; ++k)
+          ++touched_count[AtomicWordIndex(l.pattern, t, AtomicGroup(l, b), AtomicSlot(th, k))];
+  }
+  for (int h = 0; h < run.host_threads; ++h)
+    for (int k = 0; k < run.host_iters; ++k) ++touched_count[host_word(h, k)];
+
+  std::vector<uint64_t> initial(nwords);
+  for (size_t i = 0; i < nwords; ++i) {
+    initial[i] = touched_count[i] ? AtomicInitialBits(run.ot.op, t, touched_count[i], run.seed)
+                                  : Canary(i, run.seed) & (bytes == 4 ? 0xFFFFFFFFull : ~0ull);
+  }
+  cudaError_t e = words.Write(t, initial);
+  if (e != cudaSuccess) return fail("writing the initial words", e);
+
+  // The start flag: mapped host memory every agent can read.
+  unsigned* go = nullptr;
+  if (several) {
+    e = cudaHostAlloc(reinterpret_cast<void**>(&go), sizeof *go, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) return fail("allocating the start flag", e);
+    __atomic_store_n(go, 0u, __ATOMIC_SEQ_CST);
+  }
+  auto cleanup = [&] {
+    for (DeviceLaunch& dl : launches) {
+      (void)cudaSetDevice(dl.device);
+      if (dl.stream) (void)cudaStreamDestroy(dl.stream);
+      if (dl.olds) (void)cudaFree(dl.olds);
+    }
+    if (go) (void)cudaFreeHost(go);
+    (void)cudaSetDevice(0);
+  };
+
+  const unsigned long long timeout_cycles =
+      static_cast<unsigned long long>(run.go_timeout_s * 2e9 * TimeScale());
+  for (DeviceLaunch& dl : launches) {
+    const size_t n = static_cast<size_t>(dl.launch.blocks) * dl.launch.threads * dl.launch.iters;
+    // One allocation: the old values, then the failure counter.
+    if ((e = cudaSetDevice(dl.device)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&dl.stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMalloc(&dl.olds, (n + 1) * sizeof(unsigned long long))) != cudaSuccess ||
+        // copy-check: zeroed slots are read back below and every old value is judged
+        (e = cudaMemsetAsync(dl.olds, 0, (n + 1) * sizeof(unsigned long long), dl.stream)) != cudaSuccess) {
+      cleanup();
+      return fail("preparing device " + std::to_string(dl.device), e);
+    }
+    dl.failures = dl.olds + n;
+    if (go) {
+      void* dev_go = nullptr;
+      if ((e = cudaHostGetDevicePointer(&dev_go, go, 0)) != cudaSuccess) {
+        cleanup();
+        return fail("device pointer of the start flag", e);
+      }
+      dl.launch.go = static_cast<const unsigned*>(dev_go);
+      dl.launch.timeout_cycles = timeout_cycles;
+    }
+  }
+  for (DeviceLaunch& dl : launches) {
+    (void)cudaSetDevice(dl.device);
+    if ((e = LaunchAtomicMatrix(dl.launch, words.device(), dl.olds, dl.failures, dl.stream)) != cudaSuccess) {
+      if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);  // release launches already queued
+      for (DeviceLaunch& other : launches) (void)cudaStreamSynchronize(other.stream);
+      cleanup();
+      return fail("launching on device " + std::to_string(dl.device), e);
+    }
+  }
+
+  // Host agents start with the devices.
+  std::atomic<bool> host_go{false};
+  std::vector<std::vector<uint64_t>> host_olds(run.host_threads, std::vector<uint64_t>(run.host_iters));
+  std::vector<std::thread> threads;
+  for (int h = 0; h < run.host_threads; ++h) {
+    threads.emplace_back([&, h] {
+      while (!host_go.load()) {
+      }
+      for (int k = 0; k < run.host_iters; ++k) {
+        const uint64_t id = host_base + static_cast<uint64_t>(h) * run.host_iters + k;
+        void* p = static_cast<char*>(words.host()) + host_word(h, k) * bytes;
+        host_olds[h][k] = HostAtomic(run.ot.op, t, p, AtomicOperand(run.ot.op, t, id, run.seed, kAtomicWrap));
+      }
+    });
+  }
+  host_go.store(true);
+  if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);
+  for (std::thread& th : threads) th.join();
+
+  for (DeviceLaunch& dl : launches) {
+    (void)cudaSetDevice(dl.device);
+    const DeviceLaunch& l = dl;
+    const size_t n = static_cast<size_t>(l.launch.blocks) * l.launch.threads * l.launch.iters;
+    std::vector<unsigned long long> olds(n);
+    unsigned long long failures = 0;
+    if ((e = cudaStreamSynchronize(dl.stream)) != cudaSuccess ||
+        // copy-check: every old value is judged by the history check below
+        (e = cudaMemcpy(olds.data(), dl.olds, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        // copy-check: the failure counter read back is itself checked (gave_up)
+        (e = cudaMemcpy(&failures, dl.failures, sizeof failures, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+      cleanup();
+      return fail("running on device " + std::to_string(dl.device), e);
+    }
+    out.gave_up += failures;
+    for (int b = 0; b < l.launch.blocks; ++b)
+      for (int th = 0; th < l.launch.threads; ++th)
+        for (int k = 0; k < l.launch.iters; ++k) {
+          const uint64_t local = AtomicLocalIndex(l.launch, b, th, k);
+          history[AtomicWordIndex(l.launch.pattern, t, AtomicGroup(l.launch, b), AtomicSlot(th, k))]
+              .push_back({l.launch.id_base + local, olds[local]});
+        }
+  }
+  cleanup();
+  for (int h = 0; h < run.host_threads; ++h)
+    for (int k = 0; k < run.host_iters; ++k)
+      history[host_word(h, k)].push_back({host_base + static_cast<uint64_t>(h) * run.host_iters + k, host_olds[h][k]});
+
+  std::vector<uint64_t> final_words;
+  if ((e = words.Read(t, &final_words)) != cudaSuccess) return fail("reading the words back", e);
+  for (size_t i = 0; i < nwords; ++i) {
+    if (history[i].empty()) {
+      if (final_words[i] != initial[i]) {
+        ++out.clobbered;
+        if (out.detail.empty()) out.detail = "untouched word " + std::to_string(i) + " changed";
+      }
+      continue;
+    }
+    ++out.words;
+    out.contributions += history[i].size();
+    const WordVerdict v = JudgeWord(run.ot.op, t, initial[i], final_words[i], history[i], run.seed, kAtomicWrap);
+    out.lost += v.lost;
+    out.wrong_finals += !v.final_ok;
+    out.repeated_olds += !v.olds_unique;
+    if (!v.exact() && out.detail.empty()) out.detail = "word " + std::to_string(i) + ": " + v.detail;
+  }
+  return out;
+}
+
+int CasThreadsPerBlock() {
+  const char* s = std::getenv("PAGELOCK_ATOMICS_CAS_THREADS");
+  if (s == nullptr || *s == '\0') return kCasThreadsDefault;
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  return (*end == '\0' && v >= 1 && v <= 1024) ? static_cast<int>(v) : 0;
+}
+
+std::string ShapeCasRun(AtomicRun& run) {
+  if (run.ot.op != AtomicOp::kCas) return "";
+  const int threads = CasThreadsPerBlock();
+  if (threads == 0) {
+    return "PAGELOCK_ATOMICS_CAS_THREADS=" + std::string(std::getenv("PAGELOCK_ATOMICS_CAS_THREADS")) +
+           " is not a thread count in 1..1024";
+  }
+  Budget("cas_threads_per_block", threads, "count");
+  Budget("cas_iterations_per_thread", 1, "count");
+  run.threads = threads;
+  run.iters = 1;
+  return "";
+}
+
+}  // namespace pagelock

@@ -1,0 +1,92 @@
+// The atomics matrix with every GPU as an agent: system-scope atomics from all devices at once on
+// one pinned host word set. Exact where every device promises native host atomics for the op
+// and type; elsewhere the loss is measured and the case is NotSupported with it (A04).
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fixtures/gpu_test.h"
+#include "suites/atomics/atomic_matrix_check.h"
+
+namespace pagelock {
+namespace {
+
+using Param = std::tuple<OpType, AtomicMemory>;
+
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return OpTypeName(std::get<0>(info.param)) + "On" + MemoryName(std::get<1>(info.param));
+}
+
+constexpr int kBlocks = 8;
+
+class MultiGpuAtomicsTest : public GpuTest, public ::testing::WithParamInterface<Param> {};
+
+TEST_P(MultiGpuAtomicsTest, SystemScopeFromEveryGpuIsExactWhereNative) {
+  PAGELOCK_RULE("R80,R82,A04");
+  PAGELOCK_REQUIRE(RequireDeviceCount(2));
+  const auto [ot, memory] = GetParam();
+  const int count = static_cast<int>(Probe().devices.size());
+  bool native = true;
+  std::string why;
+  std::vector<int> devices;
+  for (int d = 0; d < count; ++d) {
+    const AtomicPromise p = HostAtomicPromise(ot, d);
+    ASSERT_EQ(p.query, cudaSuccess) << p.why;
+    native = native && p.native;
+    why += (why.empty() ? "" : "; ") + p.why;
+    devices.push_back(d);
+  }
+  Observe("native_host_atomics", native);
+  Observe("capability", why);
+  Observe("devices", count);
+  AtomicWords words(memory, AtomicBytes(kBlocks));
+  if (!words.unsupported().empty()) PAGELOCK_NOT_SUPPORTED(words.unsupported());
+  ASSERT_TRUE(words.error().empty()) << words.error();
+  uint64_t lost = 0, wrong = 0, contributions = 0;
+  std::string first;
+  for (AddressPattern pattern : {AddressPattern::kOneAddress, AddressPattern::kAdjacentWords,
+                                 AddressPattern::kScattered}) {
+    AtomicRun run;
+    run.ot = ot;
+    run.scope = AtomicScope::kSystem;
+    run.pattern = pattern;
+    run.blocks = kBlocks;
+    run.seed = CaseSeed();
+    run.devices = devices;
+    ASSERT_EQ(ShapeCasRun(run), "");
+    const AtomicOutcome out = RunAtomics(words, run);
+    ASSERT_TRUE(out.error.empty()) << PatternName(pattern) << ": " << out.error;
+    ASSERT_EQ(out.gave_up, 0u) << PatternName(pattern) << ": " << out.Describe();
+    ASSERT_EQ(out.clobbered, 0u) << PatternName(pattern) << ": " << out.Describe();
+    lost += out.lost;
+    wrong += out.wrong_finals + out.repeated_olds;
+    contributions += out.contributions;
+    if (!out.exact() && first.empty()) first = PatternName(pattern) + ": " + out.Describe();
+  }
+  Metric("lost_or_torn_updates_count", static_cast<double>(lost), "count");
+  Metric("wrong_words_count", static_cast<double>(wrong), "count");
+  Metric("atomics_checked_count", static_cast<double>(contributions), "count");
+  if (!native) {
+    PAGELOCK_NOT_SUPPORTED("host atomics not native on every device for " + OpTypeName(ot) +
+                           " (" + why + "); measured " + std::to_string(lost) +
+                           " lost/torn update(s) and " + std::to_string(wrong) +
+                           " wrong word(s) in " + std::to_string(contributions) +
+                           " atomics from " + std::to_string(count) + " GPUs");
+  }
+  EXPECT_EQ(lost + wrong, 0u) << "native host atomics promised on every device but " << first;
+}
+
+std::vector<Param> Params() {
+  std::vector<Param> out;
+  for (const OpType& ot : DefinedOpTypes())
+    for (AtomicMemory m : {AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc})
+      out.emplace_back(ot, m);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Matrix, MultiGpuAtomicsTest, ::testing::ValuesIn(Params()), ParamName);
+
+}  // namespace
+}  // namespace pagelock

@@ -1,0 +1,238 @@
+// The kernel's own pin accounting returns to its baseline: /proc/vmstat nr_foll_pin_acquired -
+// nr_foll_pin_released (pages pinned host-wide) after thousands of register/unregister cycles
+// over every host-memory kind, after alloc/free cycles, and after a child exits holding pins;
+// /proc/meminfo MemAvailable within a stated slack. The counters are host-wide: a host where
+// something else pins at the same time makes the exact check inconclusive (a WARN, recorded).
+// Budgets (environment; recorded; the stress build has larger defaults):
+//   PAGELOCK_ACCOUNTING_CYCLES     register/unregister cycles per kind (full 100, stress 2000)
+//   PAGELOCK_ACCOUNTING_HOLD_MIB   MiB the alloc and child cases hold (full 512, stress 4096)
+//   PAGELOCK_ACCOUNTING_SLACK_MIB  MemAvailable slack (default 256; well below the hold, so the
+//                                  check can fail)
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures/child_process.h"
+#include "fixtures/containment.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/host_memory.h"
+#include "fixtures/kernel_accounting.h"
+#include "fixtures/storm.h"
+
+namespace pagelock {
+namespace {
+
+#ifdef PAGELOCK_STRESS_TIER
+constexpr double kCycles = 2000, kHoldMiB = 4096;
+#else
+constexpr double kCycles = 100, kHoldMiB = 512;
+#endif
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+int64_t HoldBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_HOLD_MIB", kHoldMiB)) * kMiB; }
+int64_t SlackBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_SLACK_MIB", 256)) * kMiB; }
+
+// The pin balance, read twice 200 ms apart: unequal means something else on the host is pinning.
+struct Baseline {
+  PinCounters pins;
+  MemInfo mem;
+  bool quiet = false;
+};
+
+Baseline TakeBaseline() {
+  Baseline b;
+  PinCounters first = ReadPinCounters();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  b.pins = ReadPinCounters();
+  b.mem = ReadMemInfo();
+  b.quiet = first.available && b.pins.balance() == first.balance();
+  return b;
+}
+
+void ObserveMem(const std::string& when, const MemInfo& m) {
+  Observe(when + "_MemAvailable_MiB", static_cast<double>(m.mem_available / kMiB));
+  Observe(when + "_Unevictable_MiB", static_cast<double>(m.unevictable / kMiB));
+  Observe(when + "_Mlocked_MiB", static_cast<double>(m.mlocked / kMiB));
+  Observe(when + "_Shmem_MiB", static_cast<double>(m.shmem / kMiB));
+}
+
+// Asserts the balance is back at the baseline (exactly), waiting a little for deferred release.
+void ExpectPinBalanceReturns(const Baseline& base, const char* after_what) {
+  const PinCounters now = WaitForPinBalance(base.pins.balance(), 10);
+  Observe("pin_balance_before_pages", static_cast<long long>(base.pins.balance()));
+  Observe("pin_balance_after_pages", static_cast<long long>(now.balance()));
+  Observe("pins_acquired_delta_pages", static_cast<long long>(now.acquired - base.pins.acquired));
+  if (!base.quiet) {
+    Warn("the host-wide pin balance moved before the case started (another process pins): the "
+         "exact balance check is inconclusive");
+    return;
+  }
+  EXPECT_EQ(now.balance(), base.pins.balance())
+      << "nr_foll_pin_acquired - nr_foll_pin_released did not return after " << after_what
+      << ": " << now.balance() - base.pins.balance() << " page(s) still pinned";
+}
+
+class PinAccountingTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const PinCounters c = ReadPinCounters();
+    if (!c.available) PAGELOCK_NOT_SUPPORTED(c.why_not);
+    if (!ReadMemInfo().available) PAGELOCK_NOT_SUPPORTED("/proc/meminfo has no MemAvailable");
+    ASSERT_CUDA_OK(cudaFree(nullptr));  // the context's own pins are not the case's
+    // Warm-up: whatever the driver pins or allocates once, on first use, is not the case's.
+    if (RequireAttr(cudaDevAttrHostRegisterSupported, 1).met) {
+      auto warm = HostRegion::Make(HostMemoryKind::kAnonymousMmap, 1 << 20);
+      ASSERT_NE(warm->data(), nullptr) << warm->unavailable();
+      ASSERT_CUDA_OK(cudaHostRegister(warm->data(), warm->size(), 0));
+      ASSERT_CUDA_OK(cudaHostUnregister(warm->data()));
+    }
+    void* p = nullptr;
+    ASSERT_CUDA_OK(cudaHostAlloc(&p, 1 << 20, 0));
+    ASSERT_CUDA_OK(cudaFreeHost(p));
+  }
+};
+
+TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalance) {
+  PAGELOCK_RULE("R33,C04");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  const int cycles = static_cast<int>(EnvKnob("PAGELOCK_ACCOUNTING_CYCLES", kCycles));
+  const size_t size = size_t{64} << 10;
+  Budget("cycles_per_kind_count", cycles, "count");
+  const Baseline base = TakeBaseline();
+  ObserveMem("before", base.mem);
+  long long total = 0;
+  int64_t moved = 0;  // pages the counters saw while one registration of each kind was live
+  for (HostMemoryKind kind : RegistrableKinds()) {
+    auto region = HostRegion::Make(kind, size);
+    if (!region->data()) {
+      Observe("unavailable_" + KindName(kind), region->unavailable());
+      continue;
+    }
+    for (int i = 0; i < cycles; ++i) {
+      ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), 0)) << KindName(kind) << " cycle " << i;
+      if (i == 0) moved += ReadPinCounters().balance() - base.pins.balance();
+      ASSERT_CUDA_OK(cudaHostUnregister(region->data())) << KindName(kind) << " cycle " << i;
+      ++total;
+    }
+  }
+  Metric("register_cycles_count", static_cast<double>(total), "count");
+  Observe("pins_seen_while_registered_pages", static_cast<long long>(moved));
+  if (moved <= 0 && base.quiet) {
+    Warn("the FOLL_PIN counters did not move while memory was registered: this driver pins "
+         "without pin_user_pages, so the balance check sees nothing");
+  }
+  ObserveMem("after", ReadMemInfo());
+  ExpectPinBalanceReturns(base, "register/unregister cycles");
+}
+
+TEST_F(PinAccountingTest, AllocFreeCyclesReturnThePinBalanceAndMemAvailable) {
+  PAGELOCK_RULE("R19,C04");
+  const int64_t hold = HoldBytes(), slack = SlackBytes();
+  const int cycles = static_cast<int>(EnvKnob("PAGELOCK_ACCOUNTING_CYCLES", kCycles)) * 4;
+  Budget("hold_MiB", static_cast<double>(hold / kMiB), "MiB");
+  Budget("memavailable_slack_MiB", static_cast<double>(slack / kMiB), "MiB");
+  Budget("cycles_count", cycles, "count");
+  if (ReadMemInfo().mem_available - hold < DefaultFloorBytes()) {
+    PAGELOCK_NOT_SUPPORTED("MemAvailable - hold < the memory floor (" +
+                           std::to_string(DefaultFloorBytes() / kMiB) + " MiB)");
+  }
+  const Baseline base = TakeBaseline();
+  ObserveMem("before", base.mem);
+  std::mt19937_64& rng = CaseRng();
+  for (int i = 0; i < cycles; ++i) {
+    void* p = nullptr;
+    const size_t n = 1 + rng() % (size_t{1} << 20);
+    ASSERT_CUDA_OK(cudaHostAlloc(&p, n, rng() % 2 ? cudaHostAllocMapped : cudaHostAllocDefault)) << "cycle " << i;
+    static_cast<volatile char*>(p)[n - 1] = 1;
+    ASSERT_CUDA_OK(cudaFreeHost(p)) << "cycle " << i;
+  }
+  // Holding `hold` bytes must show in MemAvailable (else the check below could not fail).
+  std::vector<void*> held;
+  const size_t chunk = 64 << 20;
+  for (int64_t got = 0; got < hold; got += chunk) {
+    void* p = nullptr;
+    ASSERT_CUDA_OK(cudaHostAlloc(&p, chunk, 0));
+    held.push_back(p);
+  }
+  const MemInfo holding = ReadMemInfo();
+  ObserveMem("holding", holding);
+  for (void* p : held) ASSERT_CUDA_OK(cudaFreeHost(p));
+  const int64_t drop = base.mem.mem_available - holding.mem_available;
+  Metric("memavailable_drop_while_holding_MiB", static_cast<double>(drop / kMiB), "MiB");
+  EXPECT_GE(drop, hold / 2) << "holding " << hold / kMiB << " MiB of cudaHostAlloc memory lowered "
+                            << "MemAvailable by only " << drop / kMiB << " MiB";
+  // Freed memory comes back (bounded wait: the driver may release it lazily).
+  MemInfo after = ReadMemInfo();
+  for (int i = 0; i < 100 && base.mem.mem_available - after.mem_available > slack; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = ReadMemInfo();
+  }
+  ObserveMem("after", after);
+  EXPECT_LE(base.mem.mem_available - after.mem_available, slack)
+      << "MemAvailable did not return after cudaFreeHost: " << (base.mem.mem_available - after.mem_available) / kMiB
+      << " MiB missing (slack " << slack / kMiB << " MiB)";
+  ExpectPinBalanceReturns(base, "alloc/free cycles");
+}
+
+// Pins memory both ways and exits without releasing it.
+PAGELOCK_SCENARIO(ExitHoldingPins) {
+  const size_t hold = static_cast<size_t>(std::atoll(ScenarioArg().c_str()));
+  report.Error("init", cudaFree(nullptr));
+  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, hold);
+  report.Error("register", region->data() ? cudaHostRegister(region->data(), hold, 0) : cudaErrorMemoryAllocation);
+  void* p = nullptr;
+  report.Error("alloc", cudaHostAlloc(&p, hold, 0));
+  if (p) std::memset(p, 1, hold);
+  report.Set("balance_holding", static_cast<long long>(ReadPinCounters().balance()));
+  report.Set("memavailable_holding", static_cast<long long>(ReadMemInfo().mem_available));
+  region.release();  // leaked on purpose: the process exit must release everything
+}
+
+TEST_F(PinAccountingTest, AChildExitingWithLivePinsReturnsThePinBalance) {
+  PAGELOCK_RULE("R13,C04");
+  const int64_t hold = HoldBytes(), slack = SlackBytes();
+  Budget("child_hold_MiB", static_cast<double>(2 * hold / kMiB), "MiB");
+  Budget("memavailable_slack_MiB", static_cast<double>(slack / kMiB), "MiB");
+  if (ReadMemInfo().mem_available - 2 * hold < DefaultFloorBytes()) {
+    PAGELOCK_NOT_SUPPORTED("MemAvailable - 2 x hold < the memory floor (" +
+                           std::to_string(DefaultFloorBytes() / kMiB) + " MiB)");
+  }
+  const Baseline base = TakeBaseline();
+  ObserveMem("before", base.mem);
+  ChildResult r = RunScenario("ExitHoldingPins", 120, {ScenarioArgEnv(std::to_string(hold))});
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("register"), "cudaSuccess");
+  ASSERT_EQ(r.Get("alloc"), "cudaSuccess");
+  const long long held_pages = std::atoll(r.Get("balance_holding").c_str()) - base.pins.balance();
+  Observe("child_pinned_pages", held_pages);
+  const int64_t drop = base.mem.mem_available - std::atoll(r.Get("memavailable_holding").c_str());
+  Metric("child_memavailable_drop_MiB", static_cast<double>(drop / kMiB), "MiB");
+  // What the child held must have shown, or the return checks below could not fail.
+  EXPECT_GE(drop, hold) << "the child held " << 2 * hold / kMiB << " MiB but MemAvailable dropped by "
+                        << drop / kMiB << " MiB";
+  if (held_pages <= 0 && base.quiet) {
+    Warn("the FOLL_PIN counters did not move while the child held registered memory: the pin "
+         "balance check sees nothing on this driver");
+  }
+  MemInfo after = ReadMemInfo();
+  for (int i = 0; i < 200 && base.mem.mem_available - after.mem_available > slack; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = ReadMemInfo();
+  }
+  ObserveMem("after", after);
+  EXPECT_LE(base.mem.mem_available - after.mem_available, slack)
+      << "MemAvailable did not return after the child exited holding pins: "
+      << (base.mem.mem_available - after.mem_available) / kMiB << " MiB missing";
+  ExpectPinBalanceReturns(base, "the child's exit");
+}
+
+}  // namespace
+}  // namespace pagelock

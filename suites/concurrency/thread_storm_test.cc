@@ -1,0 +1,472 @@
+// Host-thread storms: many threads calling the pinning API at once. Every call succeeds or
+// fails as documented, every round trip through a device pointer is exact, nothing deadlocks
+// (each storm has a watchdog), and the pinned tracker ends where it started.
+// Budgets (environment; recorded in the results; the stress build has larger defaults):
+//   PAGELOCK_STORM_THREADS   worker threads of the round-trip storm (full 8, stress 16)
+//   PAGELOCK_STORM_SECONDS   time budget of the round-trip storm    (full 0.5, stress 10)
+//   PAGELOCK_STORM_ROUNDS    rounds of the registration races       (full 20, stress 200)
+// On a machine with several GPUs the round-trip workers use them in turn (worker i: device
+// i mod count). Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures/child_process.h"
+#include "fixtures/gpu_test.h"
+#include "fixtures/host_memory.h"
+#include "fixtures/time_scale.h"
+#include "kernels/access_kernels.h"
+#include "fixtures/storm.h"
+
+namespace pagelock {
+namespace {
+
+#ifdef PAGELOCK_STRESS_TIER
+constexpr double kThreads = 16, kSeconds = 10, kRounds = 200;
+#else
+constexpr double kThreads = 8, kSeconds = 0.5, kRounds = 20;
+#endif
+constexpr double kGraceS = 30;  // after the budget, before a worker counts as stuck
+
+int StormThreads() { return static_cast<int>(EnvKnob("PAGELOCK_STORM_THREADS", kThreads)); }
+double StormSeconds() { return EnvKnob("PAGELOCK_STORM_SECONDS", kSeconds); }
+int StormRounds() { return static_cast<int>(EnvKnob("PAGELOCK_STORM_ROUNDS", kRounds)); }
+
+// Waits for a stream without risking a hang: polls with a limit (scaled).
+cudaError_t BoundedSync(cudaStream_t s, double limit_s = 20) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(limit_s * TimeScale());
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(s);
+    if (e != cudaErrorNotReady) return e;
+    if (std::chrono::steady_clock::now() > deadline) return cudaErrorNotReady;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// Fails the case when a storm hung (and stops the binary after it: a stuck driver thread makes
+// every later case suspect), or when a worker found a problem.
+void ExpectCleanStorm(const StormResult& r) {
+  Observe("storm_seconds", r.seconds);
+  if (!r.finished) {
+    MarkPoisoned();
+    ADD_FAILURE() << "storm did not finish within its budget + " << kGraceS
+                  << " s (deadlock?):\n" << r.Summary();
+    return;
+  }
+  EXPECT_TRUE(r.problems.empty()) << r.problems.size() << " problem(s):\n" << r.Summary();
+}
+
+// A page-aligned anonymous mapping, unmapped at scope exit.
+struct Mapping {
+  explicit Mapping(size_t n) : size(n) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~Mapping() {
+    if (base) munmap(base, size);
+  }
+  char* base;
+  size_t size;
+};
+
+class ThreadStormTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    ASSERT_CUDA_OK(cudaFree(nullptr));  // the context exists before the threads race
+  }
+};
+
+TEST_F(ThreadStormTest, RacingRegistrationsOfOneRangeHaveExactlyOneWinner) {
+  PAGELOCK_RULE("R31,R36,C01");
+  const int threads = 8, rounds = StormRounds();
+  Budget("threads_count", threads, "count");
+  Budget("rounds_count", rounds, "count");
+  Mapping m(16 * PageSize());
+  ASSERT_NE(m.base, nullptr);
+  for (int round = 0; round < rounds && !HasFailure(); ++round) {
+    std::vector<cudaError_t> got(threads, cudaErrorUnknown);
+    StormResult r = RunStorm(threads, 0, kGraceS, [&](StormWorker& w) {
+      (void)cudaSetDevice(0);
+      w.Doing("cudaHostRegister");
+      got[w.index()] = cudaHostRegister(m.base, m.size, 0);
+      (void)cudaGetLastError();  // the losers' error is the result, not a leftover
+    });
+    ExpectCleanStorm(r);
+    if (!r.finished) return;
+    const int winners = static_cast<int>(std::count(got.begin(), got.end(), cudaSuccess));
+    const int already = static_cast<int>(
+        std::count(got.begin(), got.end(), cudaErrorHostMemoryAlreadyRegistered));
+    EXPECT_EQ(winners, 1) << "round " << round << ": racing registrations of one range";
+    EXPECT_EQ(already, threads - winners)
+        << "round " << round << ": every loser must get cudaErrorHostMemoryAlreadyRegistered";
+    for (int i = 0; i < threads; ++i) {
+      if (got[i] != cudaSuccess && got[i] != cudaErrorHostMemoryAlreadyRegistered) {
+        ADD_FAILURE() << "round " << round << " worker " << i << ": " << DescribeCuda(got[i]);
+      }
+    }
+    if (winners < 1) continue;
+    // Another thread than the winner unregisters; then a second unregister finds nothing.
+    cudaError_t unregister = cudaErrorUnknown;
+    std::thread([&] { unregister = cudaHostUnregister(m.base); }).join();
+    EXPECT_CUDA_OK(unregister) << "round " << round << ": unregister from another thread";
+    EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(m.base))
+        << "round " << round;
+  }
+}
+
+TEST_F(ThreadStormTest, RacingOverlappingRegistrationsLeaveDisjointWinners) {
+  PAGELOCK_RULE("R30,C01");
+  // Worker i registers pages [4i, 4i + 6): each range overlaps both neighbours by two pages.
+  const int threads = 8, rounds = StormRounds();
+  const size_t page = PageSize(), stride = 4 * page, length = 6 * page;
+  Budget("threads_count", threads, "count");
+  Budget("rounds_count", rounds, "count");
+  Mapping m(stride * threads + length);
+  ASSERT_NE(m.base, nullptr);
+  for (int round = 0; round < rounds && !HasFailure(); ++round) {
+    std::vector<cudaError_t> got(threads, cudaErrorUnknown);
+    StormResult r = RunStorm(threads, 0, kGraceS, [&](StormWorker& w) {
+      (void)cudaSetDevice(0);
+      w.Doing("cudaHostRegister");
+      got[w.index()] = cudaHostRegister(m.base + w.index() * stride, length, 0);
+      (void)cudaGetLastError();
+    });
+    ExpectCleanStorm(r);
+    if (!r.finished) return;
+    std::vector<int> winners;
+    for (int i = 0; i < threads; ++i) {
+      if (got[i] == cudaSuccess) {
+        winners.push_back(i);
+      } else {
+        EXPECT_CUDA_ERROR(cudaErrorHostMemoryAlreadyRegistered, got[i]) << "round " << round << " worker " << i;
+      }
+    }
+    EXPECT_FALSE(winners.empty()) << "round " << round << ": nobody could register";
+    for (size_t k = 1; k < winners.size(); ++k) {
+      EXPECT_GE(winners[k] - winners[k - 1], 2)
+          << "round " << round << ": overlapping ranges " << winners[k - 1] << " and " << winners[k]
+          << " were both registered";
+    }
+    for (int i = 0; i < threads; ++i) {
+      // A loser failed because of a registration that existed when it called: a winner's.
+      const bool overlaps_winner = std::any_of(winners.begin(), winners.end(),
+                                               [&](int w) { return std::abs(w - i) <= 1; });
+      if (got[i] != cudaSuccess) {
+        EXPECT_TRUE(overlaps_winner) << "round " << round << ": worker " << i
+                                     << " was refused but overlaps no registration";
+      }
+    }
+    for (int w : winners) EXPECT_CUDA_OK(cudaHostUnregister(m.base + w * stride));
+  }
+}
+
+// One pinned buffer handed from one thread to another for flags and free (cross-thread use).
+struct Handoff {
+  void* p;
+  unsigned flags;
+};
+
+TEST_F(ThreadStormTest, RoundTripsOnManyThreadsAreExactAndLeaveNothingPinned) {
+  PAGELOCK_RULE("R19,R26,R33,R51,R56,R57,C02");
+  const int threads = StormThreads();
+  const double seconds = StormSeconds();
+  const int devices = static_cast<int>(Probe().devices.size());
+  Budget("threads_count", threads, "count");
+  Budget("time_s", seconds * TimeScale(), "s");
+  Observe("devices_used", devices);
+  const PinnedSnapshot before = LivePinned();
+  const uint64_t seed = CaseSeed();
+  std::mutex mailbox_mu;
+  std::deque<Handoff> mailbox;
+  StormResult r = RunStorm(threads, seconds, kGraceS, [&](StormWorker& w) {
+    std::mt19937_64 rng(seed + static_cast<uint64_t>(w.index()));
+    const int dev = w.index() % std::max(devices, 1);
+    cudaStream_t stream = nullptr;
+    w.Doing("cudaSetDevice");
+    cudaError_t e = cudaSetDevice(dev);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      w.Problem("setup on device " + std::to_string(dev) + ": " + DescribeCuda(e));
+      return;
+    }
+    auto check = [&](const char* call, cudaError_t got) {
+      if (got != cudaSuccess) w.Problem(std::string(call) + ": " + DescribeCuda(got));
+      return got == cudaSuccess;
+    };
+    while (w.TimeLeft() && w.problems().empty()) {
+      const size_t n = 1 + rng() % (256 << 10);
+      const int path = static_cast<int>(rng() % 3);  // 0 HostAlloc, 1 MallocHost, 2 Register
+      const uint32_t pattern = static_cast<uint32_t>(rng());
+      void* host = nullptr;
+      void* plain = nullptr;  // the malloc'ed block behind a registration
+      unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;
+      if (path == 0) {
+        w.Doing("cudaHostAlloc");
+        if (!check("cudaHostAlloc", cudaHostAlloc(&host, n, flags))) break;
+      } else if (path == 1) {
+        w.Doing("cudaMallocHost");
+        if (!check("cudaMallocHost", cudaMallocHost(&host, n))) break;
+      } else {
+        // Whole pages of its own, so no two workers' registrations share a page (R32 is
+        // version-dependent).
+        const size_t page = PageSize();
+        plain = std::aligned_alloc(page, (n + page - 1) / page * page);
+        host = plain;
+        w.Doing("cudaHostRegister");
+        if (!check("cudaHostRegister",
+                   cudaHostRegister(host, n, cudaHostRegisterMapped | cudaHostRegisterPortable))) {
+          std::free(plain);
+          break;
+        }
+      }
+      HostFillPattern(host, n, pattern);
+      void* dev_ptr = nullptr;
+      w.Doing("cudaHostGetDevicePointer");
+      bool ok = check("cudaHostGetDevicePointer", cudaHostGetDevicePointer(&dev_ptr, host, 0));
+      if (ok) {
+        w.Doing("LaunchInvertBytes");
+        ok = check("LaunchInvertBytes", LaunchInvertBytes(dev_ptr, n, stream));
+      }
+      if (ok) {
+        w.Doing("cudaStreamQuery (bounded wait)");
+        ok = check("kernel completion", BoundedSync(stream));
+      }
+      if (ok) {
+        const size_t bad = HostCountPatternMismatches(host, n, pattern, 0xff);
+        if (bad) w.Problem(std::to_string(bad) + " of " + std::to_string(n) + " bytes not inverted (path " +
+                           std::to_string(path) + ", device " + std::to_string(dev) + ")");
+      }
+      if (path == 2) {
+        w.Doing("cudaHostUnregister");
+        check("cudaHostUnregister", cudaHostUnregister(host));
+        std::free(plain);
+      } else if (path == 0 && rng() % 2) {
+        // Someone else queries its flags and frees it.
+        std::lock_guard<std::mutex> lock(mailbox_mu);
+        mailbox.push_back({host, flags});
+      } else {
+        w.Doing("cudaFreeHost");
+        check("cudaFreeHost", cudaFreeHost(host));
+      }
+      Handoff other{nullptr, 0};
+      {
+        std::lock_guard<std::mutex> lock(mailbox_mu);
+        if (!mailbox.empty() && rng() % 2) {
+          other = mailbox.front();
+          mailbox.pop_front();
+        }
+      }
+      if (other.p) {
+        unsigned got = 0;
+        w.Doing("cudaHostGetFlags (another thread's allocation)");
+        if (check("cudaHostGetFlags", cudaHostGetFlags(&got, other.p)) && (got & other.flags) != other.flags) {
+          w.Problem("cudaHostGetFlags from another thread returned " + std::to_string(got) +
+                    ", requested " + std::to_string(other.flags) + " is not a subset");
+        }
+        w.Doing("cudaFreeHost (another thread's allocation)");
+        check("cudaFreeHost of another thread's allocation", cudaFreeHost(other.p));
+      }
+      ++w.iterations;
+    }
+    w.Doing("cudaStreamDestroy");
+    check("cudaStreamDestroy", cudaStreamDestroy(stream));
+  });
+  ExpectCleanStorm(r);
+  if (!r.finished) return;
+  for (const Handoff& h : mailbox) EXPECT_CUDA_OK(cudaFreeHost(h.p));
+  Metric("round_trips_count", static_cast<double>(r.iterations), "count");
+  Metric("round_trips_per_s", r.iterations / std::max(r.seconds, 1e-9), "1/s");
+  EXPECT_EQ(r.workers_without_iterations, 0) << "some workers never completed a round trip";
+  const PinnedSnapshot after = LivePinned();
+  EXPECT_EQ(after.allocations.size(), before.allocations.size()) << "pinned allocations left behind";
+  EXPECT_EQ(after.registrations.size(), before.registrations.size()) << "registrations left behind";
+}
+
+TEST_F(ThreadStormTest, FlagsAndFreeFromAnotherThreadSeeTheAllocation) {
+  PAGELOCK_RULE("R19,R56,R57,C02");
+  const unsigned combos[] = {cudaHostAllocDefault, cudaHostAllocMapped, cudaHostAllocPortable,
+                             cudaHostAllocWriteCombined, cudaHostAllocMapped | cudaHostAllocPortable};
+  for (unsigned flags : combos) {
+    void* p = nullptr;
+    cudaError_t alloc = cudaErrorUnknown;
+    std::thread([&] {
+      alloc = cudaSetDevice(0);
+      if (alloc == cudaSuccess) alloc = cudaHostAlloc(&p, 1 << 20, flags);
+    }).join();
+    ASSERT_CUDA_OK(alloc) << "flags " << flags;
+    unsigned got = 0;
+    EXPECT_CUDA_OK(cudaHostGetFlags(&got, p));
+    EXPECT_EQ(got & flags, flags) << "requested flags " << flags << ", reported " << got;
+    cudaError_t freed = cudaErrorUnknown;
+    std::thread([&] { freed = cudaFreeHost(p); }).join();
+    EXPECT_CUDA_OK(freed) << "cudaFreeHost from a third thread, flags " << flags;
+    unsigned after = 0;
+    EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetFlags(&after, p))
+        << "the freed block still has flags";
+  }
+}
+
+// Second phase of the DeviceFlags child: one thread keeps changing the scheduling flag while the
+// others run pinned copies and kernels (peer case 22). Nothing deadlocks, every round trip is
+// exact, and the flag set last is the one reported. Keys are prefixed "work_".
+void FlagChangesDuringWork(ScenarioReport& report, double seconds) {
+  const unsigned schedules[] = {cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
+                                cudaDeviceScheduleBlockingSync, cudaDeviceScheduleAuto};
+  StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
+    if (w.index() == 0) {
+      while (w.TimeLeft()) {
+        const unsigned f = schedules[w.iterations % 4];
+        w.Doing("cudaSetDeviceFlags");
+        cudaError_t e = cudaSetDeviceFlags(f);
+        unsigned got = 0;
+        w.Doing("cudaGetDeviceFlags");
+        if (e == cudaSuccess) e = cudaGetDeviceFlags(&got);
+        if (e != cudaSuccess) {
+          w.Problem("flags " + std::to_string(f) + ": " + DescribeCuda(e));
+          return;
+        }
+        ++w.iterations;
+      }
+      return;
+    }
+    const size_t n = 1 << 20;
+    void *src = nullptr, *dst = nullptr, *dev = nullptr;
+    cudaStream_t stream = nullptr;
+    cudaError_t e = cudaHostAlloc(&src, n, 0);
+    if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
+    if (e == cudaSuccess) e = cudaMalloc(&dev, n);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
+    while (e == cudaSuccess && w.TimeLeft()) {
+      ++seed;
+      HostFillPattern(src, n, seed);
+      w.Doing("cudaMemcpyAsync / LaunchInvertBytes");
+      e = cudaMemcpyAsync(dev, src, n, cudaMemcpyHostToDevice, stream);
+      if (e == cudaSuccess) e = LaunchInvertBytes(dev, n, stream);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(dst, dev, n, cudaMemcpyDeviceToHost, stream);
+      w.Doing("cudaStreamQuery (bounded wait)");
+      if (e == cudaSuccess) e = BoundedSync(stream);
+      if (e == cudaSuccess) {
+        const size_t bad = HostCountPatternMismatches(dst, n, seed, 0xff);
+        if (bad) w.Problem(std::to_string(bad) + " bytes wrong after a round trip");
+      }
+      ++w.iterations;
+    }
+    if (e != cudaSuccess) w.Problem(DescribeCuda(e));
+    w.Doing("cleanup");
+    if (stream) (void)cudaStreamDestroy(stream);
+    (void)cudaFree(dev);
+    (void)cudaFreeHost(src);
+    (void)cudaFreeHost(dst);
+  });
+  report.Set("work_finished", r.finished ? "1" : "0");
+  report.Set("work_problems", r.Summary());
+  report.Set("work_workers_without_iterations", r.workers_without_iterations);
+  report.Set("work_iterations", r.iterations);
+  if (!r.finished) return;
+  report.Error("work_final_set", cudaSetDeviceFlags(cudaDeviceScheduleYield));
+  unsigned final_flags = 0;
+  report.Error("work_final_get", cudaGetDeviceFlags(&final_flags));
+  report.Set("work_final_flags", static_cast<long long>(final_flags));
+}
+
+// Fresh process: threads race cudaGetDeviceFlags, first calls that create the context, pinned
+// allocations and one cudaSetDeviceFlags, all released together.
+PAGELOCK_SCENARIO(DeviceFlags) {
+  constexpr int kThreadsHere = 10;
+  std::vector<cudaError_t> got(kThreadsHere, cudaErrorUnknown);
+  std::vector<unsigned> flags(kThreadsHere, 0);
+  StormResult r = RunStorm(kThreadsHere, 0, 30, [&](StormWorker& w) {
+    const int i = w.index();
+    if (i < 4) {
+      w.Doing("cudaGetDeviceFlags");
+      got[i] = cudaGetDeviceFlags(&flags[i]);
+    } else if (i < 7) {
+      w.Doing("cudaFree(0)");
+      got[i] = cudaFree(nullptr);
+    } else if (i < 9) {
+      void* p = nullptr;
+      w.Doing("cudaHostAlloc");
+      got[i] = cudaHostAlloc(&p, 1 << 20, cudaHostAllocMapped);
+      if (got[i] == cudaSuccess) got[i] = cudaFreeHost(p);
+    } else {
+      w.Doing("cudaSetDeviceFlags");
+      got[i] = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    }
+  });
+  report.Set("finished", r.finished ? "1" : "0");
+  report.Set("stuck", r.Summary());
+  if (!r.finished) return;  // the parent fails on finished=0 (the exit may hang: a timeout)
+  for (int i = 0; i < kThreadsHere; ++i) {
+    report.Error("call_" + std::to_string(i), got[i]);
+    if (i < 4) report.Set("flags_" + std::to_string(i), static_cast<long long>(flags[i]));
+  }
+  unsigned final_flags = 0;
+  report.Error("final_get", cudaGetDeviceFlags(&final_flags));
+  report.Set("final_flags", static_cast<long long>(final_flags));
+  FlagChangesDuringWork(report, std::atof(ScenarioArg().c_str()));
+}
+
+// One child runs both phases (a fresh process per phase would double the context start-up).
+const ChildResult& DeviceFlagsChild() {
+  static const ChildResult r = RunScenario("DeviceFlags", StormSeconds() + 120,
+                                           {ScenarioArgEnv(std::to_string(StormSeconds()))});
+  return r;
+}
+
+TEST(DeviceFlagsRaceTest, FlagQueriesRacingFirstCallsAllSucceedAndTheSetFlagSticks) {
+  PAGELOCK_RULE("R59,R62,R65,C03");
+  PAGELOCK_REQUIRE(RequireUsableDevice());
+  const ChildResult& r = DeviceFlagsChild();
+  Observe("child_stuck", r.Get("stuck"));
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("finished"), "1") << "threads stuck (deadlock?): " << r.Get("stuck");
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(r.Get("call_" + std::to_string(i)), "cudaSuccess") << "racing call " << i
+        << (i < 4 ? " (cudaGetDeviceFlags)" : i < 7 ? " (cudaFree(0))" : i < 9 ? " (cudaHostAlloc)" : " (cudaSetDeviceFlags)");
+  }
+  for (int i = 0; i < 4; ++i) {
+    const unsigned f = static_cast<unsigned>(std::atoll(r.Get("flags_" + std::to_string(i)).c_str()));
+    EXPECT_EQ(f & ~static_cast<unsigned>(cudaDeviceMask), 0u) << "bits outside cudaDeviceMask: " << f;
+  }
+  EXPECT_EQ(r.Get("final_get"), "cudaSuccess");
+  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("final_flags").c_str()));
+  Observe("final_flags", static_cast<unsigned long long>(final_flags));
+  EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleBlockingSync))
+      << "the scheduling flag set during the race is not what the device reports afterwards";
+}
+
+TEST(DeviceFlagsRaceTest, SchedulingFlagChangesDuringCopiesAndKernelsNeitherDeadlockNorCorrupt) {
+  PAGELOCK_RULE("R59,R62,C03");
+  PAGELOCK_REQUIRE(RequireUsableDevice());
+  const double seconds = StormSeconds();
+  Budget("time_s", seconds * TimeScale(), "s");
+  Budget("threads_count", 4, "count");
+  const ChildResult& r = DeviceFlagsChild();
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("finished"), "1") << "the first phase (racing first calls) got stuck: " << r.Get("stuck");
+  ASSERT_EQ(r.Get("work_finished"), "1") << "threads stuck (deadlock?): " << r.Get("work_problems");
+  EXPECT_EQ(r.Get("work_problems"), "") << "problems: " << r.Get("work_problems");
+  EXPECT_EQ(r.Get("work_workers_without_iterations"), "0");
+  Metric("iterations_count", std::atof(r.Get("work_iterations").c_str()), "count");
+  EXPECT_EQ(r.Get("work_final_set"), "cudaSuccess");
+  EXPECT_EQ(r.Get("work_final_get"), "cudaSuccess");
+  const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("work_final_flags").c_str()));
+  EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleYield))
+      << "flags reported after the storm: " << final_flags;
+}
+
+}  // namespace
+}  // namespace pagelock

@@ -1,0 +1,239 @@
+// Stream memory operations on page-locked host memory (driver API, 32-bit forms, available on
+// every device since CUDA 12.0): cuStreamWaitValue32 keeps the work behind it from running until
+// the host (or another stream) writes the word, and cuStreamWriteValue32's value is what the host
+// reads once the stream's event completes. On registered memory and on cudaHostAlloc memory.
+//
+// Every wait is bounded, twice over:
+// - Each case runs in a child scenario (fixtures/child_process.h) with a time limit, so a host
+//   call that blocks behind a wait the driver never releases ends as TIMEOUT of that child, not as
+//   a hung test binary. The first H200 run hung this way: with lazy module loading (the default
+//   since CUDA 12.2) the first launch of a kernel loads its module, which may synchronise the
+//   context, and a stream held by cuStreamWaitValue32 never drains, so the launch never returned.
+//   Every kernel a case launches is therefore launched once (and synchronised) before any wait is
+//   enqueued.
+// - In the child the host only polls (cudaStreamQuery / cudaEventQuery) against a deadline; on
+//   timeout it releases the wait itself (writes the awaited value) and polls again, and the case
+//   fails naming what did not happen. Buffers are freed only once every stream has drained
+//   (freeing pinned memory synchronises).
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "fixtures/child_process.h"
+#include "fixtures/driver_api.h"
+#include "fixtures/gpu_test.h"
+#include "kernels/access_kernels.h"
+#include "kernels/streams/stream_kernels.h"
+#include "suites/streams/stream_util.h"
+
+namespace pagelock {
+namespace {
+
+using streams::Buffer;
+using streams::Mem;
+
+constexpr size_t kBytes = 4096;
+constexpr double kChildLimitS = 90;  // scaled by PAGELOCK_TIME_SCALE in RunScenario
+
+// Scenario argument "<mem kind> <seed>".
+void ParseArg(Mem* kind, uint32_t* seed) {
+  std::istringstream in(ScenarioArg());
+  int k = 0;
+  unsigned long long s = 0;
+  in >> k >> s;
+  *kind = static_cast<Mem>(k);
+  *seed = static_cast<uint32_t>(s);
+}
+
+std::string Arg(Mem kind, uint32_t seed) {
+  return ScenarioArgEnv(std::to_string(static_cast<int>(kind)) + " " + std::to_string(seed));
+}
+
+// Destroys what it can without blocking: only when `drained` (every stream of the case is idle)
+// are the streams destroyed and the buffer freed; otherwise the child leaves them to process exit.
+void Cleanup(ScenarioReport& report, bool drained, std::unique_ptr<Buffer>* buf,
+             std::initializer_list<cudaStream_t> ss, cudaEvent_t ev) {
+  report.Set("drained", drained ? 1 : 0);
+  if (!drained) {
+    buf->release();  // leaked on purpose: cudaFreeHost / cudaHostUnregister would synchronise
+    return;
+  }
+  if (ev) report.Error("event_destroy", cudaEventDestroy(ev));
+  cudaError_t e = cudaSuccess;
+  for (cudaStream_t s : ss) {
+    cudaError_t d = cudaStreamDestroy(s);
+    if (e == cudaSuccess) e = d;
+  }
+  report.Error("stream_destroy", e);
+  buf->reset();
+}
+
+PAGELOCK_SCENARIO(MemOpsWaitHolds) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) {
+    report.Set("make", "driver api: " + d.error);
+    return;
+  }
+  Mem kind;
+  uint32_t seed;
+  ParseArg(&kind, &seed);
+  std::string why;
+  // [0] the word waited for; data from byte 256.
+  auto buf = Buffer::Make(kind, kBytes, &why);
+  if (!buf) {
+    report.Set("make", why);
+    return;
+  }
+  report.Set("make", "ok");
+  auto* word = reinterpret_cast<unsigned*>(buf->host());
+  const auto dword = reinterpret_cast<CUdeviceptr>(buf->dev());
+  unsigned char* data = buf->host() + 256;
+  cudaStream_t s = nullptr, other = nullptr;
+  report.Error("stream_create", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  report.Error("other_create", cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  cudaEvent_t ev = nullptr;
+  report.Error("event_create", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  // Load the kernel before any wait exists (lazy loading may synchronise the context).
+  report.Error("preload", LaunchFillPattern(buf->dev() + 256, 1024, seed, s));
+  report.Error("preload_sync", cudaStreamSynchronize(s));
+  std::memset(buf->host(), 0, kBytes);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+
+  report.Cu("wait", d.cuStreamWaitValue32(reinterpret_cast<CUstream>(s), dword, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  report.Error("fill", LaunchFillPattern(buf->dev() + 256, 1024, seed, s));
+  report.Error("record", cudaEventRecord(ev, s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  report.Error("held", cudaEventQuery(ev));
+  report.Set("early", static_cast<long long>(1024 - streams::HostCountByte(data, 1024, 0)));
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(word, 1u, __ATOMIC_RELEASE);
+  const cudaError_t done = streams::PollEvent(ev, 10);
+  report.Error("done", done);
+  cudaError_t drained = done == cudaErrorNotReady ? cudaErrorNotReady : streams::PollStream(s, 10);
+  if (drained == cudaErrorNotReady) {
+    // The driver never saw the host's write: write the word again, then from another stream.
+    __atomic_store_n(word, 2u, __ATOMIC_RELEASE);
+    report.Cu("device_release", d.cuStreamWriteValue32(reinterpret_cast<CUstream>(other), dword, 2, 0));
+    drained = streams::PollStream(s, 10);
+  }
+  report.Error("drain", drained);
+  const bool idle = drained != cudaErrorNotReady && streams::PollStream(other, 10) != cudaErrorNotReady;
+  if (idle) report.Set("bad", static_cast<long long>(streams::HostCountPattern(data, 1024, 0, seed)));
+  Cleanup(report, idle, &buf, {s, other}, ev);
+}
+
+PAGELOCK_SCENARIO(MemOpsWriterReleases) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) {
+    report.Set("make", "driver api: " + d.error);
+    return;
+  }
+  Mem kind;
+  uint32_t seed;
+  ParseArg(&kind, &seed);
+  std::string why;
+  auto buf = Buffer::Make(kind, kBytes, &why);
+  if (!buf) {
+    report.Set("make", why);
+    return;
+  }
+  report.Set("make", "ok");
+  std::memset(buf->host(), 0, kBytes);
+  auto* words = reinterpret_cast<unsigned*>(buf->host());
+  const auto base = reinterpret_cast<CUdeviceptr>(buf->dev());
+  cudaStream_t waiter = nullptr, writer = nullptr;
+  report.Error("waiter_create", cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
+  report.Error("writer_create", cudaStreamCreateWithFlags(&writer, cudaStreamNonBlocking));
+  // Load the delay kernel before any wait exists (lazy loading may synchronise the context).
+  report.Error("preload", LaunchDelay(0, writer));
+  report.Error("preload_sync", cudaStreamSynchronize(writer));
+
+  // The waiter waits for word 0 == 0xC0FFEE, then writes word 16 = 0xBEEF.
+  report.Cu("wait", d.cuStreamWaitValue32(reinterpret_cast<CUstream>(waiter), base, 0xC0FFEEu, CU_STREAM_WAIT_VALUE_EQ));
+  report.Cu("waiter_write", d.cuStreamWriteValue32(reinterpret_cast<CUstream>(waiter), base + 64, 0xBEEFu, 0));
+  // The writer first spins a little, so the wait is really waiting when the value comes.
+  report.Error("delay", LaunchDelay(streams::DelayNs(5), writer));
+  report.Cu("writer_write", d.cuStreamWriteValue32(reinterpret_cast<CUstream>(writer), base, 0xC0FFEEu, 0));
+  report.Error("writer_done", streams::PollStream(writer, 10));
+  cudaError_t released = streams::PollStream(waiter, 10);
+  report.Error("released", released);
+  if (released == cudaErrorNotReady) {
+    __atomic_store_n(words, 0xC0FFEEu, __ATOMIC_RELEASE);  // release the wait from the host, then fail
+    report.Set("host_release", 1);
+    released = streams::PollStream(waiter, 10);
+  }
+  report.Error("drain", released);
+  const bool idle = released != cudaErrorNotReady && streams::PollStream(writer, 10) != cudaErrorNotReady;
+  report.Set("word0", static_cast<long long>(__atomic_load_n(words, __ATOMIC_ACQUIRE)));
+  report.Set("word16", static_cast<long long>(__atomic_load_n(words + 16, __ATOMIC_ACQUIRE)));
+  Cleanup(report, idle, &buf, {waiter, writer}, nullptr);
+}
+
+class MemOpsTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireDriverApi());
+    if (streams::IsRegistered(GetParam())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  }
+};
+
+TEST_P(MemOpsTest, WaitValueHoldsLaterWorkUntilTheHostWritesTheWord) {
+  PAGELOCK_RULE("R77,S13");
+  const uint32_t seed = static_cast<uint32_t>(CaseRng()());
+  ChildResult r = RunScenario("MemOpsWaitHolds", kChildLimitS, {Arg(GetParam(), seed)});
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("make"), "ok") << "buffer";
+  EXPECT_EQ(r.Get("preload"), "cudaSuccess");
+  EXPECT_EQ(r.Get("preload_sync"), "cudaSuccess");
+  ASSERT_EQ(r.Get("wait"), "CUDA_SUCCESS") << "cuStreamWaitValue32";
+  EXPECT_EQ(r.Get("fill"), "cudaSuccess");
+  EXPECT_EQ(r.Get("record"), "cudaSuccess");
+  EXPECT_EQ(r.Get("held"), "cudaErrorNotReady") << "work behind cuStreamWaitValue32 completed before the host wrote the word";
+  EXPECT_EQ(r.Get("early"), "0") << "bytes behind the wait were written before the host wrote the word";
+  EXPECT_EQ(r.Get("done"), "cudaSuccess") << "the wait did not end within 10 s of the host's write"
+                                          << (r.Get("device_release") != "<missing>"
+                                                  ? " (released by cuStreamWriteValue32 from another stream: " +
+                                                        r.Get("device_release") + ", drain " + r.Get("drain") + ")"
+                                                  : "");
+  EXPECT_EQ(r.Get("drain"), "cudaSuccess");
+  ASSERT_EQ(r.Get("drained"), "1") << "the stream could not be drained; buffers leaked in the child";
+  EXPECT_EQ(r.Get("bad"), "0") << "bytes of the work behind the wait";
+  EXPECT_EQ(r.Get("stream_destroy"), "cudaSuccess");
+  EXPECT_EQ(r.Get("event_destroy"), "cudaSuccess");
+}
+
+TEST_P(MemOpsTest, WriteValueFromAnotherStreamReleasesAWaitAndTheHostSeesIt) {
+  PAGELOCK_RULE("R77,S13");
+  ChildResult r = RunScenario("MemOpsWriterReleases", kChildLimitS, {Arg(GetParam(), 0)});
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("make"), "ok") << "buffer";
+  EXPECT_EQ(r.Get("preload"), "cudaSuccess");
+  EXPECT_EQ(r.Get("preload_sync"), "cudaSuccess");
+  ASSERT_EQ(r.Get("wait"), "CUDA_SUCCESS") << "cuStreamWaitValue32";
+  EXPECT_EQ(r.Get("waiter_write"), "CUDA_SUCCESS");
+  EXPECT_EQ(r.Get("delay"), "cudaSuccess");
+  EXPECT_EQ(r.Get("writer_write"), "CUDA_SUCCESS");
+  EXPECT_EQ(r.Get("writer_done"), "cudaSuccess") << "the writer stream did not finish within 10 s";
+  EXPECT_EQ(r.Get("released"), "cudaSuccess")
+      << "a value written by another stream did not release cuStreamWaitValue32 within 10 s"
+      << (r.Get("host_release") == "1" ? " (the host then wrote the value; drain " + r.Get("drain") + ")" : "");
+  ASSERT_EQ(r.Get("drained"), "1") << "the waiter could not be drained; buffers leaked in the child";
+  EXPECT_EQ(r.Get("word0"), std::to_string(0xC0FFEEu)) << "the writer's value, as the host reads it";
+  EXPECT_EQ(r.Get("word16"), std::to_string(0xBEEFu)) << "the waiter's value, as the host reads it";
+  EXPECT_EQ(r.Get("stream_destroy"), "cudaSuccess");
+}
+
+INSTANTIATE_TEST_SUITE_P(Memory, MemOpsTest, ::testing::Values(Mem::kPinnedMapped, Mem::kRegisteredMalloc),
+                         [](const auto& info) { return MemName(info.param); });
+
+}  // namespace
+}  // namespace pagelock

@@ -1,0 +1,316 @@
+#include "suites/streams/stream_util.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "fixtures/time_scale.h"
+#include "kernels/access_kernels.h"
+#include "kernels/streams/stream_kernels.h"
+
+namespace pagelock {
+namespace streams {
+
+std::string MemName(Mem m) {
+  switch (m) {
+    case Mem::kPinned: return "Pinned";
+    case Mem::kPinnedMapped: return "PinnedMapped";
+    case Mem::kPinnedPortable: return "PinnedPortable";
+    case Mem::kWriteCombined: return "WriteCombined";
+    case Mem::kRegisteredMalloc: return "RegisteredMalloc";
+    case Mem::kRegisteredMmap: return "RegisteredMmap";
+    case Mem::kRegisteredMemfd: return "RegisteredMemfd";
+    case Mem::kPageable: return "Pageable";
+    case Mem::kDevice: return "Device";
+  }
+  return "Unknown";
+}
+
+bool IsRegistered(Mem m) {
+  return m == Mem::kRegisteredMalloc || m == Mem::kRegisteredMmap || m == Mem::kRegisteredMemfd;
+}
+bool IsPinned(Mem m) { return m != Mem::kPageable && m != Mem::kDevice; }
+
+const std::vector<Mem>& HostMems() {
+  static const std::vector<Mem> v = {Mem::kPinned,           Mem::kPinnedMapped,   Mem::kPinnedPortable,
+                                     Mem::kWriteCombined,    Mem::kRegisteredMalloc, Mem::kRegisteredMmap,
+                                     Mem::kRegisteredMemfd,  Mem::kPageable};
+  return v;
+}
+
+std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
+  std::unique_ptr<Buffer> b(new Buffer());
+  b->kind_ = kind;
+  b->size_ = bytes;
+  cudaError_t e = cudaSuccess;
+  void* p = nullptr;
+  switch (kind) {
+    case Mem::kPinned:
+    case Mem::kPinnedMapped:
+    case Mem::kPinnedPortable:
+    case Mem::kWriteCombined: {
+      const unsigned flags = kind == Mem::kPinned           ? cudaHostAllocDefault
+                             : kind == Mem::kPinnedMapped   ? cudaHostAllocMapped
+                             : kind == Mem::kPinnedPortable ? cudaHostAllocPortable
+                                                            : cudaHostAllocWriteCombined | cudaHostAllocMapped;
+      e = cudaHostAlloc(&p, bytes, flags);
+      if (e != cudaSuccess) break;
+      b->host_ = static_cast<unsigned char*>(p);
+      void* d = nullptr;
+      e = cudaHostGetDevicePointer(&d, p, 0);
+      b->dev_ = static_cast<unsigned char*>(d);
+      break;
+    }
+    case Mem::kRegisteredMalloc:
+    case Mem::kRegisteredMmap:
+    case Mem::kRegisteredMemfd: {
+      const HostMemoryKind hk = kind == Mem::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
+                                : kind == Mem::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
+                                                               : HostMemoryKind::kShmemFileMmap;
+      b->region_ = HostRegion::Make(hk, bytes);
+      if (!b->region_ || !b->region_->data()) {
+        *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
+        return nullptr;
+      }
+      // Portable: the multi-device cases use the registration from every device.
+      e = cudaHostRegister(b->region_->data(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+      if (e != cudaSuccess) {
+        b->region_.reset();
+        break;
+      }
+      b->host_ = static_cast<unsigned char*>(b->region_->data());
+      void* d = nullptr;
+      e = cudaHostGetDevicePointer(&d, b->host_, 0);
+      b->dev_ = static_cast<unsigned char*>(d);
+      break;
+    }
+    case Mem::kPageable:
+      b->heap_.resize(bytes);
+      b->host_ = b->heap_.data();
+      break;
+    case Mem::kDevice:
+      e = cudaMalloc(&p, bytes);
+      b->dev_ = static_cast<unsigned char*>(p);
+      break;
+  }
+  if (e != cudaSuccess) {
+    *why = MemName(kind) + " buffer of " + std::to_string(bytes) + " bytes: " + cudaGetErrorName(e);
+    return nullptr;  // the destructor releases what was made
+  }
+  return b;
+}
+
+Buffer::~Buffer() {
+  switch (kind_) {
+    case Mem::kPinned:
+    case Mem::kPinnedMapped:
+    case Mem::kPinnedPortable:
+    case Mem::kWriteCombined:
+      if (host_) cudaFreeHost(host_);
+      break;
+    case Mem::kRegisteredMalloc:
+    case Mem::kRegisteredMmap:
+    case Mem::kRegisteredMemfd:
+      if (host_) cudaHostUnregister(host_);
+      break;
+    case Mem::kDevice:
+      if (dev_) cudaFree(dev_);
+      break;
+    case Mem::kPageable:
+      break;
+  }
+}
+
+// The host checks run over up to 64 MiB per call: the pattern is computed with 32-bit
+// arithmetic per 4 GiB chunk (where PatternByte's i >> 32 term is constant), vectorised (O3, and
+// an AVX2 clone picked at run time), identical in value to PatternByte(base + i, seed).
+namespace {
+__attribute__((target_clones("avx2", "default"), optimize("O3")))
+size_t CountChunk(const unsigned char* c, size_t n, uint32_t lo, uint32_t s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t x = (lo + static_cast<uint32_t>(i)) * 2654435761u ^ s;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    bad += c[i] != static_cast<unsigned char>(x);
+  }
+  return bad;
+}
+
+__attribute__((target_clones("avx2", "default"), optimize("O3")))
+void FillChunk(unsigned char* c, size_t n, uint32_t lo, uint32_t s) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t x = (lo + static_cast<uint32_t>(i)) * 2654435761u ^ s;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    c[i] = static_cast<unsigned char>(x);
+  }
+}
+
+template <typename F>
+void ForChunks(size_t n, size_t base, F f) {
+  for (size_t i = 0; i < n;) {
+    const size_t idx = base + i;
+    const size_t len = std::min(n - i, (size_t{1} << 32) - (idx & 0xffffffffu));
+    f(i, len, static_cast<uint32_t>(idx), static_cast<uint32_t>(idx >> 32));
+    i += len;
+  }
+}
+
+__attribute__((target_clones("avx2", "default"), optimize("O3")))
+size_t CountByteFast(const unsigned char* c, size_t n, unsigned char value) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += c[i] != value;
+  return bad;
+}
+}  // namespace
+
+size_t HostCountPattern(const void* p, size_t n, size_t base, uint32_t seed) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  size_t bad = 0;
+  ForChunks(n, base, [&](size_t i, size_t len, uint32_t lo, uint32_t hi) { bad += CountChunk(c + i, len, lo, seed ^ hi); });
+  return bad;
+}
+
+size_t HostCountByte(const void* p, size_t n, unsigned char value) {
+  return CountByteFast(static_cast<const unsigned char*>(p), n, value);
+}
+
+void HostFillPatternFrom(void* p, size_t n, size_t base, uint32_t seed) {
+  auto* c = static_cast<unsigned char*>(p);
+  ForChunks(n, base, [&](size_t i, size_t len, uint32_t lo, uint32_t hi) { FillChunk(c + i, len, lo, seed ^ hi); });
+}
+
+Checker::Checker() {
+  void* p = nullptr;
+  status_ = cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped);
+  counter_ = static_cast<unsigned long long*>(p);
+}
+
+Checker::~Checker() {
+  if (counter_) cudaFreeHost(counter_);
+}
+
+namespace {
+// The host does the work when it can read the window cheaply; else the device through its alias.
+bool OnDevice(const Buffer& b, size_t n) {
+  if (!b.dev()) return false;
+  if (!b.host() || b.kind() == Mem::kWriteCombined) return true;
+  return n > kHostCheckLimit;
+}
+}  // namespace
+
+cudaError_t Checker::CountPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed,
+                                  size_t* bad) {
+  *bad = n;
+  if (status_ != cudaSuccess) return status_;
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return e;
+  if (!OnDevice(b, n)) {
+    *bad = HostCountPattern(b.host() + off, n, base, seed);
+    return cudaSuccess;
+  }
+  *counter_ = 0;
+  if ((e = LaunchCountPatternMismatchesFrom(b.dev() + off, n, base, seed, counter_, 0)) != cudaSuccess) return e;
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
+  *bad = static_cast<size_t>(*counter_);
+  return cudaSuccess;
+}
+
+cudaError_t Checker::CountByte(const Buffer& b, size_t off, size_t n, unsigned char value, size_t* bad) {
+  *bad = n;
+  if (status_ != cudaSuccess) return status_;
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return e;
+  if (!OnDevice(b, n)) {
+    *bad = HostCountByte(b.host() + off, n, value);
+    return cudaSuccess;
+  }
+  *counter_ = 0;
+  if ((e = LaunchCountByteMismatches(b.dev() + off, n, value, counter_, 0)) != cudaSuccess) return e;
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
+  *bad = static_cast<size_t>(*counter_);
+  return cudaSuccess;
+}
+
+cudaError_t Checker::FillPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed) {
+  if (!OnDevice(b, n)) {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return e;
+    HostFillPatternFrom(b.host() + off, n, base, seed);
+    return cudaSuccess;
+  }
+  cudaError_t e = LaunchFillPatternFrom(b.dev() + off, n, base, seed, 0);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+cudaError_t Checker::FillByte(const Buffer& b, size_t off, size_t n, unsigned char value) {
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return e;
+  if (b.host()) {
+    // The host writes even write-combined memory well; device memory gets a memset whose bytes
+    // are then counted by the tests that use it as a guard.
+    std::memset(b.host() + off, value, n);
+    return cudaSuccess;
+  }
+  e = cudaMemset(b.dev() + off, value, n);  // copy-check: guard fill; callers count the guard bytes
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+std::string StreamName(StreamKind k) {
+  switch (k) {
+    case StreamKind::kLegacy: return "LegacyDefault";
+    case StreamKind::kPerThread: return "PerThreadDefault";
+    case StreamKind::kBlocking: return "Blocking";
+    case StreamKind::kNonBlocking: return "NonBlocking";
+  }
+  return "Unknown";
+}
+
+const std::vector<StreamKind>& StreamKinds() {
+  static const std::vector<StreamKind> v = {StreamKind::kLegacy, StreamKind::kPerThread,
+                                            StreamKind::kBlocking, StreamKind::kNonBlocking};
+  return v;
+}
+
+Stream::Stream(StreamKind k) : kind_(k) {
+  switch (k) {
+    case StreamKind::kLegacy: s_ = cudaStreamLegacy; break;
+    case StreamKind::kPerThread: s_ = cudaStreamPerThread; break;
+    case StreamKind::kBlocking: status_ = cudaStreamCreateWithFlags(&s_, cudaStreamDefault); break;
+    case StreamKind::kNonBlocking: status_ = cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); break;
+  }
+}
+
+Stream::~Stream() {
+  if ((kind_ == StreamKind::kBlocking || kind_ == StreamKind::kNonBlocking) && s_) cudaStreamDestroy(s_);
+}
+
+namespace {
+template <typename F>
+cudaError_t Poll(F query, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds * TimeScale());
+  cudaError_t e;
+  while ((e = query()) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) return cudaErrorNotReady;
+    std::this_thread::yield();
+  }
+  return e;
+}
+}  // namespace
+
+cudaError_t PollStream(cudaStream_t s, double seconds) {
+  return Poll([&] { return cudaStreamQuery(s); }, seconds);
+}
+cudaError_t PollEvent(cudaEvent_t e, double seconds) {
+  return Poll([&] { return cudaEventQuery(e); }, seconds);
+}
+
+uint64_t DelayNs(double ms) { return static_cast<uint64_t>(ms * 1e6 * TimeScale()); }
+
+}  // namespace streams
+}  // namespace pagelock

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Tables pagelock's bandwidth figures beside NVIDIA nvbandwidth's, measured on the same GPU in the
+same session, with the ratio pagelock / nvbandwidth for each host<->device case.
+
+  tools/nvbandwidth_compare.py --pagelock PAGELOCK [--nvbandwidth BIN | --nvbandwidth-output FILE]
+                               [--device N] [--tolerance 0.02] [--check] [--json OUT]
+
+PAGELOCK is the bandwidth test binary (bin/suites/bandwidth/bandwidth_test in a bundle; it is run
+with --gtest_filter=BandwidthTest.*), or the gtest XML it wrote, or a folder holding that XML
+(a runner --out folder). BIN is an nvbandwidth binary, run once per case (-t NAME); FILE is saved
+nvbandwidth output. Without either, only pagelock's figures are tabled.
+
+Prints a Markdown table. Exit codes: 0 table printed; 2 bad input (a missing or unreadable file, a
+binary that did not run, output with none of the figures); 3 with --check, some case is missing or
+its ratio is outside 1 +- tolerance.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+# nvbandwidth case -> (pagelock metric names, first found wins; unit).
+CASES = [
+    ("host_to_device_memcpy_ce", ["h2d_pinned_ce_GBps", "h2d_allocated_ce_GBps"], "GB/s"),
+    ("device_to_host_memcpy_ce", ["d2h_pinned_ce_GBps", "d2h_allocated_ce_GBps"], "GB/s"),
+    ("host_to_device_bidirectional_memcpy_ce", ["h2d_bidir_ce_GBps"], "GB/s"),
+    ("device_to_host_bidirectional_memcpy_ce", ["d2h_bidir_ce_GBps"], "GB/s"),
+    ("host_to_device_memcpy_sm", ["h2d_sm_GBps"], "GB/s"),
+    ("device_to_host_memcpy_sm", ["d2h_sm_GBps"], "GB/s"),
+    ("host_device_latency_sm", ["host_device_latency_ns"], "ns"),
+    # Every GPU at once (two or more GPUs): nvbandwidth's SUM line against pagelock's sum.
+    ("host_to_all_memcpy_ce:sum", ["host_to_all_ce_sum_GBps"], "GB/s"),
+    ("all_to_host_memcpy_ce:sum", ["all_to_host_ce_sum_GBps"], "GB/s"),
+]
+# Cases only tabled when one of the tools has a figure (they need two or more GPUs in pagelock).
+OPTIONAL = {"host_to_all_memcpy_ce:sum", "all_to_host_memcpy_ce:sum"}
+# With one GPU nvbandwidth still runs host_to_all / all_to_host (its SUM is that GPU's figure),
+# while pagelock's all-devices case needs two GPUs: compare with the single-device CE figure.
+SINGLE_GPU_FALLBACK = {
+    "host_to_all_memcpy_ce:sum": ["h2d_pinned_ce_GBps", "h2d_allocated_ce_GBps"],
+    "all_to_host_memcpy_ce:sum": ["d2h_pinned_ce_GBps", "d2h_allocated_ce_GBps"],
+}
+METRIC_PREFIX = "pagelock.metric."
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+class InputError(Exception):
+    """Bad input: reported as one line, exit code 2."""
+
+
+def metrics_from_xml(path):
+    """{metric name: value} from a gtest XML file (property elements or testcase attributes)."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        raise InputError(f"{path}: not a readable gtest XML file ({e})")
+    found = {}
+    for case in root.iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props.update({k: v for k, v in case.attrib.items() if k.startswith(METRIC_PREFIX)})
+        for key, value in props.items():
+            if key and key.startswith(METRIC_PREFIX) and value:
+                m = NUMBER.search(value)
+                if m:
+                    found.setdefault(key[len(METRIC_PREFIX):], float(m.group(0)))
+    return found
+
+
+def pagelock_metrics(source, timeout_s=900):
+    if os.path.isdir(source):
+        found = {}
+        for dirpath, _, files in os.walk(source):
+            for name in sorted(files):
+                if name.endswith(".xml"):
+                    try:
+                        found.update(metrics_from_xml(os.path.join(dirpath, name)))
+                    except InputError:
+                        continue  # other XML in a results folder
+        return found
+    if not os.path.isfile(source):
+        raise InputError(f"{source}: no such file or folder")
+    if source.endswith(".xml") or not os.access(source, os.X_OK):
+        return metrics_from_xml(source)
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = os.path.join(tmp, "bandwidth.xml")
+        env = dict(os.environ, PAGELOCK_JOURNAL=os.path.join(tmp, "journal.jsonl"))
+        try:
+            proc = subprocess.run([source, "--gtest_filter=BandwidthTest.*", f"--gtest_output=xml:{xml}"],
+                                  env=env, capture_output=True, text=True, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise InputError(f"{source}: could not run ({e})")
+        if not os.path.exists(xml):
+            raise InputError(f"{source}: exited {proc.returncode} without writing its XML; "
+                             f"last output: {proc.stdout[-300:] + proc.stderr[-300:]}")
+        if proc.returncode != 0:
+            print(f"nvbandwidth_compare: {source} exited {proc.returncode} (a case failed); "
+                  "its figures are tabled anyway", file=sys.stderr)
+        return metrics_from_xml(xml)
+
+
+def parse_nvbandwidth(text, device=0):
+    """{case: value} from nvbandwidth output: the CPU row's cell for `device` in each case's matrix,
+    else the case's SUM line."""
+    found = {}
+    current, rows_seen = None, False
+    for line in text.splitlines():
+        m = re.match(r"\s*Running (\w+)\.?\s*$", line)
+        if m:
+            current, rows_seen = m.group(1), False
+            continue
+        m = re.match(r"\s*SUM (\w+)\s+(" + NUMBER.pattern + r")\s*$", line)
+        if m:
+            found.setdefault(m.group(1), float(m.group(2)))
+            found[m.group(1) + ":sum"] = float(m.group(2))
+            current = None
+            continue
+        if current and not rows_seen:
+            cells = line.split()
+            if cells and cells == [str(i) for i in range(len(cells))]:
+                continue  # the column header: 0 1 2 ...
+            # A matrix row: its index, then one cell per column ("N/A" where not measured).
+            if len(cells) >= 2 and cells[0].isdigit() and all(NUMBER.fullmatch(c) or c == "N/A" for c in cells[1:]):
+                rows_seen = True
+                found[current + ":gpus"] = len(cells) - 1
+                if device + 1 < len(cells) and cells[device + 1] != "N/A":
+                    found[current] = float(cells[device + 1])
+    return found
+
+
+def nvbandwidth_figures(binary, output, device, timeout_s=600):
+    if output:
+        try:
+            with open(output, encoding="utf-8", errors="replace") as f:
+                return parse_nvbandwidth(f.read(), device)
+        except OSError as e:
+            raise InputError(f"{output}: {e.strerror}")
+    if not binary:
+        return {}
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        raise InputError(f"{binary}: not an executable file")
+    text = []
+    for case in dict.fromkeys(c.split(":")[0] for c, _, _ in CASES):
+        try:
+            proc = subprocess.run([binary, "-t", case], capture_output=True, text=True, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise InputError(f"{binary} -t {case}: could not run ({e})")
+        if proc.returncode != 0:
+            print(f"nvbandwidth_compare: {binary} -t {case} exited {proc.returncode}: "
+                  f"{(proc.stderr or proc.stdout)[-200:].strip()}", file=sys.stderr)
+        text.append(proc.stdout)
+    return parse_nvbandwidth("\n".join(text), device)
+
+
+def compare(pagelock, nvbw, tolerance):
+    rows = []
+    for case, names, unit in CASES:
+        name = next((n for n in names if n in pagelock), names[0])
+        if name not in pagelock and nvbw.get(case.split(":")[0] + ":gpus") == 1:
+            name = next((n for n in SINGLE_GPU_FALLBACK.get(case, []) if n in pagelock), name)
+        mine, theirs = pagelock.get(name), nvbw.get(case)
+        if case in OPTIONAL and mine is None and theirs is None:
+            continue
+        ratio = mine / theirs if mine is not None and theirs else None
+        rows.append({"case": case, "metric": name, "unit": unit, "nvbandwidth": theirs, "pagelock": mine,
+                     "ratio": ratio, "within": ratio is not None and abs(ratio - 1) <= tolerance})
+    return rows
+
+
+def markdown(rows, tolerance, have_nvbw):
+    fmt = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
+    out = [f"| nvbandwidth case | pagelock metric | unit | nvbandwidth | pagelock | pagelock / nvbandwidth | within ±{tolerance:.0%} |",
+           "|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        within = ("yes" if r["within"] else "no") if r["ratio"] is not None else ("—" if not have_nvbw else "missing")
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        out.append(f"| {r['case']} | {r['metric']} | {r['unit']} | {fmt(r['nvbandwidth'])} | {fmt(r['pagelock'])} | {ratio} | {within} |")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pagelock", required=True, help="bandwidth_test binary, its gtest XML, or a results folder")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--nvbandwidth", help="nvbandwidth binary to run")
+    g.add_argument("--nvbandwidth-output", help="saved nvbandwidth output")
+    p.add_argument("--device", type=int, default=0, help="GPU column of nvbandwidth's matrices (default 0)")
+    p.add_argument("--tolerance", type=float, default=0.02, help="accepted |ratio - 1| (default 0.02)")
+    p.add_argument("--check", action="store_true", help="exit 3 when a case is missing or outside the tolerance")
+    p.add_argument("--json", help="also write the rows as JSON here")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    if args.device < 0 or args.tolerance < 0:
+        print("nvbandwidth_compare: --device and --tolerance must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        nvbw = nvbandwidth_figures(args.nvbandwidth, args.nvbandwidth_output, args.device)
+        mine = pagelock_metrics(args.pagelock)
+    except InputError as e:
+        print(f"nvbandwidth_compare: {e}", file=sys.stderr)
+        return 2
+    have_nvbw = bool(args.nvbandwidth or args.nvbandwidth_output)
+    if not mine:
+        print(f"nvbandwidth_compare: {args.pagelock}: no pagelock bandwidth metrics found "
+              "(NotSupported here? no GPU?)", file=sys.stderr)
+        return 2
+    if have_nvbw and not nvbw:
+        print("nvbandwidth_compare: no figures found in nvbandwidth's output", file=sys.stderr)
+        return 2
+    rows = compare(mine, nvbw, args.tolerance)
+    print(markdown(rows, args.tolerance, have_nvbw))
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        except OSError as e:
+            print(f"nvbandwidth_compare: {args.json}: {e.strerror}", file=sys.stderr)
+            return 2
+    if args.check and (not have_nvbw or not all(r["within"] for r in rows)):
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""tools/nvbandwidth_compare.py: parsing both tools' output, the ratios, and clear errors."""
+
+import contextlib
+import io
+import os
+import stat
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvbandwidth_compare as nc  # noqa: E402
+
+NVBW_ONE_GPU = """nvbandwidth Version: v0.8
+Running host_to_device_memcpy_ce.
+memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+           0
+ 0     55.50
+
+SUM host_to_device_memcpy_ce 55.50
+Running device_to_host_memcpy_ce.
+memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)
+           0
+ 0     55.30
+
+SUM device_to_host_memcpy_ce 55.30
+Running host_device_latency_sm.
+memory latency SM CPU(row) <-> GPU(column) (ns)
+           0
+ 0   1191.00
+
+SUM host_device_latency_sm 1191.00
+"""
+
+NVBW_TWO_GPUS = """Running host_to_device_memcpy_sm.
+memcpy SM CPU(row) -> GPU(column) bandwidth (GB/s)
+           0         1
+ 0     51.40     50.00
+
+SUM host_to_device_memcpy_sm 101.40
+"""
+
+XML = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="BandwidthTest">
+ <testcase name="PinnedCopiesReachAFairShareOfThePcieLink" classname="BandwidthTest">
+  <properties>
+   <property name="pagelock.metric.h2d_pinned_ce_GBps" value="55.2 GB/s"/>
+   <property name="pagelock.metric.d2h_pinned_ce_GBps" value="50.0 GB/s"/>
+  </properties>
+ </testcase>
+ <testcase name="HostDeviceLatencyByAPointerChaseThroughMappedMemory" classname="BandwidthTest">
+  <properties><property name="pagelock.metric.host_device_latency_ns" value="1200 ns"/></properties>
+ </testcase>
+</testsuite></testsuites>
+"""
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+
+    def write(self, name, text, executable=False):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        if executable:
+            os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def run_main(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = nc.main(list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_nvbandwidth_matrix_cell_of_the_device(self):
+        self.assertEqual(nc.parse_nvbandwidth(NVBW_ONE_GPU)["host_to_device_memcpy_ce"], 55.5)
+        self.assertEqual(nc.parse_nvbandwidth(NVBW_ONE_GPU)["host_device_latency_sm"], 1191.0)
+        self.assertEqual(nc.parse_nvbandwidth(NVBW_TWO_GPUS, device=1)["host_to_device_memcpy_sm"], 50.0)
+        self.assertEqual(nc.parse_nvbandwidth(NVBW_TWO_GPUS, device=0)["host_to_device_memcpy_sm"], 51.4)
+
+    def test_table_and_ratios_from_saved_outputs(self):
+        xml = self.write("bw.xml", XML)
+        out_file = self.write("nvbw.txt", NVBW_ONE_GPU)
+        rc, out, _ = self.run_main("--pagelock", xml, "--nvbandwidth-output", out_file)
+        self.assertEqual(rc, 0)
+        self.assertIn("| host_to_device_memcpy_ce | h2d_pinned_ce_GBps | GB/s | 55.50 | 55.20 | 0.995 | yes |", out)
+        self.assertIn("| device_to_host_memcpy_ce | d2h_pinned_ce_GBps | GB/s | 55.30 | 50.00 | 0.904 | no |", out)
+        rc, _, _ = self.run_main("--pagelock", xml, "--nvbandwidth-output", out_file, "--check")
+        self.assertEqual(rc, 3)
+
+    def test_runs_both_binaries(self):
+        fake_nvbw = self.write("nvbandwidth", "#!/bin/sh\ncat <<'E'\n" + NVBW_ONE_GPU + "E\n", executable=True)
+        fake_pagelock = self.write("bandwidth_test", "#!/bin/sh\nfor a in \"$@\"; do case $a in --gtest_output=xml:*) "
+                                   "cat > \"${a#--gtest_output=xml:}\" <<'E'\n" + XML + "E\n;; esac; done\n",
+                                   executable=True)
+        rc, out, err = self.run_main("--pagelock", fake_pagelock, "--nvbandwidth", fake_nvbw,
+                                     "--json", os.path.join(self.tmp, "rows.json"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| host_device_latency_sm | host_device_latency_ns | ns | 1191.00 | 1200.00 | 1.008 | yes |", out)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "rows.json")))
+
+    def test_bad_inputs_are_exit_2_with_a_message(self):
+        rc, _, err = self.run_main("--pagelock", os.path.join(self.tmp, "missing.xml"))
+        self.assertEqual(rc, 2)
+        self.assertIn("no such file", err)
+        broken = self.write("broken.xml", "<testsuites>")
+        rc, _, err = self.run_main("--pagelock", broken)
+        self.assertEqual(rc, 2)
+        self.assertIn("not a readable gtest XML", err)
+        empty = self.write("empty.xml", "<testsuites/>")
+        rc, _, err = self.run_main("--pagelock", empty)
+        self.assertEqual(rc, 2)
+        self.assertIn("no pagelock bandwidth metrics", err)
+        xml = self.write("bw.xml", XML)
+        rc, _, err = self.run_main("--pagelock", xml, "--nvbandwidth-output", self.write("n.txt", "garbage\n"))
+        self.assertEqual(rc, 2)
+        self.assertIn("no figures", err)
+        rc, _, err = self.run_main("--pagelock", xml, "--nvbandwidth", self.write("notexec", "x"))
+        self.assertEqual(rc, 2)
+        self.assertIn("not an executable", err)
+        rc, _, _ = self.run_main("--bogus")
+        self.assertEqual(rc, 2)
+
+    def test_all_devices_sum_is_compared_with_the_sum_line(self):
+        text = ("Running host_to_all_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
+                "           0         1\n 0     55.00     54.00\n\nSUM host_to_all_memcpy_ce 109.00\n")
+        figures = nc.parse_nvbandwidth(text)
+        self.assertEqual(figures["host_to_all_memcpy_ce:sum"], 109.0)
+        rows = nc.compare({"host_to_all_ce_sum_GBps": 108.0}, figures, 0.02)
+        row = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        self.assertTrue(row["within"])
+        self.assertFalse(any(r["case"] == "all_to_host_memcpy_ce:sum" for r in rows))
+
+    def test_one_gpu_all_devices_sum_is_compared_with_the_single_device_figure(self):
+        text = ("Running host_to_all_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
+                "           0\n 0     54.44\n\nSUM host_to_all_memcpy_ce 54.44\n"
+                "Running all_to_host_memcpy_ce.\nmemcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)\n"
+                "           0\n 0     54.88\n\nSUM all_to_host_memcpy_ce 54.88\n")
+        figures = nc.parse_nvbandwidth(text)
+        rows = nc.compare({"h2d_pinned_ce_GBps": 55.0, "d2h_pinned_ce_GBps": 54.0}, figures, 0.02)
+        up = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        down = next(r for r in rows if r["case"] == "all_to_host_memcpy_ce:sum")
+        self.assertEqual((up["metric"], up["pagelock"]), ("h2d_pinned_ce_GBps", 55.0))
+        self.assertEqual((down["metric"], down["pagelock"]), ("d2h_pinned_ce_GBps", 54.0))
+        self.assertTrue(up["within"] and down["within"])
+        # Two GPUs: no fallback, the sum stays missing.
+        two = nc.parse_nvbandwidth(text.replace("           0\n 0     54.44", "           0         1\n 0     54.44     54.00"))
+        rows = nc.compare({"h2d_pinned_ce_GBps": 55.0}, two, 0.02)
+        up = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
+        self.assertIsNone(up["pagelock"])
+
+    def test_pagelock_alone_tables_its_figures(self):
+        rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML))
+        self.assertEqual(rc, 0)
+        self.assertIn("| host_to_device_memcpy_ce | h2d_pinned_ce_GBps | GB/s | — | 55.20 | — | — |", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

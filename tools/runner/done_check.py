@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Issue 14's "Done when" on a GPU machine, from a bundle (needs the GPU, so not in CI):
+
+  python3 tools/runner/done_check.py --bundle build/bundle --out /tmp/done_check \\
+      [--target //suites/hostalloc:hostalloc_test] [--kill-at 3]
+
+1. Runs one real suite binary through the bundle's runner and kills the binary with SIGKILL when
+   its --kill-at'th case has started. Checks: the runner restarted it; the case that was running
+   is CRASH "killed by SIGKILL while running this case"; every case that ended in a journal has
+   that status in test.xml; every listed case has a result; no process of the run is left.
+2. Runs tools/qualify.py on the bundle and sends it SIGTERM once a case of its run is running.
+   Checks: qualify exits with its INTERRUPTED code, no traceback; the run's runner.json says
+   INTERRUPTED; the running case is named (MISSING, "INTERRUPTED ... while this case was
+   running"); every case that ended is kept; no process is left.
+Prints one PASS/FAIL line per check and `ps` of anything left; exits 0 when all pass.
+"""
+
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, ROOT)
+
+from reports import testlogs  # noqa: E402
+
+FAILED = []
+
+
+def check(ok, what):
+    print(("PASS " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILED.append(what)
+
+
+def journal_events(path):
+    out = []
+    for line in testlogs._journal_lines(path) or []:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def ended_and_running(journals):
+    """{case: journal status} of ended cases, and the case running at the end of the last."""
+    ended, running = {}, None
+    for j in journals:
+        running = None
+        for ev in journal_events(j):
+            if ev.get("event") == "start":
+                running = ev.get("case")
+            elif ev.get("event") == "end":
+                ended[ev.get("case")] = ev.get("status")
+                running = None if running == ev.get("case") else running
+    return ended, running
+
+
+def leftovers(marker):
+    """Live processes whose command line or environment mentions marker (the run's folder)."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{p}/stat") as f:
+                state = f.read().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (marker.encode() in cmd or marker.encode() in env):
+            found.append(f"{p} {cmd.decode(errors='replace')[:150]}")
+    return found
+
+
+def wait_for_start(pattern, n, deadline_s=300):
+    """Waits until a journal matching pattern has n start events; returns its path."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for j in glob.glob(pattern, recursive=True):
+            if sum(ev.get("event") == "start" for ev in journal_events(j)) >= n:
+                return j
+        time.sleep(0.002)
+    return None
+
+
+def binary_pid(journal):
+    """The test binary (not its child scenarios) that writes this journal."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if f"PAGELOCK_JOURNAL={journal}".encode() in env and b"--gtest_output" in cmd:
+            return int(p)
+    return None
+
+
+def verify_cases(tdir, label):
+    journals = sorted(glob.glob(os.path.join(tdir, "test.outputs", "attempt_*",
+                                             testlogs.JOURNAL_NAME)), key=testlogs._attempt_key)
+    ended, _ = ended_and_running(journals)
+    run = testlogs.RawRun()
+    testlogs._load_target(run, label, tdir, os.path.join(tdir, "test.xml"))
+    got = {f"{c.suite}.{c.name}": c for c in run.cases}
+    lost = [c for c, s in ended.items() if c not in got or
+            (got[c].status != s and not (s == "SKIP" and got[c].status == "NOT_SUPPORTED")
+             and not (s == "PASS" and got[c].status == "WARN"))]
+    return journals, got, lost
+
+
+def sigkill_check(args):
+    out = os.path.join(args.out, "sigkill")
+    pkg, name = args.target[2:].split(":")
+    tdir = os.path.join(out, pkg, name)
+    proc = subprocess.Popen([sys.executable, os.path.join(args.bundle, "tools", "runner", "runner.py"),
+                             "--bundle", args.bundle, "--out", out, "--tags", "",
+                             "--targets", "^" + args.target + "$"])
+    first = os.path.join(tdir, "test.outputs", "attempt_1", testlogs.JOURNAL_NAME)
+    j = wait_for_start(first, args.kill_at)
+    pid = binary_pid(first) if j else None
+    check(pid is not None, f"1. the binary of {args.target} reached case {args.kill_at}")
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+        _, victim = ended_and_running([first])
+        print(f"     SIGKILL to pid {pid}; running then: {victim}")
+    rc = proc.wait(timeout=3600)
+    check(rc == 3, f"1. the runner exits 3 (FAILURES) after the kill (got {rc})")
+    journals, got, lost = verify_cases(tdir, args.target)
+    _, running = ended_and_running(journals[:1])
+    blamed = got.get(running) if running else got.get(f"(binary).{name}")
+    check(len(journals) >= 2, f"1. the binary was restarted ({len(journals)} launches)")
+    check(blamed is not None and blamed.status == "CRASH" and "SIGKILL" in blamed.message,
+          f"1. the running case {running} is CRASH by SIGKILL: "
+          f"{blamed and (blamed.status, blamed.message[:100])}")
+    check(not lost, f"1. no ended case lost or changed ({len(lost)}: {lost[:5]})")
+    missing = [c for c, x in got.items() if x.status == "MISSING"]
+    check(not missing, f"1. every listed case has a result ({len(got)} cases, MISSING {missing[:5]})")
+    left = leftovers(out)
+    check(not left, f"1. no process left behind: {left}")
+
+
+def sigterm_qualify_check(args):
+    out = os.path.join(args.out, "qualify")
+    os.makedirs(out, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "qualify.py"),
+                             "--bundle", args.bundle, "--out", out, "--tier", "bat",
+                             "--baseline", "none", "--no-history"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    j = wait_for_start(os.path.join(out, "**", "attempt_1", testlogs.JOURNAL_NAME), args.kill_at)
+    check(j is not None, "2. qualify started a case")
+    proc.send_signal(signal.SIGTERM)
+    text = proc.communicate(timeout=600)[0].decode(errors="replace")
+    print("     qualify said: " + " | ".join(text.strip().splitlines()[-3:]))
+    check(proc.returncode == 7, f"2. qualify exits 7 (INTERRUPTED) on SIGTERM (got {proc.returncode})")
+    check("Traceback" not in text, "2. no traceback")
+    rj = glob.glob(os.path.join(out, "*", "testlogs", "runner.json"))
+    status = json.load(open(rj[0])).get("status") if rj else None
+    check(status == "INTERRUPTED", f"2. runner.json says INTERRUPTED (got {status})")
+    if j:
+        tdir = os.path.dirname(os.path.dirname(os.path.dirname(j)))
+        testlogs_root = tdir[:tdir.index(os.sep + "testlogs" + os.sep) + len("/testlogs")]
+        label = "//" + os.path.relpath(tdir, testlogs_root).replace(os.sep, "/")
+        label = label.rsplit("/", 1)[0] + ":" + label.rsplit("/", 1)[1]
+        journals, got, lost = verify_cases(tdir, label)
+        _, running = ended_and_running(journals)
+        named = got.get(running) if running else None
+        check(named is not None and "INTERRUPTED" in named.message and
+              "while this case was running" in named.message,
+              f"2. the running case {running} is named: {named and (named.status, named.message[:100])}")
+        check(not lost, f"2. no ended case lost ({lost[:5]})")
+    left = leftovers(out)
+    check(not left, f"2. no process left behind: {left}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bundle", required=True)
+    p.add_argument("--out", required=True, help="a new folder")
+    p.add_argument("--target", default="//suites/hostalloc:hostalloc_test")
+    p.add_argument("--kill-at", type=int, default=3, help="the case number to kill at (1-based)")
+    p.add_argument("--skip-qualify", action="store_true")
+    args = p.parse_args()
+    args.bundle = os.path.abspath(args.bundle)
+    args.out = os.path.abspath(args.out)
+    sigkill_check(args)
+    if not args.skip_qualify:
+        sigterm_qualify_check(args)
+    ps = subprocess.run(["ps", "-eo", "pid,pgid,stat,etime,args"], capture_output=True,
+                        text=True).stdout.splitlines()
+    mine = [line[:200] for line in ps[1:] if (os.path.join(args.bundle, "bin") in line or
+                                              args.out in line) and "done_check" not in line]
+    print("ps after the checks, processes of the bundle or the run folder:",
+          *(mine or ["(none)"]), sep="\n  ")
+    check(not mine, "ps shows no process of the bundle or the run folder")
+    print(f"{'ALL PASS' if not FAILED else f'{len(FAILED)} FAILED'}")
+    return 0 if not FAILED else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
