@@ -134,11 +134,32 @@ void InstallHtodTruncated() {
   });
 }
 
-// R75: a cudaMemcpyDefault-style copy (cuMemcpy) involving host memory corrupts its last byte in
-// either direction (direction inferred from the aliases, as R75 requires).
-void InstallUnifiedCopyCorrupts() {
+// Whether a host address is page-locked (pinned or registered) memory.
+bool IsPinnedHost(const void* p) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  unsigned int type = 0;
+  return fn && fn(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, Ptr(p)) == CUDA_SUCCESS &&
+         type == CU_MEMORYTYPE_HOST;
+}
+
+// R76: synchronous copies whose host side is page-locked memory (the direct DMA path, not the
+// staged pageable one) deliver a wrong last byte, in either direction.
+void InstallPinnedCopyCorrupts() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    const bool hit = n && IsPinnedHost(s);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) RealSetByte(d + n - 1, static_cast<const unsigned char*>(s)[n - 1] ^ 0xff);
+    return r;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n && IsPinnedHost(d);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
+    return r;
+  });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    bool hit = !IsDevice(d) || !IsDevice(s);
+    const bool hit = n && (IsPinnedHost(reinterpret_cast<void*>(d)) ||
+                           IsPinnedHost(reinterpret_cast<void*>(s)));
     CUresult r = real(d, s, n);
     if (r == CUDA_SUCCESS && hit) CorruptLastByte(d, s, n);
     return r;
@@ -887,9 +908,9 @@ const Fault kFaults[] = {
              "A synchronous host-to-device copy stops one byte short.", InstallHtodTruncated),
     PL_FAULT("dtoh_truncated", "R76", "hostalloc", "data",
              "A synchronous device-to-host copy stops one byte short.", InstallDtohTruncated),
-    PL_FAULT("unified_copy_corrupts", "R75", "devptr", "data",
-             "cuMemcpy with host memory on either side delivers a wrong last byte.",
-             InstallUnifiedCopyCorrupts),
+    PL_FAULT("pinned_copy_corrupts", "R76", "hostalloc", "data",
+             "Synchronous copies to or from page-locked memory deliver a wrong last byte.",
+             InstallPinnedCopyCorrupts),
     PL_FAULT("htod_async_corrupts", "R76", "bandwidth", "data",
              "An asynchronous host-to-device copy delivers a wrong last byte (in stream order).",
              InstallHtodAsyncCorrupts),
