@@ -271,7 +271,11 @@ TEST_F(ThreadStormTest, RoundTripsOnManyThreadsAreExactAndLeaveNothingPinned) {
       if (other.p) {
         unsigned got = 0;
         w.Doing("cudaHostGetFlags (another thread's allocation)");
-        if (check("cudaHostGetFlags", cudaHostGetFlags(&got, other.p)) && (got & other.flags) != other.flags) {
+        // Portable is left out: r580 reports the Portable bit of whichever allocation opened the
+        // shared pinned chunk (suites/DEVIATIONS.md#r56-portable, asserted by
+        // HostAllocTest.GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit).
+        const unsigned want = other.flags & ~static_cast<unsigned>(cudaHostAllocPortable);
+        if (check("cudaHostGetFlags", cudaHostGetFlags(&got, other.p)) && (got & want) != want) {
           w.Problem("cudaHostGetFlags from another thread returned " + std::to_string(got) +
                     ", requested " + std::to_string(other.flags) + " is not a subset");
         }

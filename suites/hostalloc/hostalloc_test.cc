@@ -239,6 +239,24 @@ TEST_F(HostAllocTest, ZeroSizeSucceedsAndItsResultCanBeFreed) {
   }
 }
 
+// Fixed regression case from the model-based test (suites/model), which shrank an H200 run to
+// three calls: a small allocation, a second one with Portable, then cudaHostGetFlags of the
+// second. R56: the flags are those of the allocation asked about.
+TEST_F(HostAllocTest, GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit) {
+  PAGELOCK_RULE("R56,R57");
+  void* first = nullptr;
+  void* second = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&first, 1, cudaHostAllocDefault));
+  ASSERT_CUDA_OK(cudaHostAlloc(&second, 4097, cudaHostAllocPortable));
+  unsigned got = 0xdeadbeef;
+  EXPECT_CUDA_OK(cudaHostGetFlags(&got, second));
+  Observe("host_get_flags_second", got);
+  EXPECT_EQ(got & cudaHostAllocPortable, static_cast<unsigned>(cudaHostAllocPortable))
+      << "cudaHostGetFlags of a Portable allocation made after another returned 0x" << std::hex << got;
+  EXPECT_CUDA_OK(cudaFreeHost(second));
+  EXPECT_CUDA_OK(cudaFreeHost(first));
+}
+
 class HostAllocImpossibleSizeTest : public GpuTest, public ::testing::WithParamInterface<size_t> {};
 
 TEST_P(HostAllocImpossibleSizeTest, FailsWithMemoryAllocationAndIsNotSticky) {

@@ -322,7 +322,11 @@ struct GetFlags : PinnedCommand {
     const cudaError_t e = s.api->HostGetFlags(&flags, TargetPtr(s, t));
     MODEL_EXPECT_EQ("HostGetFlags (R56)", t.is_alloc ? cudaSuccess : cudaErrorInvalidValue, e);
     if (t.is_alloc) {
-      const unsigned want = m.allocs[t.index].flags;
+      // r580 reports the Portable bit of the first small allocation that shares a pinned chunk,
+      // not the caller's (found by this test on the H200; suites/DEVIATIONS.md#r56-portable).
+      // The fixed regression case HostAllocTest.GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit
+      // asserts the documented rule; the model keeps checking every other bit.
+      const unsigned want = m.allocs[t.index].flags & ~static_cast<unsigned>(cudaHostAllocPortable);
       MODEL_EXPECT_EQ("HostGetFlags returns at least the requested bits (R56)", want, flags & want);
     }
   }

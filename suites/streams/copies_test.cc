@@ -147,7 +147,7 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
       for (size_t r = 0; r < rows; ++r) {
         bad += streams::HostCountPattern(view + r * pitch, width, w.off + r * pitch, seed);
         const size_t gap = r + 1 < rows ? pitch - width : kGuardBytes;
-        gaps += streams::HostCountByte(view + r * pitch + width, gap, kGuard);
+        gaps += streams::HostCountByteMismatches(view + r * pitch + width, gap, kGuard);
       }
       EXPECT_EQ(bad, 0u) << what << ": bytes of the 2D rows differ from the source";
       EXPECT_EQ(gaps, 0u) << what << ": bytes between or after the 2D rows were written";

@@ -176,7 +176,7 @@ size_t HostCountPattern(const void* p, size_t n, size_t base, uint32_t seed) {
   return bad;
 }
 
-size_t HostCountByte(const void* p, size_t n, unsigned char value) {
+size_t HostCountByteMismatches(const void* p, size_t n, unsigned char value) {
   return CountByteFast(static_cast<const unsigned char*>(p), n, value);
 }
 

@@ -83,7 +83,7 @@ class Checker {
 
 // Host-only checks that do not synchronise: for reading what a call left the moment it returned.
 size_t HostCountPattern(const void* p, size_t n, size_t base, uint32_t seed);
-size_t HostCountByte(const void* p, size_t n, unsigned char value);
+size_t HostCountByteMismatches(const void* p, size_t n, unsigned char value);
 void HostFillPatternFrom(void* p, size_t n, size_t base, uint32_t seed);
 
 // Windows below this size are checked and filled by the host when the host can read them

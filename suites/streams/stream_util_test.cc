@@ -28,7 +28,7 @@ TEST(StreamUtilTest, HostPatternChecksMatchPatternByteAcrossTheFourGiBBoundary) 
   EXPECT_EQ(streams::HostCountPattern(v.data(), v.size(), base, 0x1235u) > 2900, true) << "another seed must differ";
   std::vector<unsigned char> z(1000, 7);
   z[999] = 8;
-  EXPECT_EQ(streams::HostCountByte(z.data(), z.size(), 7), 1u);
+  EXPECT_EQ(streams::HostCountByteMismatches(z.data(), z.size(), 7), 1u);
 }
 
 }  // namespace

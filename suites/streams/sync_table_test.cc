@@ -131,7 +131,7 @@ class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::
     // What the host sees at once, without any synchronisation.
     cell->host_readable = dst->host() != nullptr;
     if (cell->host_readable) {
-      cell->bad_at_return = IsMemset(call()) ? streams::HostCountByte(dst->host(), kBytes, value)
+      cell->bad_at_return = IsMemset(call()) ? streams::HostCountByteMismatches(dst->host(), kBytes, value)
                                              : streams::HostCountPattern(dst->host(), kBytes, 0, seed);
     }
     // A synchronous H2D copy lets the host reuse its source at once: scribble over it now; the
