@@ -227,7 +227,7 @@ cudaError_t Checker::CountByte(const Buffer& b, size_t off, size_t n, unsigned c
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) return e;
   if (!OnDevice(b, n)) {
-    *bad = HostCountByte(b.host() + off, n, value);
+    *bad = HostCountByteMismatches(b.host() + off, n, value);
     return cudaSuccess;
   }
   *counter_ = 0;
