@@ -86,7 +86,7 @@ LIST_MAX_LINE = 65536
 LIST_TIMEOUT_S = 60
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
-_FAILING = {"FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING"}
+_FAILING = set(model.FAILING)  # the one list, in reports/model.py
 _LABEL_RE = re.compile(r"^//([A-Za-z0-9_.+=,@~-]+(/[A-Za-z0-9_.+=,@~-]+)*)?:[A-Za-z0-9_.+=,@~-]+$")
 
 
