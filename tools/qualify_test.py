@@ -48,7 +48,8 @@ class QualifyTest(unittest.TestCase):
         return rc
 
     def last_run(self):
-        runs = sorted(d for d in glob.glob(os.path.join(self.out, "*")) if os.path.isdir(d))
+        runs = sorted((d for d in glob.glob(os.path.join(self.out, "*")) if os.path.isdir(d)),
+                      key=lambda d: (os.path.getmtime(d), d))
         with open(os.path.join(runs[-1], "results.json")) as f:
             return runs[-1], json.load(f)
 
@@ -226,7 +227,11 @@ class VerdictTest(unittest.TestCase):
         return rc
 
     def runs(self):
-        return sorted(d for d in glob.glob(os.path.join(self.out, "2*")) if os.path.isdir(d))
+        # By the time results.json was written, not by name: two runs in one second on machines
+        # with different SKUs sort by host/SKU, not by order ("..._none_..." < "..._nvidia-...").
+        dirs = [d for d in glob.glob(os.path.join(self.out, "2*")) if os.path.isdir(d)]
+        return sorted(dirs, key=lambda d: (os.path.getmtime(os.path.join(d, "results.json"))
+                                           if os.path.exists(os.path.join(d, "results.json")) else 0, d))
 
     def last(self):
         with open(os.path.join(self.runs()[-1], "results.json")) as f:
