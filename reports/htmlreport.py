@@ -1,23 +1,41 @@
 """Self-contained HTML report of one run: no network resources, every test-provided string
 escaped, and a first screen that answers "what changed and why".
 
-Page order (the morning review, issue 8): verdict; one line of raw counts and, labelled apart,
-the counts against expectations and baseline; the changes (regressions, coverage lost, crashes,
-timeouts, flakes), each with rule, the meaningful line of the message, attempts, a link to the
-case and its replay command; then, folded, the run and the machine; the matrix grouped per
-suite; all cases, paged by JavaScript from one JSON block (10,000 cases load in well under a
-second); metrics.
+The page is rendered by Jinja2 (Debian's python3-jinja2, autoescape on) from
+reports/templates/*.html.j2; this module prepares plain data for them (report.css and report.js
+are included verbatim). Rendering is deterministic: the same run gives the same bytes (the
+golden-file test in report_test.py holds it to reports/testdata/golden_*.html).
+
+Page order (the morning review, issue 8): verdict (and the mutation score when the run folder
+has one); one line of raw counts and, labelled apart, the counts against expectations and
+baseline; the changes (regressions, coverage lost, crashes, timeouts, flakes), each with rule,
+the meaningful line of the message, attempts, a link to the case and its replay command; then,
+folded, the run and the machine; the mutation section; the matrix grouped per suite; all cases,
+paged by JavaScript from one JSON block (10,000 cases load in well under a second); metrics.
 
 URL state: `#case=<id>` opens one case; `#s=FAIL,REGRESSION&q=text&p=2` keeps the filters,
 search and page. `#selftest` makes the page exercise itself and write what it saw into
 `<pre id="selftest">` (the browser tests read it).
+
+Without jinja2 in this interpreter, render() renders in another one that has it (PYTHONS:
+$PAGELOCK_PYTHON, Debian's /usr/bin/python3, python3 on PATH), passing the run over a pipe;
+with none, it raises MissingDependency (an OSError: the callers write results.json, JUnit and
+the CSVs first and report it as an infrastructure error, exit 1).
 """
 
 import html
 import json
+import os
+import pickle
 import re
+import shutil
+import subprocess
+import sys
 
 from reports import model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEMPLATES = os.path.join(HERE, "templates")
 
 # Every badge is white text on its colour; each pair meets WCAG AA (4.5:1) -- the browser test
 # computes it from CSS below. Status is never colour alone: the badge always says its name.
@@ -37,246 +55,112 @@ SHORT = {"PASS": "ok", "WARN": "warn", "NOT_SUPPORTED": "n/s", "SKIP": "skip", "
 
 PAGE_SIZE = 100  # case rows per page
 CHANGES_SHOWN = 12  # rows of one kind on the first screen before the rest folds
+MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
+MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
 
-CSS = """
-*{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;padding:.8em 1.2em;color:#222;max-width:100%;overflow-wrap:anywhere}
-h1{margin:0 0 .3em 0;font-size:1.25em} h2{margin:1.2em 0 .4em 0;border-bottom:1px solid #ddd;font-size:1.15em}
-.verdict{font-size:1.3em;font-weight:bold;padding:.25em .7em;border-radius:6px;display:inline-block;color:#fff;margin-right:.6em}
-.counts{margin:.4em 0}.counts .lbl{color:#555;font-size:.85em;margin-right:.3em}
-.counts .sep{display:inline-block;width:1.2em}
-table{border-collapse:collapse;font-size:.88em;max-width:100%} td,th{border:1px solid #ddd;padding:.2em .45em;text-align:left;vertical-align:top}
-th{background:#f4f4f4}
-.st{color:#fff;font-weight:600;border-radius:3px;padding:0 .4em;white-space:nowrap;display:inline-block;margin:1px}
-.mono,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85em;word-break:break-all}
-pre{white-space:pre-wrap;word-break:break-all;background:#f7f7f7;padding:.4em;max-height:24em;overflow:auto;margin:.2em 0}
-.scroll{overflow-x:auto;max-width:100%}
-table.wide{width:100%;table-layout:fixed}
-#changes td.case{width:26%} #changes th.k,#changes td.k{width:9.5em} #changes th.r,#changes td.r{width:6.5em}
-#changes th.a,#changes td.a{width:7em}
-code.replay{display:block;white-space:pre-wrap;background:#f7f7f7;padding:.15em .3em;margin-top:.2em;color:#333}
-button{font:inherit;font-size:.85em;margin:.1em;border:1px solid #767676;background:#fff;color:#222;border-radius:4px;padding:.1em .5em;cursor:pointer}
-button[aria-pressed=true]{background:#222;color:#fff}
-#search{padding:.25em;width:22em;max-width:100%} .small{color:#595959;font-size:.85em}
-.matrix td{text-align:center} .matrix td.t{text-align:left}
-.hl{outline:3px solid #0b57d0}
-tr.detail>td{background:#fbfbfb}
-details{margin:.4em 0} summary{cursor:pointer}
-"""
+# Interpreters tried, in order, when this one lacks jinja2 (see render()).
+PYTHONS = [os.environ.get("PAGELOCK_PYTHON"), "/usr/bin/python3", shutil.which("python3")]
+
+
+class MissingDependency(OSError):
+    """No interpreter here imports jinja2: the HTML page cannot be rendered."""
 
 
 def css():
-    return CSS + "".join(f".st-{s}{{background:{c}}}" for s, c in STATUS_COLORS.items()) + \
+    with open(os.path.join(TEMPLATES, "report.css"), encoding="utf-8") as f:
+        base = f.read()
+    return base + "".join(f".st-{s}{{background:{c}}}" for s, c in STATUS_COLORS.items()) + \
         f".st-other{{background:{OTHER_COLOR}}}"
 
 
-JS = r"""
-(function(){
-  var T0 = performance.now();
-  var D = JSON.parse(document.getElementById('case-data').textContent);
-  var byId = {};
-  var cases = D.cases.map(function(a){
-    var c = a[6] || {};
-    c.i = D.prefixes[a[0]] + a[1]; c.r = a[2]; c.s = a[3]; c.ru = a[4] ? a[4].split(',') : [];
-    c.x = c.x || [];
-    if (a[5]) c.x.unshift(['seed', 'case ' + a[5] + ', run ' + (D.runSeed || '?')]);
-    byId[c.i] = c;
-    return c;
-  });
-  var T1 = performance.now();
-  var active = {}, page = 0, focus = null, shown = cases;
-  var tbody = document.getElementById('case-rows');
-  var search = document.getElementById('search');
-  function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text; return e; }
-  function badge(s){ var b = el('span', 'st st-' + (D.known.indexOf(s) >= 0 ? s : 'other'), s); return b; }
-  function caseLink(id){ return location.href.split('#')[0] + '#case=' + encodeURIComponent(id); }
-  function copy(text, btn){
-    var done = function(){ var o = btn.textContent; btn.textContent = 'copied'; setTimeout(function(){ btn.textContent = o; }, 1200); };
-    if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(text).then(done, function(){ fallback(text); done(); });
-    } else { fallback(text); done(); }
-  }
-  function fallback(text){ var t = el('textarea'); t.value = text; document.body.appendChild(t); t.select();
-    try { document.execCommand('copy'); } catch (e) {} t.remove(); }
-  document.addEventListener('click', function(e){
-    var b = e.target.closest('button[data-copy-link], button[data-copy]');
-    if (!b) return;
-    copy(b.dataset.copyLink !== undefined ? caseLink(b.dataset.copyLink) : b.dataset.copy, b);
-  });
-  function detail(c){
-    var td = el('td'); td.colSpan = 4;
-    function add(label, text, pre){ if (!text) return; td.appendChild(el('b', '', label));
-      td.appendChild(el(pre ? 'pre' : 'div', pre ? '' : 'mono', text)); }
-    add('message', c.m, true);
-    if (c.rp) add('replay', c.rp, true);
-    if (c.ff) add('first failure', c.ff, true);
-    c.x.forEach(function(kv){ td.appendChild(el('div', 'mono', kv[0] + ' = ' + kv[1])); });
-    Object.keys(c.lg || {}).forEach(function(k){ add(k, c.lg[k], true); });
-    var tr = el('tr', 'detail'); tr.appendChild(td); return tr;
-  }
-  function row(c, open){
-    var tr = el('tr', 'case'); tr.id = 'case=' + c.i;
-    var st = el('td'); st.appendChild(badge(c.r));
-    if (c.c && c.c !== c.r) st.appendChild(badge(c.c));
-    var idc = el('td', 'mono'); var a = el('a', '', c.i); a.href = '#case=' + encodeURIComponent(c.i); idc.appendChild(a);
-    var tools = el('div');
-    var cl = el('button', '', 'copy link'); cl.dataset.copyLink = c.i; tools.appendChild(cl);
-    if (c.rp) { var cr = el('button', '', 'copy replay command'); cr.dataset.copy = c.rp; tools.appendChild(cr); }
-    var more = el('button', '', 'details'); more.setAttribute('aria-expanded', open ? 'true' : 'false');
-    tools.appendChild(more); idc.appendChild(tools);
-    var txt = el('td', '', (c.h || c.rs || '').slice(0, 300));
-    if (c.ru && c.ru.length) txt.appendChild(el('div', 'small', 'rules ' + c.ru.join(',')));
-    tr.appendChild(st); tr.appendChild(idc); tr.appendChild(el('td', '', (+c.s).toFixed(3))); tr.appendChild(txt);
-    var frag = document.createDocumentFragment(); frag.appendChild(tr);
-    var d = null;
-    if (open) { d = detail(c); frag.appendChild(d); }
-    more.addEventListener('click', function(){
-      if (d) { d.remove(); d = null; more.setAttribute('aria-expanded', 'false'); }
-      else { d = detail(c); tr.after(d); more.setAttribute('aria-expanded', 'true'); }
-    });
-    return frag;
-  }
-  function filter(){
-    var q = search.value.toLowerCase(), any = Object.keys(active).length > 0;
-    shown = cases.filter(function(c){
-      if (q && c.t === undefined)  // built on the first search: the page loads faster
-        c.t = [c.i, c.r, c.c || '', c.h || '', c.m || '', c.rs || '', c.ru.join(',')].join(' ').toLowerCase();
-      return (!any || active[c.r] || (c.c && active[c.c])) && (!q || c.t.indexOf(q) >= 0);
-    });
-  }
-  function draw(){
-    var pages = Math.max(1, Math.ceil(shown.length / D.pageSize));
-    page = Math.min(Math.max(0, page), pages - 1);
-    tbody.textContent = '';
-    var frag = document.createDocumentFragment();
-    shown.slice(page * D.pageSize, (page + 1) * D.pageSize).forEach(function(c){ frag.appendChild(row(c, c === focus)); });
-    tbody.appendChild(frag);
-    document.getElementById('shown').textContent = shown.length;
-    document.getElementById('pageinfo').textContent = 'page ' + (page + 1) + ' of ' + pages;
-    document.getElementById('prev').disabled = page === 0;
-    document.getElementById('next').disabled = page >= pages - 1;
-  }
-  function saveState(){
-    var p = new URLSearchParams();
-    var s = Object.keys(active); if (s.length) p.set('s', s.join(','));
-    if (search.value) p.set('q', search.value);
-    if (page) p.set('p', page + 1);
-    var h = p.toString();
-    history.replaceState(null, '', h ? '#' + h : location.pathname + location.search);
-  }
-  function update(keepPage){ if (!keepPage) page = 0; focus = null; filter(); draw(); saveState(); }
-  function setButtons(){
-    document.querySelectorAll('#filters button[data-status]').forEach(function(b){
-      b.setAttribute('aria-pressed', active[b.dataset.status] ? 'true' : 'false'); });
-  }
-  function showCase(id){
-    var c = byId[id];
-    if (!c) return false;
-    active = {}; search.value = ''; setButtons(); filter();
-    page = Math.floor(shown.indexOf(c) / D.pageSize); focus = c; draw();
-    var tr = document.getElementById('case=' + id);
-    tr.classList.add('hl'); tr.scrollIntoView({block: 'start'});
-    return true;
-  }
-  function readHash(){
-    var h = location.hash.slice(1), p = new URLSearchParams(h);
-    if (p.has('case')) { if (showCase(p.get('case'))) return; }
-    active = {}; (p.get('s') || '').split(',').forEach(function(s){ if (s) active[s] = true; });
-    search.value = p.get('q') || ''; setButtons(); filter();
-    page = (parseInt(p.get('p'), 10) || 1) - 1; focus = null; draw();
-  }
-  document.querySelectorAll('#filters button[data-status]').forEach(function(b){
-    b.addEventListener('click', function(){
-      var s = b.dataset.status;
-      if (active[s]) delete active[s]; else active[s] = true;
-      setButtons(); update();
-    });
-  });
-  document.getElementById('clear').addEventListener('click', function(){
-    active = {}; search.value = ''; setButtons(); update();
-  });
-  search.addEventListener('input', function(){ update(); });
-  document.getElementById('prev').addEventListener('click', function(){ page--; update(true); });
-  document.getElementById('next').addEventListener('click', function(){ page++; update(true); });
-  var SHORT = D.short, SEV = D.severity;
-  function family(c){ var pkg = c.i.split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
-  function buildMatrix(det){
-    var box = det.querySelector('.scroll'); if (box.firstChild) return;
-    var fam = det.dataset.family, rows = [], params = [], cells = {};
-    cases.forEach(function(c){
-      if (family(c) !== fam) return;
-      var gname = c.i.slice(c.i.indexOf('/', c.i.indexOf(':')) + 1);
-      var di = gname.indexOf('.'), suite = gname.slice(0, di), name = gname.slice(di + 1);
-      var ps = name.lastIndexOf('/'); if (ps < 0) return;
-      var r = suite.slice(suite.lastIndexOf('/') + 1) + '.' + name.slice(0, ps), p = name.slice(ps + 1);
-      if (!(r in cells)) { cells[r] = {}; rows.push(r); }
-      if (params.indexOf(p) < 0) params.push(p);
-      var prev = cells[r][p];
-      if (!prev || SEV[c.r] > SEV[prev.r]) cells[r][p] = c;
-    });
-    var t = el('table', 'matrix'), head = el('tr'); head.appendChild(el('th', '', 'test'));
-    params.forEach(function(p){ head.appendChild(el('th', '', p)); }); t.appendChild(head);
-    rows.forEach(function(r){
-      var tr = el('tr'); tr.appendChild(el('td', 't mono', r));
-      params.forEach(function(p){
-        var td = el('td'), c = cells[r][p];
-        if (c) { var a = el('a'); a.href = '#case=' + encodeURIComponent(c.i); a.title = c.r + ' ' + c.i;
-          var b = badge(c.r); b.textContent = SHORT[c.r] || c.r; a.appendChild(b); td.appendChild(a); }
-        tr.appendChild(td);
-      });
-      t.appendChild(tr);
-    });
-    box.appendChild(t);
-  }
-  document.querySelectorAll('details.mx').forEach(function(d){
-    d.addEventListener('toggle', function(){ if (d.open) buildMatrix(d); });
-  });
-  window.addEventListener('hashchange', readHash);
-  readHash();
-  var ready = performance.now();
-  if (location.hash === '#selftest') {
-    var out = {total: cases.length, ready_ms: ready, script_start_ms: T0, indexed_ms: T1, filters: {}};
-    document.querySelectorAll('#filters button[data-status]').forEach(function(b){
-      b.click(); out.filters[b.dataset.status] = +document.getElementById('shown').textContent;
-      out.pressed_ok = (out.pressed_ok !== false) && b.getAttribute('aria-pressed') === 'true';
-      b.click();
-    });
-    var q = cases.length ? cases[0].i : '';
-    search.value = q; search.dispatchEvent(new Event('input'));
-    out.search = {query: q, shown: +document.getElementById('shown').textContent, hash: location.hash};
-    document.getElementById('clear').click();
-    out.after_clear = +document.getElementById('shown').textContent;
-    out.rows_in_dom = document.querySelectorAll('tr.case').length;
-    window.scrollTo(0, 0);
-    var chg = document.querySelector('#changes tr.chg');
-    function where(sel){ var e = chg && chg.querySelector(sel);
-      return e ? {text: e.textContent, bottom: e.getBoundingClientRect().bottom + window.scrollY} : null; }
-    out.first_change = chg ? {rule: where('.rule'), msg: where('.msg'), replay: where('.replay'),
-                              link: where('a')} : null;
-    document.querySelectorAll('details.mx').forEach(function(d){ d.open = true; buildMatrix(d); });
-    out.matrix_cells = document.querySelectorAll('table.matrix a').length;
-    out.scroll_width = document.documentElement.scrollWidth;
-    out.inner_width = window.innerWidth;
-    out.inner_height = window.innerHeight;
-    var last = cases[cases.length - 1];
-    if (last) {
-      var ok = showCase(last.i), tr = document.getElementById('case=' + last.i);
-      out.anchor = {id: last.i, found: ok && !!tr, expanded: !!(tr && tr.nextSibling && tr.nextSibling.className === 'detail')};
-    }
-    var pre = el('pre', '', JSON.stringify(out)); pre.id = 'selftest';
-    document.body.appendChild(pre);
-  }
-})();
-"""
+def esc(s):
+    """For the few callers that still build HTML by hand (compare_runs.py)."""
+    return html.escape(str(s), quote=True)
+
+
+def badge(status, text=None):
+    """A badge as an HTML string (compare_runs.py); templates use macros.html.j2's badge."""
+    s = str(status)
+    cls = s if s in STATUS_COLORS else "other"
+    return f'<span class="st st-{cls}">{esc(text if text is not None else s)}</span>'
+
+
+# ---------------------------------------------------------------------------------------------
+# Jinja2
+
+_ENV = []
+
+
+def _jinja():
+    """The jinja2 module, or None when this interpreter lacks it."""
+    try:
+        import jinja2
+    except ImportError:
+        return None
+    return jinja2
+
+
+def environment():
+    if not _ENV:
+        jinja2 = _jinja()
+        if jinja2 is None:
+            raise MissingDependency("jinja2 is not importable by " + sys.executable)
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 keep_trailing_newline=False)
+        env.filters["status_class"] = lambda s: str(s) if str(s) in STATUS_COLORS else "other"
+        _ENV.append(env)
+    return _ENV[0]
+
+
+def _markup(text):
+    """Our own, already escaped HTML (a section rendered by a template) passed into another."""
+    import markupsafe  # comes with jinja2
+    return markupsafe.Markup(text)
+
+
+def _template(name, **context):
+    return environment().get_template(name).render(**context)
+
+
+def _python_with_jinja2():
+    for py in PYTHONS:
+        if not py or not os.path.exists(py):
+            continue
+        try:
+            if subprocess.run([py, "-c", "import jinja2"], capture_output=True, timeout=60).returncode == 0:
+                return py
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+def _render_elsewhere(func, args, kwargs):
+    """Runs htmlreport.<func>(*args, **kwargs) in an interpreter that has jinja2 and returns its
+    page: the run travels as a pickle on stdin (the same code on both sides)."""
+    py = None if os.environ.get("PAGELOCK_RENDERING_CHILD") else _python_with_jinja2()
+    if py is None:
+        raise MissingDependency(
+            "cannot render the HTML report: no Python here imports jinja2 (tried " +
+            ", ".join(p for p in PYTHONS if p) + "); install Debian's python3-jinja2 "
+            "(tools/install_deps.sh) or set PAGELOCK_PYTHON to an interpreter that has it")
+    root = os.path.dirname(HERE)
+    code = ("import pickle,sys; sys.path.insert(0, sys.argv[1]); from reports import htmlreport as h; "
+            "f, a, k = pickle.load(sys.stdin.buffer); sys.stdout.buffer.write(getattr(h, f)(*a, **k).encode())")
+    env = dict(os.environ, PAGELOCK_RENDERING_CHILD="1")
+    p = subprocess.run([py, "-c", code, root], input=pickle.dumps((func, args, kwargs)), capture_output=True,
+                       env=env)
+    if p.returncode != 0:
+        raise MissingDependency(f"rendering the HTML report with {py} failed: "
+                                f"{p.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    return p.stdout.decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Failure messages
 
 _BOILER = re.compile(r"^(Failure|Google Test trace:|Stack trace:|\[\s*FAILED\s*\].*)$")
 _LOC = re.compile(r"^\S+:\d+(:\s*(Failure)?)?$")
-
-
-def esc(s):
-    return html.escape(str(s), quote=True)
-
 
 def first_line(message):
     """The first line of a failure message that is not just a 'file:line' location."""
@@ -327,48 +211,11 @@ def headline(message):
     return (f"{tail[0]} — {said}" if tail else said)[:300]
 
 
-def badge(status, text=None):
-    s = str(status)
-    cls = s if s in STATUS_COLORS else "other"
-    return f'<span class="st st-{cls}">{esc(text if text is not None else s)}</span>'
-
-
 def _param_of(case):
     """The flag-combination part of a parameterized case name ('.../portable_mapped')."""
     if "/" in case.name:
         return case.name.rsplit("/", 1)[1]
     return None
-
-
-def _case_href(cid):
-    return "#case=" + esc(cid)
-
-
-def matrix_section(cases):
-    """Test x parameter (flag combination) matrix of worst status, one folded table per suite
-    family with only the columns that family uses. The page's JavaScript builds a family's table
-    from the case data when it is opened (a 10,000-case run stays light); each table scrolls in
-    its own box, so the page never scrolls sideways."""
-    fams = {}
-    for c in cases:
-        p = _param_of(c)
-        if p is None:
-            continue
-        f = fams.setdefault(c.family, {"rows": set(), "params": set(), "bad": 0})
-        f["rows"].add(f"{c.suite.split('/')[-1]}.{c.name.rsplit('/', 1)[0]}")
-        f["params"].add(p)
-        f["bad"] += c.status.is_fail
-    if not fams:
-        return ""
-    out = ["<h2 id='matrix'>Matrix: test &times; parameter, per suite</h2><p class='small'>Worst status "
-           "per cell: " + ", ".join(f"{esc(v)} = {esc(k)}" for k, v in SHORT.items()) + ".</p>"]
-    for fam in sorted(fams):
-        f = fams[fam]
-        bad = f", {f['bad']} failing cases" if f["bad"] else ""
-        out.append(f"<details class='mx' data-family='{esc(fam)}'><summary>{esc(fam)}: {len(f['rows'])} tests "
-                   f"&times; {len(f['params'])} parameters{bad}"
-                   "</summary><div class='scroll'></div></details>")
-    return "".join(out)
 
 
 def _case_json(c, comp, prefixes, run_seed):
@@ -411,26 +258,25 @@ def _case_json(c, comp, prefixes, run_seed):
             str(c.seed) if c.seed is not None else 0, d or 0]
 
 
-def _json_script(obj, elem_id):
-    """JSON inside <script type=application/json>: '<', '>' and '&' escaped so that no test
-    output can end the element."""
-    text = json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return f"<script type='application/json' id='{elem_id}'>{text}</script>"
-
-
 def _sort_key(c, comp_status):
     ch = comp_status.get(c.id)
     blocking = bool(ch and model.Change(str(ch)).blocks) if ch else False
     return (0 if blocking else 1, -c.status.severity if c.status.is_fail else 0, c.id)
 
 
+
+def _json_text(obj):
+    """JSON for <script type=application/json>: '<', '>' and '&' escaped so that no test output
+    can end the element (the template inserts it as is)."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
+    return _markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
 # ---------------------------------------------------------------------------------------------
-# The first screen: what changed and why
+# The first screen: what changed and why (changes.html.j2)
 
 def _change_row(kind, now, cid, case, note="", baseline_status=None):
     """One row of the changes table. kind: comparison status (or raw status without one)."""
-    rule = ",".join(case.rules) if case else ""
     msg = ""
     if case is not None:
         msg = headline(case.message) if case.message else (case.reason or "")
@@ -438,57 +284,37 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
             msg = "failed attempt: " + headline(case.first_failure)
     if not msg:
         msg = note
-    attempts = " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else ""
-    cells = [f"<td class='k'>{badge(kind)}</td>",
-             f"<td class='r'>{badge(now) if now else '<span class=small>not run</span>'}"
-             + (f"<div class='small'>baseline {badge(baseline_status)}</div>" if baseline_status else "") + "</td>"]
-    link = f"<a href='{_case_href(cid)}'>{esc(cid)}</a>" if case else esc(cid)
-    cells.append(f"<td class='case mono'>{link}</td>")
-    body = [f"<div class='msg'>{esc(msg)}</div>"]
-    if rule:
-        body.append(f"<div class='small'>rule <span class='rule mono'>{esc(rule)}</span></div>")
-    if note and note != msg:
-        body.append(f"<div class='small'>{esc(note)}</div>")
+    r = {"kind": kind, "now": now, "cid": cid, "linked": case is not None, "msg": msg, "note": note,
+         "baseline_status": baseline_status, "rule": ",".join(case.rules) if case else "",
+         "attempts": " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else "",
+         "klog": "", "klog_more": "", "replay": ""}
     klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
         if case is not None else ""
     if klog:  # driver-side evidence beside the failure (runner: kernel log while the case ran)
         lines = klog.splitlines()
-        more = f" (+{len(lines) - 3} more in details)" if len(lines) > 3 else ""
-        body.append(f"<div class='kern'><b>kernel log</b><pre>{esc(chr(10).join(lines[:3]))}{esc(more)}</pre></div>")
+        r["klog"] = "\n".join(lines[:3])
+        r["klog_more"] = f" (+{len(lines) - 3} more in details)" if len(lines) > 3 else ""
     if case is not None and (case.status.is_fail or case.flaky or kind in ("FLAKE", "UNEXPECTED_PASS",
                                                                            "COVERAGE_LOST")):
-        rp = case.replay_command()
-        body.append(f"<code class='replay'>{esc(rp)}</code>"
-                    f"<button data-copy='{esc(rp)}'>copy replay command</button>"
-                    f"<button data-copy-link='{esc(cid)}'>copy link</button>")
-    cells.append("<td>" + "".join(body) + "</td>")
-    cells.append(f"<td class='a mono'>{esc(attempts)}</td>")
-    return f"<tr class='chg'>{''.join(cells)}</tr>"
+        r["replay"] = case.replay_command()
+    return r
 
 
-_HEAD = ("<table class='wide' id='changes'><tr><th class='k'>change</th><th class='r'>now</th>"
-         "<th>case</th><th>rule, message, replay</th><th class='a'>attempts</th></tr>")
+def _group(rows, title):
+    """The first CHANGES_SHOWN rows; the rest fold."""
+    return {"shown": rows[:CHANGES_SHOWN], "folded": rows[CHANGES_SHOWN:], "title": title}
 
 
-def _fold(rows, title):
-    """The first CHANGES_SHOWN rows, then the rest folded."""
-    if len(rows) <= CHANGES_SHOWN:
-        return rows
-    rest = len(rows) - CHANGES_SHOWN
-    return rows[:CHANGES_SHOWN] + [f"<tr><td colspan='5'><details><summary>{rest} more {esc(title)}"
-                                   f"</summary><table class='wide'>{''.join(rows[CHANGES_SHOWN:])}"
-                                   "</table></details></td></tr>"]
-
-
-def changes_section(run, comp=None, baseline=None):
+def changes_context(run, comp=None, baseline=None):
     """Regressions, coverage lost, dropped, crashes, timeouts, new flakes, unexpected passes;
     the rest of the differences (expected failures, known flakes, fixed, new) folded."""
     by_id = run.by_id()
-    rows, other = [], []
+    groups, other = [], []
     listed = set()
     if comp is not None:
-        for key, s, why in comp.machine:
-            rows.append(_change_row(str(s), None, key, None, why))
+        machine = [_change_row(str(s), None, key, None, why) for key, s, why in comp.machine]
+        if machine:
+            groups.append({"shown": machine, "folded": [], "title": "machine"})
         base = baseline.by_id() if baseline else {}
         for st in model.Change:  # most serious first
             group = []
@@ -509,7 +335,8 @@ def changes_section(run, comp=None, baseline=None):
                                     (" (an expectation names it)" if covered else ""),
                                     str(prev.status) if prev else None)
                     (other if covered else group).append(r)
-            rows += _fold(group, str(st))
+            if group:
+                groups.append(_group(group, str(st)))
     # Crashes and timeouts always show, even when an expectation covers them.
     for kind in (model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING,
                  model.Status.FAIL):
@@ -518,19 +345,10 @@ def changes_section(run, comp=None, baseline=None):
         group = [_change_row(str(comp.status.get(c.id, kind)) if comp else str(kind), str(c.status), c.id, c,
                              comp.notes.get(c.id, "") if comp else "")
                  for c in sorted(run.cases, key=lambda c: c.id) if c.status == kind and c.id not in listed]
-        rows += _fold(group, str(kind))
-    h = ["<h2 id='what-changed'>What changed</h2>" if comp is not None else "<h2 id='what-changed'>Failures</h2>"]
-    h.append(kernel_log_note(run))
-    if rows:
-        h.append(_HEAD + "".join(rows) + "</table>")
-    elif comp is not None:
-        h.append("<p>No blocking differences: every case matches its expectation and the baseline.</p>")
-    else:
-        h.append("<p>No case failed, crashed or timed out.</p>")
-    if other:
-        h.append(f"<details><summary>{len(other)} other differences (expected failures, known flakes, "
-                 f"fixed, new)</summary>{_HEAD}{''.join(other)}</table></details>")
-    return "".join(h)
+        if group:
+            groups.append(_group(group, str(kind)))
+    return {"compared": comp is not None, "change_groups": groups, "other_changes": other,
+            "kernel_log_note": kernel_log_note(run)}
 
 
 def kernel_log_note(run):
@@ -539,194 +357,215 @@ def kernel_log_note(run):
     how = run.fingerprint.get("pagelock_kernel_log", "")
     lines = sum(1 for c in run.cases if any(k.startswith("kernel_log") for k in c.logs))
     if how.startswith("read from"):
-        text = (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
+        return (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
                 f"shown with it; {lines} case(s) have some.")
-    elif how:
-        text = f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
-    else:
-        text = ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "
-                "evidence in this report.")
-    return f"<p class='small' id='kernel-log'>{esc(text)}</p>"
+    if how:
+        return f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
+    return ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "
+            "evidence in this report.")
 
 
-def _counts_line(run, comp_counts):
-    counts = run.counts()
-    h = ["<div class='counts'><span class='lbl'>this run:</span>"]
-    h += [badge(s, f"{s} {counts[s]}") for s in model.STATUSES if counts.get(s)]
-    if comp_counts:
-        h.append("<span class='sep'></span><span class='lbl'>against expectations and baseline:</span>")
-        h += [badge(s, f"{s} {n}") for s, n in sorted(comp_counts.items()) if n]
-    h.append("</div>")
-    return "".join(h)
-
-
-def _machine_section(run):
+def machine_context(run):
     fp = run.fingerprint
-    h = ["<details><summary>Machine: " + esc(", ".join(x for x in (
-        fp.get("gpu0_name"), fp.get("nvidia_driver") and "driver " + fp["nvidia_driver"],
-        fp.get("host")) if x) or "no fingerprint") + "</summary><div class='scroll'><table>"]
-    for k in [k for k in fp if not re.match(r"gpu\d+_cudaDevAttr", k)]:
-        h.append(f"<tr><th>{esc(k)}</th><td class='mono'>{esc(fp[k])}</td></tr>")
-    h.append("</table></div>")
-    attrs = sorted(k for k in fp if re.match(r"gpu\d+_cudaDevAttr", k))
-    if attrs:
-        h.append("<details><summary>Device attributes</summary><div class='scroll'><table>")
-        for k in attrs:
-            h.append(f"<tr><th>{esc(k)}</th><td class='mono'>{esc(fp[k])}</td></tr>")
-        h.append("</table></div></details>")
-    h.append("</details>")
-    return "".join(h)
+    attr = re.compile(r"gpu\d+_cudaDevAttr")
+    return {"machine_summary": ", ".join(x for x in (
+                fp.get("gpu0_name"), fp.get("nvidia_driver") and "driver " + fp["nvidia_driver"],
+                fp.get("host")) if x) or "no fingerprint",
+            "machine_rows": [(k, fp[k]) for k in fp if not attr.match(k)],
+            "device_attrs": [(k, fp[k]) for k in sorted(k for k in fp if attr.match(k))]}
 
+
+def matrix_context(cases):
+    """Test x parameter (flag combination) matrix of worst status, one folded table per suite
+    family with only the columns that family uses (the page's JavaScript fills it when opened)."""
+    fams = {}
+    for c in cases:
+        p = _param_of(c)
+        if p is None:
+            continue
+        f = fams.setdefault(c.family, {"rows": set(), "params": set(), "bad": 0})
+        f["rows"].add(f"{c.suite.split('/')[-1]}.{c.name.rsplit('/', 1)[0]}")
+        f["params"].add(p)
+        f["bad"] += c.status.is_fail
+    return {"families": [{"name": fam, "rows": len(fams[fam]["rows"]), "params": len(fams[fam]["params"]),
+                          "bad": fams[fam]["bad"]} for fam in sorted(fams)],
+            "short_labels": list(SHORT.items())}
+
+
+# ---------------------------------------------------------------------------------------------
+# The mutation score (tools/mutation/mutation.py writes mutation.json)
+
+def load_mutation(run_dir):
+    """The run folder's mutation/mutation.json as a dict; None when there is none; {"error": ...}
+    when it cannot be read (the page says so rather than hiding it)."""
+    path = os.path.join(run_dir, MUTATION_JSON)
+    if not os.path.isfile(path):
+        return None
+    return read_mutation(path)
+
+
+def read_mutation(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or not isinstance(doc.get("score"), dict) \
+                or not isinstance(doc.get("faults"), list):
+            raise ValueError("no score or faults")
+        return doc
+    except (OSError, ValueError) as e:
+        return {"error": f"{path} could not be read ({e}): no mutation score for this run."}
+
+
+def mutation_line(doc):
+    """The first screen's line: what the mutation score means, in one sentence."""
+    s = doc["score"]
+    caught = s.get("KILLED", 0) + s.get("HANDLED", 0)
+    pct = "n/a" if s.get("percent") is None else f"{s['percent']}%"
+    line = (f"the suite caught {caught} of {s.get('counted', 0)} injected driver faults on this machine "
+            f"(score {pct})")
+    skipped = [f"{s[k]} {what}" for k, what in (("NOT_RUN", "not run (time budget)"),
+                                                ("ERROR", "not loaded")) if s.get(k)]
+    return line + ("; " + ", ".join(skipped) if skipped else "")
+
+
+def mutation_context(doc, case_ids=()):
+    if not doc:
+        return None
+    if "error" in doc:
+        return {"error": doc["error"]}
+    ids = set(case_ids)
+    faults = []
+    for r in doc["faults"]:
+        why = r.get("explanation") or r.get("note") or ""
+        cases = []
+        for c in (r.get("caught_by") or []) + (r.get("handled_cases") or []):
+            cases.append({"case": c.get("case", ""), "control": c.get("control", ""), "fault": c.get("fault", ""),
+                          "linked": c.get("case") in ids,
+                          "why": headline(c["message"]) if c.get("message") else c.get("reason", "")})
+        faults.append({"name": r.get("name", ""), "verdict": r.get("verdict", ""), "rule": r.get("rule", ""),
+                       "description": r.get("description", ""), "cases": cases,
+                       "why": why or ("unexplained" if r.get("verdict") == "SURVIVED" else "")})
+    control = doc.get("control", {})
+    line = mutation_line(doc)
+    return {"error": None, "line": line[0].upper() + line[1:], "score": doc["score"],
+            "faults": faults, "survivors": [f for f in faults if f["verdict"] == "SURVIVED"],
+            "control_summary": control.get("summary", "?"), "unstable": len(control.get("unstable", [])),
+            "cases_shown": MUTATION_CASES_SHOWN}
+
+
+# ---------------------------------------------------------------------------------------------
+# The page
 
 def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=()):
+           baseline=None, folded_sections=(), mutation=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
-    folded_sections go right after the machine details; extra_sections after the cases."""
+    folded_sections go right after the changes (HTML from run_info_section), extra_sections
+    after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation)."""
+    if _jinja() is None:
+        return _render_elsewhere("render", (run,), dict(
+            title=title, verdict=verdict, extra_sections=list(extra_sections), seed=seed, comp=comp,
+            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation))
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
     seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
-    h = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-         f"<meta name='viewport' content='width=device-width'><title>{esc(title)}</title>",
-         f"<style>{css()}</style></head><body><h1>{esc(title)}</h1><div>"]
-    if verdict:
-        h.append(f"<span class='verdict' role='status' style='background:{verdict[1]}'>{esc(verdict[0])}</span>")
-    summary = model.format_counts(run.counts()).splitlines()[-1]
-    h.append(f"<span class='small'>{esc(summary)} &middot; {len(run.cases)} cases")
-    if seed:
-        h.append(f" &middot; seed <span class='mono'>{esc(seed)}</span>")
-    h.append(" &middot; <a href='#cases'>all cases</a></span></div>")
-    h.append(_counts_line(run, comp_counts))
-    h.append(changes_section(run, comp, baseline))
-    if comp is not None and comp.stale:
-        h.append("<h2>Stale expectations</h2><ul>" + "".join(
-            f"<li class='mono'>{esc(e.source)}: {esc(e.kind)} {esc(e.pattern)} {esc(e.bug)}</li>"
-            for e in comp.stale) + "</ul>")
-    if run.problems:
-        h.append("<h2>Problems reading results</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in run.problems)
-                 + "</ul>")
-    h += list(folded_sections)
-    h.append(_machine_section(run))
-    h.append(matrix_section(run.cases))
-
-    statuses = [s for s in model.STATUSES if run.counts().get(s)]
-    comp_names = sorted({str(v) for v in comp_status.values()})
-    h.append("<h2 id='cases'>Cases</h2><div id='filters' role='toolbar' aria-label='filter cases by status'>"
-             "<span class='lbl small'>status:</span>")
-    h += [f"<button data-status='{esc(s)}' aria-pressed='false'>{esc(s)}</button>" for s in statuses]
-    if comp_names:
-        h.append("<span class='lbl small'> against expectations and baseline:</span>")
-        h += [f"<button data-status='{esc(s)}' aria-pressed='false'>{esc(s)}</button>" for s in comp_names]
-    h.append(" <button id='clear'>all</button> <label for='search' class='small'>search</label> "
-             "<input id='search' type='search' placeholder='id, message, reason, rule'> "
-             "<span class='small'><span id='shown'></span> shown, <span id='pageinfo'></span></span> "
-             "<button id='prev'>previous page</button><button id='next'>next page</button></div>")
-    h.append("<table class='wide'><thead><tr><th style='width:11em'>status</th><th style='width:40%'>case</th>"
-             "<th style='width:5em'>s</th><th>reason / message</th></tr></thead><tbody id='case-rows'></tbody></table>"
-             "<noscript>The case list needs JavaScript; results.json has every case.</noscript>")
+    counts = run.counts()
     ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
     prefixes = {}
     rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
     data = {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
             "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
             "prefixes": list(prefixes), "cases": rows}
-    h += list(extra_sections)
-    h.append(_json_script(data, "case-data"))
-    h.append(f"<script>{JS}</script></body></html>")
-    return "".join(h)
+    ctx = {
+        "title": title, "css": _markup(css()), "verdict": verdict,
+        "summary": model.format_counts(counts).splitlines()[-1], "n_cases": len(run.cases), "seed": seed,
+        "mutation_line": mutation_line(mutation) if mutation and "error" not in mutation else "",
+        "raw_counts": [(s, counts[s]) for s in model.STATUSES if counts.get(s)],
+        "comp_counts": sorted(comp_counts.items()),
+        "stale": comp.stale if comp is not None else [], "problems": run.problems,
+        "folded_sections": [_markup(s) for s in folded_sections],
+        "extra_sections": [_markup(s) for s in extra_sections],
+        "mutation": mutation_context(mutation, (c.id for c in run.cases)),
+        "filter_statuses": [s for s in model.STATUSES if counts.get(s)],
+        "filter_changes": sorted({str(v) for v in comp_status.values()}),
+        "case_data": _json_text(data),
+    }
+    ctx.update(changes_context(run, comp, baseline))
+    ctx.update(machine_context(run))
+    ctx.update(matrix_context(run.cases))
+    return _template("page.html.j2", **ctx)
 
 
 # ---------------------------------------------------------------------------------------------
 # Qualification report: verdict, run info, changes against expectations and baseline, metrics.
 
-def _table(headers, rows):
-    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
-
-
 def bar_chart(items, unit):
-    """Inline SVG horizontal bars: items = [(label, value)]; scales down to the page width."""
-    if not items:
-        return ""
+    """Inline SVG horizontal bars (metrics.html.j2): items = [(label, value)]."""
     width, bar_h, label_w = 760, 18, 330
     top = max(v for _, v in items) or 1.0
-    h = len(items) * (bar_h + 6) + 10
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width} {h}' style='max-width:{width}px;width:100%' "
-             f"role='img' aria-label='{esc(unit)} bars'>"]
+    bars = []
     for i, (label, v) in enumerate(items):
         y = 5 + i * (bar_h + 6)
         w = max(1, (width - label_w - 90) * v / top)
-        parts.append(f"<text x='{label_w - 6}' y='{y + 13}' text-anchor='end' font-size='12'>{esc(label)}</text>"
-                     f"<rect x='{label_w}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='#1565c0'/>"
-                     f"<text x='{label_w + w + 4:.1f}' y='{y + 13}' font-size='12'>{v:.2f} {esc(unit)}</text>")
-    parts.append("</svg>")
-    return "".join(parts)
+        bars.append({"label": label, "label_x": label_w - 6, "y": y, "text_y": y + 13, "w": f"{w:.1f}",
+                     "value_x": f"{label_w + w + 4:.1f}", "value": f"{v:.2f}"})
+    return {"width": width, "height": len(items) * (bar_h + 6) + 10, "bar_h": bar_h, "label_w": label_w,
+            "unit": unit, "bars": bars}
 
 
 def sparkline(values, width=160, height=28):
     if len(values) < 2:
-        return "<span class='small'>(one run)</span>"
+        return {"one": True, "points": ""}
     lo, hi = min(values), max(values)
     span = (hi - lo) or 1.0
     pts = " ".join(f"{i * (width - 4) / (len(values) - 1) + 2:.1f},{height - 3 - (v - lo) * (height - 6) / span:.1f}"
                    for i, v in enumerate(values))
-    last = pts.split(" ")[-1].split(",")
-    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
-            f"<polyline fill='none' stroke='#1565c0' stroke-width='1.5' points='{pts}'/>"
-            f"<circle cx='{last[0]}' cy='{last[1]}' r='2.5' fill='#c62828'/></svg>")
+    return {"points": pts, "last": pts.split(" ")[-1].split(","), "width": width, "height": height}
 
 
 def metrics_section(run, trends):
+    """HTML of the metrics section ('' without metrics); render() takes it in extra_sections."""
     rows, groups = [], {}
     for c in run.cases:
         for name, m in sorted(c.metrics.items()):
-            unit = m.unit
             if m.finite:  # nan/inf are shown as such in the table, never drawn
-                groups.setdefault(unit, []).append((name, m.value))
+                groups.setdefault(m.unit, []).append((name, m.value))
             t = trends.get(name, [])
-            spark = sparkline([x[2] for x in t]) if t else ""
-            value = f"{m.value:.3f}" if m.finite else repr(m.value)
-            rows.append([f"<span class='mono'>{esc(name)}</span>", esc(value), esc(unit),
-                         f"<a class='mono' href='{_case_href(c.id)}'>{esc(c.id)}</a>", spark,
-                         esc(" ".join(f"{x[2]:.1f}" for x in t[-6:]))])
+            rows.append({"name": name, "value": f"{m.value:.3f}" if m.finite else repr(m.value), "unit": m.unit,
+                         "cid": c.id, "spark": sparkline([x[2] for x in t]) if t else {"one": False, "points": ""},
+                         "last": " ".join(f"{x[2]:.1f}" for x in t[-6:])})
     if not rows:
         return ""
-    out = ["<h2 id='metrics'>Metrics</h2><p class='small'>Medians of event-timed repetitions after warm-up; "
-           "trend over the last runs of this SKU from the history database.</p>"]
-    for unit, items in sorted(groups.items()):
-        if unit not in ("count", ""):  # counts of different things share no scale; the table has them
-            out.append(bar_chart(items, unit))
-    out.append("<div class='scroll'>" + _table(["metric", "value", "unit", "case", "trend", "last values"], rows)
-               + "</div>")
-    return "".join(out)
+    # Counts of different things share no scale; the table has them.
+    charts = [bar_chart(items, unit) for unit, items in sorted(groups.items()) if unit not in ("count", "")]
+    return _template("metrics.html.j2", rows=rows, charts=charts)
 
 
 def run_info_section(run, info):
     fp = run.fingerprint
-    info_rows = [["run", esc(info.get("run_key", ""))], ["tier", esc(info.get("tier", ""))],
-                 ["harness commit", esc(info.get("bundle", {}).get("commit", ""))],
-                 ["rule profile applied", esc(fp.get("rule_profile", ""))],
-                 ["baseline", esc(info.get("baseline", ""))],
-                 ["expectations", esc(", ".join(f"{k} ({v[:12]})" for k, v in info.get("expectations", {}).items())
-                                      or "none")],
-                 ["retries of failed cases", esc(info.get("retries", ""))],
-                 ["command", f"<span class='mono'>{esc(info.get('command', ''))}</span>"]]
-    for k, v in sorted(info.get("outputs", {}).items()):
-        info_rows.append([esc(k), f"<span class='mono'>{esc(v)}</span>"])
+    rows = [("run", info.get("run_key", ""), False), ("tier", info.get("tier", ""), False),
+            ("harness commit", info.get("bundle", {}).get("commit", ""), False),
+            ("rule profile applied", fp.get("rule_profile", ""), False),
+            ("baseline", info.get("baseline", ""), False),
+            ("expectations", ", ".join(f"{k} ({v[:12]})" for k, v in info.get("expectations", {}).items())
+             or "none", False),
+            ("retries of failed cases", info.get("retries", ""), False),
+            ("command", info.get("command", ""), True)]
+    rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
     if info.get("label"):
-        info_rows.insert(0, ["change under test", esc(info["label"])])
-    return (f"<details><summary>Run: {esc(info.get('run_key', ''))}, tier {esc(info.get('tier', ''))}"
-            f"{', ' + esc(info['label']) if info.get('label') else ''}</summary><div class='scroll'>"
-            + _table(["", ""], info_rows) + "</div></details>")
+        rows.insert(0, ("change under test", info["label"], False))
+    return _template("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),
+                     label=info.get("label", ""), rows=rows)
 
 
-def render_qualification(run, info, comp, baseline, trends):
+def render_qualification(run, info, comp, baseline, trends, mutation=None):
+    """The qualification page. mutation: the run folder's mutation.json (load_mutation)."""
+    if _jinja() is None:
+        return _render_elsewhere("render_qualification", (run, info, comp, baseline, trends),
+                                 {"mutation": mutation})
     fp = run.fingerprint
     title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
     return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
-                  extra_sections=[metrics_section(run, trends)])
+                  extra_sections=[metrics_section(run, trends)], mutation=mutation)

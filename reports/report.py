@@ -3,18 +3,26 @@
 self-contained HTML report and the results as JSON.
 
   reports/report.py TESTLOGS [--html FILE] [--json FILE] [--junit FILE] [--csv-dir DIR] [--title TEXT]
+                    [--mutation FILE]
 
 --junit writes a JUnit XML with one <testcase> per case (a case that passed on a retry passes,
 CRASH/TIMEOUT are <error>); --csv-dir writes deqp-runner style results.csv and failures.csv.
 
+The HTML page is rendered by Jinja2 from reports/templates/. An interpreter without jinja2 (a
+python3 that does not see Debian's python3-jinja2) renders it in one that has it: $PAGELOCK_PYTHON,
+/usr/bin/python3, python3 on PATH. The mutation section comes from --mutation FILE, else from
+mutation/mutation.json in the folder of --html or next to TESTLOGS (qualify --mutation writes it).
+
 Prints counts by status and ends with the line 'N passed, N failed, N skipped'.
 Exit codes (the meanings the runner, qualify and compare_runs.py share):
   0  report written, every case clean (PASS, WARN, NOT_SUPPORTED, SKIP)
+  1  infrastructure: the HTML page could not be rendered (no Python here imports jinja2); the
+     JSON, JUnit and CSV outputs asked for were written first
   2  bad input: no such folder or file, an output file that cannot be written
   3  report written, some case FAIL/CRASH/TIMEOUT/INFRA_ERROR/MISSING or a status the model does
      not know (--exit-zero: 0 instead, for scripts that only want the report)
   4  nothing ran: no test results in the folder
-Nothing is written before the input has been read. --json FILE writes results.json ('-' for
+Nothing is written before the input has been read; the HTML page is written last. --json FILE writes results.json ('-' for
 stdout: then the human lines go to stderr).
 """
 
@@ -38,6 +46,8 @@ def main(argv=None):
     p.add_argument("--junit", help="write a JUnit XML of the final status per case here")
     p.add_argument("--csv-dir", help="write results.csv and failures.csv (deqp-runner style) here")
     p.add_argument("--title", default="pagelock report")
+    p.add_argument("--mutation", help="mutation.json of tools/mutation/mutation.py for the mutation section "
+                   "(default: mutation/mutation.json beside --html or TESTLOGS, when there is one)")
     p.add_argument("--strict", action="store_true", help="(the default now; kept for old scripts)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when some case failed")
     args = p.parse_args(argv)
@@ -50,6 +60,21 @@ def main(argv=None):
     if not run.cases:
         print(f"report: no test results under {args.testlogs}", file=sys.stderr)
         return 4
+    mutation = None
+    if args.mutation:
+        if not os.path.isfile(args.mutation):
+            print(f"report: --mutation {args.mutation}: no such file", file=sys.stderr)
+            return 2
+        mutation = html_report.read_mutation(args.mutation)
+        if "error" in mutation:
+            print(f"report: --mutation: {mutation['error']}", file=sys.stderr)
+            return 2
+    elif args.html:
+        for folder in (os.path.dirname(os.path.abspath(args.html)),
+                       os.path.dirname(os.path.abspath(args.testlogs.rstrip("/")))):
+            mutation = html_report.load_mutation(folder)
+            if mutation is not None:
+                break
     code = 0 if args.exit_zero or model.is_clean(run.counts()) else 3
     human = sys.stderr if args.json == "-" else sys.stdout
     for problem in run.problems:
@@ -58,11 +83,6 @@ def main(argv=None):
         if args.json and args.json != "-":
             os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
             model.write_results(args.json, run)
-        if args.html:
-            os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(html_report.render(run, title=args.title))
-            print(f"report: wrote {args.html}", file=human)
         if args.junit:
             os.makedirs(os.path.dirname(os.path.abspath(args.junit)), exist_ok=True)
             with open(args.junit, "w", encoding="utf-8") as f:
@@ -73,6 +93,15 @@ def main(argv=None):
                                (ciout.FAILURES_CSV, ciout.failures_csv(run))):
                 with open(os.path.join(args.csv_dir, name), "w", encoding="utf-8") as f:
                     f.write(text)
+        if args.html:  # last: without jinja2 anywhere, everything else is already written
+            page = html_report.render(run, title=args.title, mutation=mutation)
+            os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(page)
+            print(f"report: wrote {args.html}", file=human)
+    except html_report.MissingDependency as e:
+        print(f"report: {e}; the other outputs were written", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"report: cannot write the report: {e}", file=sys.stderr)
         return 2

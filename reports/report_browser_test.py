@@ -1,18 +1,36 @@
 """The report in headless Chromium at 1440x900: the first screen of a regression run, 10,000
-cases, URL state, and the WCAG AA contrast of every status colour (computed from the CSS)."""
+cases, URL state, the WCAG AA contrast of every status colour (computed from the CSS), and the
+screenshot tool. Re-executes itself under /usr/bin/python3 (Debian's, with python3-jinja2) when
+this interpreter lacks jinja2, as report_test does."""
 
+import contextlib
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
-from reports import compare as cmp
-from reports import htmlreport
-from reports import testsupport
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__":
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
+                and not os.environ.get("PAGELOCK_NO_REEXEC"):
+            os.environ["PAGELOCK_NO_REEXEC"] = "1"
+            os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + sys.path[1:])
+            os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
+    sys.path.insert(0, ROOT)
+
+from reports import compare as cmp  # noqa: E402
+from reports import htmlreport  # noqa: E402
+from reports import screenshot  # noqa: E402
+from reports import testsupport  # noqa: E402
 
 
 def luminance(hex_colour):
@@ -144,6 +162,28 @@ class FirstScreenTest(unittest.TestCase):
         self.assertTrue(seen["anchor"]["found"], "the last case's link does not open it")
         print(f"10k cases: render {render_s:.2f} s, (ready, 10-case page, budget) ms {tries}, "
               f"chromium wall {wall:.1f} s, {os.path.getsize(page) // 1024} KiB")
+
+
+class ScreenshotToolTest(unittest.TestCase):
+    def test_writes_a_1440x900_png_of_the_first_screen_and_refuses_bad_input(self):
+        chromium()
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        run, comp, base = testsupport.morning()
+        page = os.path.join(tmp, "index.html")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(htmlreport.render_qualification(run, {"run_key": "k", "tier": "full"}, comp, base, {}))
+        png = os.path.join(tmp, "shots", "first-screen.png")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(screenshot.main([page, png]), 0)
+        with open(png, "rb") as f:
+            head = f.read(24)
+        self.assertEqual(head[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual((int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")), (1440, 900))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(screenshot.main([os.path.join(tmp, "absent.html"), png]), 2)
+            self.assertEqual(screenshot.main([page, png, "--size", "wide"]), 2)
+        self.assertIn("no such page", err.getvalue())
 
 
 if __name__ == "__main__":

@@ -1,15 +1,46 @@
-"""Reading testlogs trees (including broken ones) and rendering the HTML report."""
+"""Reading testlogs trees (including broken ones) and rendering the HTML report: escaping, the
+golden page, the mutation section, and what happens without jinja2.
+
+The page is rendered by Jinja2, which only Debian's /usr/bin/python3 sees on the build machine:
+under another interpreter this file re-executes itself with /usr/bin/python3 (as history_test
+does), so the templates are rendered in this process.
+
+  /usr/bin/python3 reports/report_test.py                            # or: bazel test //reports:report_test
+  UPDATE_GOLDEN=1 /usr/bin/python3 reports/report_test.py GoldenTest  # rewrite reports/testdata/golden/
+"""
 
 import contextlib
+import difflib
 import io
 import json
 import os
+import shutil
+import sys
 import tempfile
 import time
 import unittest
 import zipfile
+from unittest import mock
 
-from reports import htmlreport
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__":
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
+                and not os.environ.get("PAGELOCK_NO_REEXEC"):
+            os.environ["PAGELOCK_NO_REEXEC"] = "1"
+            os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + sys.path[1:])
+            os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
+    sys.path.insert(0, ROOT)
+
+from reports import htmlreport  # noqa: E402
+from reports import report  # noqa: E402
+from reports import model  # noqa: E402
+from reports import testsupport  # noqa: E402
+
+TESTDATA = os.path.join(ROOT, "reports", "testdata")
+MUTATION_FIXTURE = os.path.join(TESTDATA, "mutation", "mutation.json")
 from reports import report
 from reports import model
 
@@ -237,6 +268,186 @@ class HtmlTest(unittest.TestCase):
             self.assertEqual(f.read(), "suites/a:a_test/S.Bad,Fail\n")
         with open(os.path.join(root, "out/results.csv")) as f:
             self.assertEqual(len(f.read().splitlines()), 3)
+
+
+def golden_runs():
+    """A fixed small run for the golden pages: testsupport's morning (one regression, one new
+    flake, one expected failure), a crash with kernel-log lines, a parameterized test for the
+    matrix, metrics with a trend, device attributes, and the mutation fixture."""
+    run, comp, base = testsupport.morning(extra_passes=3)
+    run.fingerprint.update({"gpu0_cudaDevAttrCanMapHostMemory": "1", "gpu0_cudaDevAttrHostRegisterSupported": "1",
+                            "pagelock_kernel_log": "read from /dev/kmsg"})
+    extra = [testsupport.case(f"MapsEveryFlag/{flags}", st, msg, rules="R20", suite="Flags/MappedTest")
+             for flags, st, msg in (("portable", "PASS", ""), ("mapped", "PASS", ""),
+                                    ("portable_mapped", "FAIL", "m.cc:9\nValue of: ok\n  Actual: false\n"
+                                                                "Expected: true\nthe mapped pointer reads stale bytes"))]
+    extra.append(model.Case.from_raw(testsupport.T, "HostRegisterTest", "PinsUntilOom", "CRASH", 3.5,
+                                     "killed by SIGKILL", "",
+                                     {"kernel_log": "[9.0] NVRM: failed to allocate page table!\n"
+                                                    "[9.1] oom-kill: task=hostregister_test\n[9.2] a\n[9.3] b",
+                                      model.PROP_RULES: "R31"}, 7))
+    extra.append(model.Case.from_raw(testsupport.T, "HostRegisterTest", "Bandwidth", "PASS", 1.0, "", "",
+                                     {model.PROP_RULES: "P01", model.PROP_METRIC_PREFIX + "h2d_pinned_GBps": "55.1 GB/s",
+                                      model.PROP_METRIC_PREFIX + "d2h_pinned_GBps": "54.9 GB/s",
+                                      model.PROP_METRIC_PREFIX + "registered_ranges": "3 count"}, 7))
+    run.cases += extra
+    from reports import compare as cmp
+    from reports import expectations as expect
+    comp = cmp.compare(run, expect.Expectations(expect.parse(testsupport.EXPECTATIONS, "nvidia-h200.txt")), base)
+    info = {"run_key": "20261130T060000Z-nvidia-h200-580.159.04", "tier": "full", "seed": "7",
+            "bundle": {"commit": "f4e9a0c"}, "baseline": "baselines/nvidia-h200/results.json",
+            "expectations": {"nvidia-h200.txt": "0123456789abcdef"}, "retries": 2, "label": "nightly",
+            "command": "tools/qualify --bundle build/bundle --mutation",
+            "outputs": {"JUnit (final verdict per case)": "junit.xml"}}
+    trends = {"h2d_pinned_GBps": [("r1", "t1", 55.4), ("r2", "t2", 55.0), ("r3", "t3", 55.1)],
+              "d2h_pinned_GBps": [("r3", "t3", 54.9)]}
+    return run, comp, base, info, trends
+
+
+def golden_qualification_page(mutation=None):
+    run, comp, base, info, trends = golden_runs()
+    return htmlreport.render_qualification(run, info, comp, base, trends, mutation=mutation)
+
+
+class GoldenTest(unittest.TestCase):
+    """The rendered pages, byte for byte. A mismatch prints a unified diff; UPDATE_GOLDEN=1
+    rewrites the golden files (review the diff, then commit them)."""
+
+    def check(self, name, page):
+        path = os.path.join(TESTDATA, "golden", name)
+        if os.environ.get("UPDATE_GOLDEN"):
+            dest = os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY", ROOT), "reports", "testdata", "golden", name)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "w", encoding="utf-8") as f:
+                f.write(page)
+            print(f"UPDATE_GOLDEN: wrote {dest}", file=sys.stderr)
+            return
+        with open(path, encoding="utf-8") as f:
+            want = f.read()
+        if page != want:
+            diff = "".join(difflib.unified_diff(want.splitlines(True), page.splitlines(True),
+                                                f"golden/{name}", "rendered now", n=2))
+            self.fail(f"the page differs from reports/testdata/golden/{name} (UPDATE_GOLDEN=1 rewrites it "
+                      f"after review):\n{diff[:20000]}")
+
+    def test_qualification_page_matches_the_golden_file(self):
+        with open(MUTATION_FIXTURE) as f:
+            mutation = json.load(f)
+        self.check("qualification.html", golden_qualification_page(mutation))
+
+    def test_plain_report_matches_the_golden_file(self):
+        run, _, _, _, _ = golden_runs()
+        self.check("report.html", htmlreport.render(run, title="pagelock report"))
+
+    def test_rendering_is_deterministic_across_processes(self):
+        # Set and dict ordering must not leak into the page: another process, another hash seed.
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
+                "sys.stdout.write(t.golden_qualification_page())")
+        import subprocess
+        pages = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
+                                env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+        self.assertGreater(len(pages[0]), 1000)
+        self.assertEqual(pages[0], pages[1])
+        self.assertEqual(pages[0], golden_qualification_page())
+
+
+class MutationSectionTest(unittest.TestCase):
+    def setUp(self):
+        with open(MUTATION_FIXTURE) as f:
+            self.doc = json.load(f)
+        self.run, self.comp, self.base, self.info, _ = golden_runs()
+
+    def page(self, mutation):
+        return htmlreport.render_qualification(self.run, self.info, self.comp, self.base, {}, mutation=mutation)
+
+    def test_the_score_line_is_on_the_first_screen_beside_the_verdict(self):
+        page = self.page(self.doc)
+        first = page.split("id='what-changed'")[0]
+        line = "the suite caught 2 of 3 injected driver faults on this machine (score 66.7%)"
+        self.assertIn(line + "; 1 not run (time budget)", first)
+        self.assertLess(first.index("class='verdict'"), first.index(line))
+
+    def test_every_fault_is_listed_with_the_cases_that_caught_it(self):
+        page = self.page(self.doc)
+        section = page.split("<h2 id='mutation'>")[1].split("<h2 ")[0]
+        for name in ("register_returns_already_registered", "can_map_host_memory_zero", "d2h_slow_by_half",
+                     "event_elapsed_zero"):
+            self.assertIn(name, section)
+        # A catching case in this run links to it; one that is not is named without a link.
+        self.assertIn("<a href='#case=suites/hostregister:hostregister_test/HostRegisterTest.Passes0'>", section)
+        self.assertIn("suites/other:other_test/Other.NotInThisRun</span>: PASS &rarr; CRASH", section)
+        self.assertNotIn("#case=suites/other:other_test", section)
+        self.assertIn("registering a fresh range must succeed", section)  # the headline, not gtest boilerplate
+        self.assertIn("killed by SIGSEGV &lt;b&gt;", section)
+        self.assertIn("cudaDevAttrCanMapHostMemory=0", section)
+
+    def test_survivors_show_the_rule_they_break_and_why(self):
+        page = self.page(self.doc)
+        survivors = page.split("<h3>Survivors</h3>")[1].split("</table>")[0]
+        self.assertIn("d2h_slow_by_half", survivors)
+        self.assertIn("<td class='mono'>P03</td>", survivors)
+        self.assertIn("the bandwidth suite is a stress target, left out of the full tier", survivors)
+        self.assertNotIn("register_returns_already_registered", survivors)
+
+    def test_no_mutation_json_no_section_and_a_broken_one_is_named(self):
+        self.assertNotIn("injected driver faults", self.page(None))
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.assertIsNone(htmlreport.load_mutation(root))
+        write(os.path.join(root, "mutation", "mutation.json"), "{truncated")
+        doc = htmlreport.load_mutation(root)
+        page = self.page(doc)
+        self.assertIn("mutation.json could not be read", page)
+        self.assertNotIn("the suite caught", page)
+
+    def test_report_cli_finds_mutation_json_in_the_run_folder(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "testlogs/suites/a/a_test/test.xml"), GTEST_XML)
+        os.makedirs(os.path.join(root, "mutation"))
+        shutil.copy(MUTATION_FIXTURE, os.path.join(root, "mutation", "mutation.json"))
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([os.path.join(root, "testlogs"), "--html", os.path.join(root, "index.html")]), 3)
+        with open(os.path.join(root, "index.html")) as f:
+            self.assertIn("the suite caught 2 of 3 injected driver faults", f.read())
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main([os.path.join(root, "testlogs"), "--mutation", os.path.join(root, "nope.json"),
+                                          "--html", os.path.join(root, "index.html")]), 2)
+        self.assertIn("no such file", err.getvalue())
+
+
+class WithoutJinjaTest(unittest.TestCase):
+    """An interpreter without jinja2: the page is rendered by one that has it; with none, the
+    other outputs are written and the report exits 1 with a clear message."""
+
+    def test_render_in_another_interpreter_gives_the_same_page(self):
+        run, comp, base, info, trends = golden_runs()
+        here = htmlreport.render_qualification(run, info, comp, base, trends)
+        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
+                mock.patch.object(htmlreport, "PYTHONS", [sys.executable]):
+            self.assertEqual(htmlreport.render_qualification(run, info, comp, base, trends), here)
+
+    def test_no_interpreter_with_jinja2_writes_the_rest_and_exits_one(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
+        err = io.StringIO()
+        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
+                mock.patch.object(htmlreport, "PYTHONS", ["/nonexistent/python3"]), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = report.main([root, "--html", os.path.join(root, "out/index.html"), "--json",
+                              os.path.join(root, "out/results.json"), "--junit", os.path.join(root, "out/junit.xml"),
+                              "--csv-dir", os.path.join(root, "out")])
+        self.assertEqual(rc, 1)
+        self.assertIn("no Python here imports jinja2", err.getvalue())
+        self.assertIn("python3-jinja2", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
+        for name in ("results.json", "junit.xml", "results.csv", "failures.csv"):
+            self.assertTrue(os.path.isfile(os.path.join(root, "out", name)), name)
+        self.assertFalse(os.path.exists(os.path.join(root, "out/index.html")))
+
+    def test_templates_autoescape(self):
+        env = htmlreport.environment()
+        self.assertTrue(env.autoescape)
+        self.assertEqual(env.from_string("{{ x }}").render(x="<b>&'"), "&lt;b&gt;&amp;&#39;")
 
 
 if __name__ == "__main__":

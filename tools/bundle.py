@@ -128,6 +128,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
         shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
     reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
                      if n.endswith(".py") and not n.endswith("_test.py"))
+    reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
     for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
                 "tools/nvbandwidth_compare.py"] + reports:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)

@@ -8,7 +8,7 @@
 # Exit codes: 0 ready; 1 a package could not be installed; 2 no CUDA toolkit.
 set -euo pipefail
 
-packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 git)
+packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 python3-jinja2 git)
 if [[ "${PAGELOCK_BROWSER_TEST:-1}" != 0 ]]; then
   packages+=(chromium)
 fi

@@ -324,7 +324,8 @@ def publish(plan, run, comp, info, args):
                 trends[name] = history.trend(plan.db, name, plan.sku)
         except (sqlite3.Error, ValueError, TypeError) as e:
             say(f"warning: the history was not updated ({e}); results.json has the run")
-    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends)
+    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends,
+                                           mutation=htmlreport.load_mutation(run_dir))
     page = os.path.join(run_dir, "index.html")
     with open(page, "w", encoding="utf-8") as f:
         f.write(html)

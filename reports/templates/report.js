@@ -1,0 +1,197 @@
+(function(){
+  var T0 = performance.now();
+  var D = JSON.parse(document.getElementById('case-data').textContent);
+  var byId = {};
+  var cases = D.cases.map(function(a){
+    var c = a[6] || {};
+    c.i = D.prefixes[a[0]] + a[1]; c.r = a[2]; c.s = a[3]; c.ru = a[4] ? a[4].split(',') : [];
+    c.x = c.x || [];
+    if (a[5]) c.x.unshift(['seed', 'case ' + a[5] + ', run ' + (D.runSeed || '?')]);
+    byId[c.i] = c;
+    return c;
+  });
+  var T1 = performance.now();
+  var active = {}, page = 0, focus = null, shown = cases;
+  var tbody = document.getElementById('case-rows');
+  var search = document.getElementById('search');
+  function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text; return e; }
+  function badge(s){ var b = el('span', 'st st-' + (D.known.indexOf(s) >= 0 ? s : 'other'), s); return b; }
+  function caseLink(id){ return location.href.split('#')[0] + '#case=' + encodeURIComponent(id); }
+  function copy(text, btn){
+    var done = function(){ var o = btn.textContent; btn.textContent = 'copied'; setTimeout(function(){ btn.textContent = o; }, 1200); };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(done, function(){ fallback(text); done(); });
+    } else { fallback(text); done(); }
+  }
+  function fallback(text){ var t = el('textarea'); t.value = text; document.body.appendChild(t); t.select();
+    try { document.execCommand('copy'); } catch (e) {} t.remove(); }
+  document.addEventListener('click', function(e){
+    var b = e.target.closest('button[data-copy-link], button[data-copy]');
+    if (!b) return;
+    copy(b.dataset.copyLink !== undefined ? caseLink(b.dataset.copyLink) : b.dataset.copy, b);
+  });
+  function detail(c){
+    var td = el('td'); td.colSpan = 4;
+    function add(label, text, pre){ if (!text) return; td.appendChild(el('b', '', label));
+      td.appendChild(el(pre ? 'pre' : 'div', pre ? '' : 'mono', text)); }
+    add('message', c.m, true);
+    if (c.rp) add('replay', c.rp, true);
+    if (c.ff) add('first failure', c.ff, true);
+    c.x.forEach(function(kv){ td.appendChild(el('div', 'mono', kv[0] + ' = ' + kv[1])); });
+    Object.keys(c.lg || {}).forEach(function(k){ add(k, c.lg[k], true); });
+    var tr = el('tr', 'detail'); tr.appendChild(td); return tr;
+  }
+  function row(c, open){
+    var tr = el('tr', 'case'); tr.id = 'case=' + c.i;
+    var st = el('td'); st.appendChild(badge(c.r));
+    if (c.c && c.c !== c.r) st.appendChild(badge(c.c));
+    var idc = el('td', 'mono'); var a = el('a', '', c.i); a.href = '#case=' + encodeURIComponent(c.i); idc.appendChild(a);
+    var tools = el('div');
+    var cl = el('button', '', 'copy link'); cl.dataset.copyLink = c.i; tools.appendChild(cl);
+    if (c.rp) { var cr = el('button', '', 'copy replay command'); cr.dataset.copy = c.rp; tools.appendChild(cr); }
+    var more = el('button', '', 'details'); more.setAttribute('aria-expanded', open ? 'true' : 'false');
+    tools.appendChild(more); idc.appendChild(tools);
+    var txt = el('td', '', (c.h || c.rs || '').slice(0, 300));
+    if (c.ru && c.ru.length) txt.appendChild(el('div', 'small', 'rules ' + c.ru.join(',')));
+    tr.appendChild(st); tr.appendChild(idc); tr.appendChild(el('td', '', (+c.s).toFixed(3))); tr.appendChild(txt);
+    var frag = document.createDocumentFragment(); frag.appendChild(tr);
+    var d = null;
+    if (open) { d = detail(c); frag.appendChild(d); }
+    more.addEventListener('click', function(){
+      if (d) { d.remove(); d = null; more.setAttribute('aria-expanded', 'false'); }
+      else { d = detail(c); tr.after(d); more.setAttribute('aria-expanded', 'true'); }
+    });
+    return frag;
+  }
+  function filter(){
+    var q = search.value.toLowerCase(), any = Object.keys(active).length > 0;
+    shown = cases.filter(function(c){
+      if (q && c.t === undefined)  // built on the first search: the page loads faster
+        c.t = [c.i, c.r, c.c || '', c.h || '', c.m || '', c.rs || '', c.ru.join(',')].join(' ').toLowerCase();
+      return (!any || active[c.r] || (c.c && active[c.c])) && (!q || c.t.indexOf(q) >= 0);
+    });
+  }
+  function draw(){
+    var pages = Math.max(1, Math.ceil(shown.length / D.pageSize));
+    page = Math.min(Math.max(0, page), pages - 1);
+    tbody.textContent = '';
+    var frag = document.createDocumentFragment();
+    shown.slice(page * D.pageSize, (page + 1) * D.pageSize).forEach(function(c){ frag.appendChild(row(c, c === focus)); });
+    tbody.appendChild(frag);
+    document.getElementById('shown').textContent = shown.length;
+    document.getElementById('pageinfo').textContent = 'page ' + (page + 1) + ' of ' + pages;
+    document.getElementById('prev').disabled = page === 0;
+    document.getElementById('next').disabled = page >= pages - 1;
+  }
+  function saveState(){
+    var p = new URLSearchParams();
+    var s = Object.keys(active); if (s.length) p.set('s', s.join(','));
+    if (search.value) p.set('q', search.value);
+    if (page) p.set('p', page + 1);
+    var h = p.toString();
+    history.replaceState(null, '', h ? '#' + h : location.pathname + location.search);
+  }
+  function update(keepPage){ if (!keepPage) page = 0; focus = null; filter(); draw(); saveState(); }
+  function setButtons(){
+    document.querySelectorAll('#filters button[data-status]').forEach(function(b){
+      b.setAttribute('aria-pressed', active[b.dataset.status] ? 'true' : 'false'); });
+  }
+  function showCase(id){
+    var c = byId[id];
+    if (!c) return false;
+    active = {}; search.value = ''; setButtons(); filter();
+    page = Math.floor(shown.indexOf(c) / D.pageSize); focus = c; draw();
+    var tr = document.getElementById('case=' + id);
+    tr.classList.add('hl'); tr.scrollIntoView({block: 'start'});
+    return true;
+  }
+  function readHash(){
+    var h = location.hash.slice(1), p = new URLSearchParams(h);
+    if (p.has('case')) { if (showCase(p.get('case'))) return; }
+    active = {}; (p.get('s') || '').split(',').forEach(function(s){ if (s) active[s] = true; });
+    search.value = p.get('q') || ''; setButtons(); filter();
+    page = (parseInt(p.get('p'), 10) || 1) - 1; focus = null; draw();
+  }
+  document.querySelectorAll('#filters button[data-status]').forEach(function(b){
+    b.addEventListener('click', function(){
+      var s = b.dataset.status;
+      if (active[s]) delete active[s]; else active[s] = true;
+      setButtons(); update();
+    });
+  });
+  document.getElementById('clear').addEventListener('click', function(){
+    active = {}; search.value = ''; setButtons(); update();
+  });
+  search.addEventListener('input', function(){ update(); });
+  document.getElementById('prev').addEventListener('click', function(){ page--; update(true); });
+  document.getElementById('next').addEventListener('click', function(){ page++; update(true); });
+  var SHORT = D.short, SEV = D.severity;
+  function family(c){ var pkg = c.i.split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
+  function buildMatrix(det){
+    var box = det.querySelector('.scroll'); if (box.firstChild) return;
+    var fam = det.dataset.family, rows = [], params = [], cells = {};
+    cases.forEach(function(c){
+      if (family(c) !== fam) return;
+      var gname = c.i.slice(c.i.indexOf('/', c.i.indexOf(':')) + 1);
+      var di = gname.indexOf('.'), suite = gname.slice(0, di), name = gname.slice(di + 1);
+      var ps = name.lastIndexOf('/'); if (ps < 0) return;
+      var r = suite.slice(suite.lastIndexOf('/') + 1) + '.' + name.slice(0, ps), p = name.slice(ps + 1);
+      if (!(r in cells)) { cells[r] = {}; rows.push(r); }
+      if (params.indexOf(p) < 0) params.push(p);
+      var prev = cells[r][p];
+      if (!prev || SEV[c.r] > SEV[prev.r]) cells[r][p] = c;
+    });
+    var t = el('table', 'matrix'), head = el('tr'); head.appendChild(el('th', '', 'test'));
+    params.forEach(function(p){ head.appendChild(el('th', '', p)); }); t.appendChild(head);
+    rows.forEach(function(r){
+      var tr = el('tr'); tr.appendChild(el('td', 't mono', r));
+      params.forEach(function(p){
+        var td = el('td'), c = cells[r][p];
+        if (c) { var a = el('a'); a.href = '#case=' + encodeURIComponent(c.i); a.title = c.r + ' ' + c.i;
+          var b = badge(c.r); b.textContent = SHORT[c.r] || c.r; a.appendChild(b); td.appendChild(a); }
+        tr.appendChild(td);
+      });
+      t.appendChild(tr);
+    });
+    box.appendChild(t);
+  }
+  document.querySelectorAll('details.mx').forEach(function(d){
+    d.addEventListener('toggle', function(){ if (d.open) buildMatrix(d); });
+  });
+  window.addEventListener('hashchange', readHash);
+  readHash();
+  var ready = performance.now();
+  if (location.hash === '#selftest') {
+    var out = {total: cases.length, ready_ms: ready, script_start_ms: T0, indexed_ms: T1, filters: {}};
+    document.querySelectorAll('#filters button[data-status]').forEach(function(b){
+      b.click(); out.filters[b.dataset.status] = +document.getElementById('shown').textContent;
+      out.pressed_ok = (out.pressed_ok !== false) && b.getAttribute('aria-pressed') === 'true';
+      b.click();
+    });
+    var q = cases.length ? cases[0].i : '';
+    search.value = q; search.dispatchEvent(new Event('input'));
+    out.search = {query: q, shown: +document.getElementById('shown').textContent, hash: location.hash};
+    document.getElementById('clear').click();
+    out.after_clear = +document.getElementById('shown').textContent;
+    out.rows_in_dom = document.querySelectorAll('tr.case').length;
+    window.scrollTo(0, 0);
+    var chg = document.querySelector('#changes tr.chg');
+    function where(sel){ var e = chg && chg.querySelector(sel);
+      return e ? {text: e.textContent, bottom: e.getBoundingClientRect().bottom + window.scrollY} : null; }
+    out.first_change = chg ? {rule: where('.rule'), msg: where('.msg'), replay: where('.replay'),
+                              link: where('a')} : null;
+    document.querySelectorAll('details.mx').forEach(function(d){ d.open = true; buildMatrix(d); });
+    out.matrix_cells = document.querySelectorAll('table.matrix a').length;
+    out.scroll_width = document.documentElement.scrollWidth;
+    out.inner_width = window.innerWidth;
+    out.inner_height = window.innerHeight;
+    var last = cases[cases.length - 1];
+    if (last) {
+      var ok = showCase(last.i), tr = document.getElementById('case=' + last.i);
+      out.anchor = {id: last.i, found: ok && !!tr, expanded: !!(tr && tr.nextSibling && tr.nextSibling.className === 'detail')};
+    }
+    var pre = el('pre', '', JSON.stringify(out)); pre.id = 'selftest';
+    document.body.appendChild(pre);
+  }
+})();
