@@ -624,6 +624,12 @@ class Inputs(Base):
         self.assertIn("cannot create", text)
 
     def test_full_disk_ends_with_exit_three_and_what_was_written_intact(self):
+        self.check_full_disk(jobs=1)
+
+    def test_full_disk_with_parallel_targets_ends_the_same_way(self):
+        self.check_full_disk(jobs=2)
+
+    def check_full_disk(self, jobs):
         mnt = os.path.join(self.tmp, "small")
         os.makedirs(mnt)
         try:
@@ -633,9 +639,14 @@ class Inputs(Base):
             self.skipTest(f"cannot mount a small tmpfs here ({e}): the full-disk case needs root "
                           "and mount rights")
         try:
-            self.write_manifest(labels=("//a:first", "//b:floods"))
+            # With jobs > 1, //a:first is exclusive, so it runs (and is written) before the others.
+            labels = ("//a:first", "//b:floods") + (("//c:floods_too",) if jobs > 1 else ())
+            self.write_manifest(text=json.dumps({"targets": [
+                {"label": label, "path": self.binary, "timeout_s": 20,
+                 "tags": ["exclusive"] if label == "//a:first" and jobs > 1 else []}
+                for label in labels]}))
             out = os.path.join(mnt, "out")
-            config = runner.RunConfig(bundle=self.bundle, out=out, quiet=True,
+            config = runner.RunConfig(bundle=self.bundle, out=out, quiet=True, jobs=jobs,
                                       env=self.env("A.passes,A.floods=out:8,B.passes"),
                                       log_head_bytes=1 << 20, log_tail_bytes=1 << 20)
             # Fill the disk after the first target: its results must stay readable.
