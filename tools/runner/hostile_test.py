@@ -448,7 +448,7 @@ class Jobs(Base):
                        self.target("//s:h1", f"H1.passes,H1.hangs={hang},H1.never"),
                        self.target("//s:h2", "H2.passes,H2.hangs=hang,H2.never"),
                        self.target("//s:h3", f"H3.passes,H3.hangs={hang},H3.never"))
-        self.out = os.path.join(self.tmp, "term")
+        self.out = os.path.join(self.tmp, "qualify", "run1", "testlogs")  # as qualify lays it out
         env = dict(os.environ)
         env.update(self.env())
         proc = subprocess.Popen(
@@ -490,6 +490,12 @@ class Jobs(Base):
             self.assertIn("while this case was running", hung.message)
             self.assertEqual(cases[(label, f"H{n}.never")].status, "MISSING")
         self.assertEqual(processes_with(self.mark), [], "a process of a stopped target is alive")
+        from tools.runner import done_check  # its GPU-machine check of a stopped parallel run
+        done_check.FAILED.clear()
+        with contextlib.redirect_stdout(io.StringIO()) as buf:
+            done_check.stopped_targets_check(os.path.join(self.tmp, "qualify"))
+        self.assertEqual(done_check.FAILED, [], buf.getvalue())
+        self.assertEqual(buf.getvalue().count("is named"), 3, buf.getvalue())
 
     def test_jobs_out_of_range_is_bad_usage(self):
         r = runner.run(runner.RunConfig(bundle=self.bundle, out=os.path.join(self.tmp, "j0"),
