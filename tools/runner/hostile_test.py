@@ -366,13 +366,13 @@ class Jobs(Base):
         return a["start_s"] < b["end_s"] and b["start_s"] < a["end_s"]
 
     def test_two_sleeping_targets_with_two_jobs_take_the_time_of_one(self):
-        self.bundle_of(self.target("//p:one", "A.passes", sleep=3),
-                       self.target("//p:two", "B.passes", sleep=3))
+        self.bundle_of(self.target("//p:one", "A.passes", sleep=4),
+                       self.target("//p:two", "B.passes", sleep=4))
         start = time.monotonic()
         r, _ = self.run_runner(jobs=2)
         wall = time.monotonic() - start
         self.assertEqual(r.status, "CLEAN")
-        self.assertLess(wall, 5.5, "two 3 s targets with --jobs 2 ran one after the other")
+        self.assertLess(wall, 7, "two 4 s targets with --jobs 2 ran one after the other")
         doc = self.runner_json()
         self.assertEqual(doc["jobs"], 2)
         one, two = doc["targets"]
