@@ -73,6 +73,12 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(len(c.stale), 1)
         self.assertEqual(c.exit_code, cmp.EXIT_UPDATE)
 
+    def test_an_entry_for_cases_the_run_does_not_hold_is_not_stale(self):
+        e = self.exps("fail suites/stress:x_test/* status=FAIL bug=u  # another tier")
+        c = cmp.compare(run(case("A", "PASS")), e, None)
+        self.assertEqual(c.stale, [])
+        self.assertEqual(c.exit_code, cmp.EXIT_QUALIFIED)
+
     def test_expected_status_must_match(self):
         e = self.exps("fail suites/a:a_test/S.B status=FAIL bug=u")
         c = cmp.compare(run(case("B", "CRASH")), e, None)

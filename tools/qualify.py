@@ -104,6 +104,14 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 # The one call into the runner: runner.run(RunConfig) returns a typed RunnerResult.
 
+def _expected_durations(plan):
+    """Seconds per target in the baseline run: the runner starts the longest first."""
+    out = {}
+    for c in (plan.baseline.cases if plan.baseline is not None else []):
+        out[c.target] = out.get(c.target, 0.0) + (c.seconds or 0.0)
+    return out
+
+
 def _run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
     """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
     seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
@@ -113,7 +121,8 @@ def _run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
     res = runner.run(runner.RunConfig(
         bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
         filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
-        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"], jobs=jobs))
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"], jobs=jobs,
+        durations=_expected_durations(plan)))
     if res.status == "INTERRUPTED":
         raise Interrupted(res.message or "a signal")
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):

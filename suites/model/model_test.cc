@@ -26,14 +26,14 @@ std::atomic<uint64_t> g_steps{0};
 
 // Thousands of steps per run (issue 11): more and longer sequences than RapidCheck's default of
 // 100, set before RapidCheck reads RC_PARAMS; an RC_PARAMS value given by the user wins. About
-// 4,000 steps in the full tier (about 1 s on an H200), more in the stress tier.
+// 6,500 steps in the full tier (10,509 steps took 8.5 s with 400 sequences on a busy H200), more in the stress tier.
 const bool g_sequence_budget = [] {
   const char* old = std::getenv("RC_PARAMS");
   std::string p = old ? old : "";
 #ifdef PAGELOCK_PROP_STRESS
   if (p.find("max_size") == std::string::npos) p += " max_size=200";
 #else
-  if (p.find("max_success") == std::string::npos) p += " max_success=400";
+  if (p.find("max_success") == std::string::npos) p += " max_success=250";
 #endif
   setenv("RC_PARAMS", p.c_str(), 1);
   return true;

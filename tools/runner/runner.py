@@ -130,8 +130,10 @@ class RunConfig:
     kernel_log: str = KMSG  # kernel log to follow ('' : none); lines go to the running case
     labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
     # Targets run at once. A target tagged `exclusive` runs alone (the exclusive ones first, as
-    # one block); the others keep the selection's order.
+    # one block); the others keep the selection's order, or longest first where `durations`
+    # (label -> expected seconds, e.g. from a baseline run) knows them.
     jobs: int = 1
+    durations: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -1251,13 +1253,18 @@ def _exclusive(target):
     return "exclusive" in target.get("tags", [])
 
 
-def schedule_order(targets, jobs):
+def schedule_order(targets, jobs, durations=None):
     """The order targets start in. Serial: the selection's order. With jobs > 1 the targets
     tagged `exclusive` (they run alone) come first, as one block in their own order, so the pool
-    of parallel targets is never drained for them; the others follow in their order."""
+    of parallel targets is never drained for them; the others follow longest first by
+    `durations` (label -> expected seconds; a target it does not know counts as longest, since
+    it may be), else in their order, so the longest target does not start last."""
     if jobs <= 1:
         return list(targets)
-    return [t for t in targets if _exclusive(t)] + [t for t in targets if not _exclusive(t)]
+    rest = [t for t in targets if not _exclusive(t)]
+    if durations:
+        rest.sort(key=lambda t: -durations.get(t["label"], float("inf")))  # stable: ties keep order
+    return [t for t in targets if _exclusive(t)] + rest
 
 
 def _schedule(config, targets, out, seed, state, results):
@@ -1267,7 +1274,7 @@ def _schedule(config, targets, out, seed, state, results):
     appended to `results` in the selection's order. An OutputError or UsageError of one target
     stops new starts; the running targets finish, then the first error is raised."""
     jobs = max(1, config.jobs)
-    queue_ = schedule_order(targets, jobs)
+    queue_ = schedule_order(targets, jobs, config.durations)
     position = {t["label"]: i for i, t in enumerate(targets)}
     finished = queue.Queue()
     running = {}  # label -> exclusive?

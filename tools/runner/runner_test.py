@@ -262,6 +262,21 @@ class ProgressTest(unittest.TestCase):
                                    "no case is running"])
 
 
+class ScheduleOrderTest(unittest.TestCase):
+    T = [{"label": "a", "tags": []}, {"label": "x", "tags": ["exclusive"]},
+         {"label": "b", "tags": []}, {"label": "c", "tags": []}]
+
+    def labels(self, *args):
+        return [t["label"] for t in runner.schedule_order(self.T, *args)]
+
+    def test_serial_keeps_the_selection_order_whatever_the_durations(self):
+        self.assertEqual(self.labels(1, {"a": 1, "b": 5}), ["a", "x", "b", "c"])
+
+    def test_parallel_runs_exclusive_first_then_longest_first_unknown_counting_as_longest(self):
+        self.assertEqual(self.labels(4, {"a": 1, "b": 5}), ["x", "c", "b", "a"])
+        self.assertEqual(self.labels(4, {}), ["x", "a", "b", "c"])
+
+
 class KernelLogTest(unittest.TestCase):
     """Kernel log lines (NVRM, Xid, oom-kill, IOMMU) go to the case that was running."""
 
