@@ -11,6 +11,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 CASES = ["CopyDeliversEveryByte", "MappingNeedsCanMapHost", "SynchronizeSucceeds"]
+# The rules each case names (pagelock.rules), as PAGELOCK_RULE records them; a copy of this
+# script installed as "fake_norules" names none (a target the rule selection does not pick).
+RULES = {"CopyDeliversEveryByte": "R76", "MappingNeedsCanMapHost": "R85",
+         "SynchronizeSucceeds": "R77"}
 
 
 def driver():
@@ -77,6 +81,9 @@ def main(argv):
         status, message = run_case(c, get)
         el = ET.SubElement(suite, "testcase", {"name": c, "classname": "FakeSuite", "status": "run",
                                                "result": "completed", "time": "0.001"})
+        if not sys.argv[0].endswith("fake_norules"):
+            props = ET.SubElement(el, "properties")
+            ET.SubElement(props, "property", {"name": "pagelock.rules", "value": RULES[c]})
         if status == "FAIL":
             failed = True
             ET.SubElement(el, "failure", {"message": message}).text = message
