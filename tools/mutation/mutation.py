@@ -730,7 +730,7 @@ def main(argv=None):
                 if dname in ("testlogs", "view"):
                     shutil.rmtree(os.path.join(dirpath, dname), ignore_errors=True)
                     dirnames.remove(dname)
-    doc = {"score": score(results),
+    doc = {"score": dict(score(results), line=score_line(score(results))),
            "control": {"summary": summary_line(all_control),
                        "second_summary": summary_line(all_control_b),
                        "unstable": sorted(unstable),

@@ -57,7 +57,7 @@ def make_bundle(tmp, shim_dir, name="bundle", second=False):
     shutil.copy(os.path.join(ROOT, "tools/mutation/testdata/fake_suite.py"),
                 os.path.join(b, "bin/fake/fake_suite"))
     os.chmod(os.path.join(b, "bin/fake/fake_suite"), 0o755)
-    targets = [{"label": "//fake:fake_suite", "path": "bin/fake/fake_suite", "tags": ["gpu"],
+    targets = [{"label": "//fake:fake_suite", "path": "bin/fake/fake_suite", "tags": ["gpu", "tier_bat"],
                 "timeout_s": 60}]
     if second:
         shutil.copy(os.path.join(b, "bin/fake/fake_suite"), os.path.join(b, "bin/fake/fake_norules"))
