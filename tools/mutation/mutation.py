@@ -3,23 +3,35 @@
 driver fault and says which faults the suite catches.
 
   mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--target-timeout S]
+              [--select rules|all] [--sentinels N] [--control-runs 1|2] [--reference TESTLOGS]
 
 Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
-a time, longest first:
-  control, control_b  each binary twice, in census mode (every entry wrapped, nothing changed,
-               the entries each binary calls logged). Cases that fail in either control or differ
-               between them are unstable and never count as a catch; binaries whose control
-               hangs, crashes or gives nothing are left out (listed in mutation.json).
-  per fault    each binary whose census shows a call to an entry the fault changes (a binary
-               that never calls them cannot behave differently). Its time limit is 3x its control
-               time + 10 s (at most --target-timeout): a case that runs past it counts as caught.
+a time:
+  control, control_b  each binary twice (--control-runs 2, the default; once with
+               --control-runs 1 or --reference), in census mode (every entry wrapped, nothing
+               changed, the entries each binary calls logged, the rules its cases name read).
+               Cases that fail in a control, or differ between the controls (or from the
+               --reference run of the same bundle, e.g. qualify's own), are unstable and never
+               count as a catch; binaries whose control hangs, crashes or gives nothing are left
+               out (listed in mutation.json).
+  per fault    only binaries whose census shows a call to an entry the fault changes (a binary
+               that never calls them cannot behave differently), in phases: 1. those with a case
+               naming the fault's rule or in its family folder (suites/<family>); 2. the
+               sentinels (a few cheap binaries that call the most catalogue entries per second);
+               3. every other binary it reaches (the sweep). Cheapest first; once a run catches
+               the fault (KILLED or HANDLED) its remaining runs are dropped, so a survivor is one
+               that every binary it reaches let through, unless the budget ran out (then the
+               note says which were not run). mutation.json lists for each fault every target,
+               its phase, why it was chosen and whether it ran. --select all: every reached
+               binary in phase 1. The time limit of a run is 3x the binary's control time + 10 s
+               (at most --target-timeout): a case that runs past it counts as caught.
 Targets: the runner's tags --tags (default: no stress, selftest, exclusive, manual or bandwidth
 targets); bandwidth targets run alone, after the pool, for the faults that reach them.
 Verdicts:
   KILLED    some case that did not fail in the control fails, crashes, times out or goes missing
   HANDLED   a capability fault (an attribute reported wrongly) turned cases NotSupported, with a
-            reason, and broke none; or a performance fault turned passing cases into WARN (the
-            documented outcome of a performance deficit, P03)
+            reason, and broke none in the runs made; or a performance fault turned passing cases
+            into WARN (the documented outcome of a performance deficit, P03)
   SURVIVED  nothing changed for the worse (NotSupported instead of a pass counts as survival for
             faults that are not capability faults: the suite masked the bug)
   ERROR     the shim did not load or did not know the fault; not counted in the score
@@ -630,13 +642,14 @@ def main(argv=None):
         meta, statuses, fault_log = result
         r = classify(by_fault[name], [(meta, statuses, fault_log, control.get(meta["target"], {}))],
                      unstable)
-        return r["verdict"] == "KILLED"
+        # HANDLED counts in the score as KILLED does: either ends the fault's search.
+        return r["verdict"] in ("KILLED", "HANDLED")
 
     def schedule(items, workers):
         """items: [(fault, label, phase)]. Runs them within the budget: ready jobs first (a job
-        is ready once the fault's earlier phases are done), lowest phase first, then longest
-        first; a fault's remaining jobs are dropped once one of its runs caught it; sentinel
-        jobs may start early when nothing is ready (never sweep jobs)."""
+        is ready once the fault's earlier phases are done), lowest phase first, then cheapest
+        first; a fault's remaining jobs are dropped once a run caught (killed or handled) it;
+        sentinel jobs may start early when nothing is ready (never sweep jobs)."""
         todo = list(items)
         left = {}  # (fault, phase) -> jobs not finished
         for name, _, phase in todo:
@@ -660,7 +673,9 @@ def main(argv=None):
                     cands = [i for i in todo if ready(i)] or [i for i in todo if i[2] <= 2]
                     if not cands:
                         break
-                    item = min(cands, key=lambda i: (i[2], -dur.get(i[1], 10.0), i[0], i[1]))
+                    # Cheapest first: a fault caught by a cheap run skips its expensive ones
+                    # (on the H200 data this halves the work against longest first).
+                    item = min(cands, key=lambda i: (i[2], dur.get(i[1], 10.0), i[0], i[1]))
                     todo.remove(item)
                     if time.monotonic() + min(dur.get(item[1], 10.0), 30) > deadline:
                         skipped.append((item[0], item[1]))
@@ -716,7 +731,7 @@ def main(argv=None):
         r["target_plan"] = [{"target": l, "phase": ph, "why": why,
                              "ran": (name, l) in done,
                              "outcome": ("ran" if (name, l) in done else
-                                         "not needed (already killed)" if l in not_needed.get(name, [])
+                                         "not needed (already caught)" if l in not_needed.get(name, [])
                                          else "budget ran out" if (name, l) in skipped else "not run")}
                             for l, ph, why in plan]
         r["targets_run"] = [l for l in labels if (name, l) in done]

@@ -204,6 +204,15 @@ class SelectionTest(unittest.TestCase):
         self.assertTrue(mutation.score_line(s).startswith("partial: 3 of 4 faults run; caught 2 of 3"))
 
 
+class SurvivorNotesTest(unittest.TestCase):
+    def test_every_survivor_note_names_a_catalogue_fault_and_explains_it(self):
+        names = {r["name"] for r in mutation.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
+        notes = mutation.read_tsv(os.path.join(ROOT, "tools/faults/survivors.tsv"))
+        for row in notes:
+            self.assertIn(row["name"], names)
+            self.assertGreater(len(row["explanation"]), 40, row["name"])
+
+
 class UsageTest(unittest.TestCase):
     def test_a_folder_that_is_not_a_bundle_exits_2(self):
         d = tempfile.mkdtemp()
@@ -303,7 +312,7 @@ class ScheduleTest(unittest.TestCase):
         self.assertEqual(htod["targets_run"], ["//fake:fake_suite"])
         self.assertEqual([(p["target"], p["phase"], p["why"], p["outcome"]) for p in htod["target_plan"]],
                          [("//fake:fake_suite", 1, "rule", "ran"),
-                          ("//fake:fake_norules", 3, "sweep", "not needed (already killed)")])
+                          ("//fake:fake_norules", 3, "sweep", "not needed (already caught)")])
         # A survivor ran every target it reaches: the selection hid nothing.
         sync = by["ctx_sync_returns_early"]
         self.assertEqual(sync["verdict"], "SURVIVED")
