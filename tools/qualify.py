@@ -27,6 +27,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
 
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
+  tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
+      # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
 
 import argparse
