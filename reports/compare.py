@@ -139,13 +139,15 @@ def compare(run, expectations=None, baseline=None):
                 comp.notes[c.id] = exp["flake"].source
         elif c.status.is_fail:
             e = exp.get("fail")
-            if e and str(c.status) in e.statuses:
+            if e and e.excuses(c.status, c.message):
                 st = Change.EXPECTED_FAIL
                 used_fail_entries.add(id(e))
                 comp.notes[c.id] = f"{e.source} {e.bug}".strip()
             else:
                 st = Change.REGRESSION
                 why = ("baseline: " + str(prev.status)) if prev else "not in the baseline"
+                if e:
+                    why += f"; {e.source} expects it to fail only with a message like '{e.message}'"
                 if "flake" in exp:
                     why += f"; {exp['flake'].source} lists it as a flake, but every attempt failed"
                 comp.notes[c.id] = why

@@ -78,6 +78,17 @@ class CompareTest(unittest.TestCase):
         c = cmp.compare(run(case("B", "CRASH")), e, None)
         self.assertEqual(c.status["suites/a:a_test/S.B"], "REGRESSION")
 
+    def test_a_known_failure_with_a_message_glob_excuses_only_that_reason(self):
+        e = self.exps("fail suites/a:a_test/S.B message=*OOM-killed_the* bug=u  # c06")
+        oom = model.Case.from_raw(T, "S", "B", "FAIL", 0.1, "the kernel OOM-killed the child", "", {})
+        other = model.Case.from_raw(T, "S", "B", "FAIL", 0.1, "42 bytes differ", "", {})
+        self.assertEqual(cmp.compare(run(oom), e, None).status["suites/a:a_test/S.B"], "EXPECTED_FAIL")
+        c = cmp.compare(run(other), e, None)
+        self.assertEqual(c.status["suites/a:a_test/S.B"], "REGRESSION")
+        self.assertIn("only with a message like", c.notes["suites/a:a_test/S.B"])
+        with self.assertRaises(expect.ExpectationError):
+            expect.parse("flake suites/a:a_test/S.B message=*x* bug=u\n", "f.txt")
+
     def test_retried_pass_is_a_flake_known_or_not(self):
         flaky = case("F", "PASS", attempts="FAIL PASS")
         self.assertEqual(cmp.compare(run(flaky), self.exps(""), None).status["suites/a:a_test/S.F"], "FLAKE")

@@ -4,7 +4,7 @@ being a regression. Committed in expectations/<sku>.txt (plus expectations/commo
 One entry a line; ' #' starts a comment (the rest of the line is the entry's reason; a '#' inside
 a word, as in a URL fragment, does not):
 
-  fail   <case-glob> status=FAIL|CRASH|TIMEOUT[,...] [driver=>=580,<590] bug=<url>  # reason
+  fail   <case-glob> status=FAIL|CRASH|TIMEOUT[,...] [driver=>=580,<590] [message=<glob>] bug=<url>  # reason
   flake  <case-glob> [driver=...] bug=<url>                                          # reason
   skip   <case-glob> [driver=...] bug=<url>                                          # reason
   coverage <case-glob or fingerprint:<key>> [driver=...] bug=<url>                   # reason
@@ -16,6 +16,9 @@ the machine; its coverage loss against the baseline is expected too), `coverage`
 that is known: a case that passed in the baseline and is NOT_SUPPORTED, SKIP or DROPPED now, or a
 machine loss 'fingerprint:gpu_count', 'fingerprint:gpu0_name', 'fingerprint:gpu0_cudaDevAttrX'
 (see reports/compare.py; a run without a usable GPU is never excused). driver= restricts an entry to NVIDIA driver versions (comma-separated bounds).
+message= (fail only) is an fnmatch glob over the case's failure message, '_' standing for a space:
+the known failure is excused only when it fails for the known reason (e.g. message=*OOM-killed*);
+the same case failing for another reason is a REGRESSION.
 A malformed line is an ExpectationError naming file and line (qualify exits 2).
 """
 
@@ -42,8 +45,15 @@ class Entry:
     statuses: set = field(default_factory=set)
     driver: list = field(default_factory=list)  # [(op, version tuple)]
     bug: str = ""
+    message: str = ""  # fnmatch glob over the failure message ('' : any)
     reason: str = ""
     source: str = ""  # "file:line"
+
+    def excuses(self, status, message):
+        """A fail entry excuses a failure of one of its statuses, for its reason (message=)."""
+        if str(status) not in self.statuses:
+            return False
+        return not self.message or fnmatch.fnmatchcase(message or "", self.message)
 
     def matches(self, case_id, nvidia_driver):
         if not fnmatch.fnmatchcase(case_id, self.pattern):
@@ -105,6 +115,10 @@ def parse(text, name):
                 e.driver = parse_driver(value, where)
             elif key == "bug":
                 e.bug = value
+            elif key == "message":
+                if kind != "fail":
+                    raise ExpectationError(f"{where}: message= applies to fail entries only")
+                e.message = value.replace("_", " ")
             else:
                 raise ExpectationError(f"{where}: unknown key '{key}'")
         if kind == "fail" and not e.statuses:

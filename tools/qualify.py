@@ -106,7 +106,7 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 # The one call into the runner: runner.run(RunConfig) returns a typed RunnerResult.
 
-def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
+def _run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
     """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
     seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
     the bundle or the output folder fails."""
@@ -115,7 +115,7 @@ def _run_bundle(plan, out, targets, filters, shuffle, time_scale):
     res = runner.run(runner.RunConfig(
         bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
         filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
-        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"]))
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"], jobs=jobs))
     if res.status == "INTERRUPTED":
         raise Interrupted(res.message or "a signal")
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
@@ -211,6 +211,8 @@ def make_plan(args):
         raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0 and --time-scale a number > 0")
     if args.mutation and (not args.mutation_budget > 0 or args.mutation_jobs < 1):
         raise Stop(cmp.EXIT_CONFIG, "--mutation-budget and --mutation-jobs must be positive")
+    if not 1 <= args.jobs <= runner.MAX_JOBS:
+        raise Stop(cmp.EXIT_CONFIG, f"--jobs must be from 1 to {runner.MAX_JOBS}")
     if args.seed is not None and not 0 <= args.seed < 2 ** 64:
         raise Stop(cmp.EXIT_CONFIG, "--seed must be between 0 and 2^64-1")
     try:
@@ -286,7 +288,8 @@ def retry_failures(plan, run, args):
         say(f"retry {attempt}: {len(failing)} failed case(s), seed {plan.seed}")
         out = os.path.join(plan.run_dir, "retries", f"attempt_{attempt}")
         filters = model.gtest_filters(c.cid for c in failing)
-        _run_bundle(plan, out, [by_target[t] for t in sorted(filters)], filters, False, args.time_scale)
+        _run_bundle(plan, out, [by_target[t] for t in sorted(filters)], filters, False, args.time_scale,
+                    args.jobs)
         retried = load_run(plan, out).by_id()
         for c in failing:
             r = retried.get(c.id)
@@ -452,6 +455,8 @@ def main(argv=None):
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
     p.add_argument("--time-scale", type=float, default=1.0)
+    p.add_argument("--jobs", type=int, default=4,
+                   help="test binaries run at once (default 4); targets tagged exclusive run alone")
     p.add_argument("--seed", type=int, default=None,
                    help="run seed for every binary (PAGELOCK_SEED; default: a fresh one, recorded)")
     p.add_argument("--shuffle", action="store_true")
@@ -512,7 +517,7 @@ def _qualify(args, argv):
         f"tier {args.tier}, seed {plan.seed}, run {run_key}")
     testlogs = os.path.join(plan.run_dir, "testlogs")
     try:
-        _run_bundle(plan, testlogs, plan.targets, plan.filters, args.shuffle, args.time_scale)
+        _run_bundle(plan, testlogs, plan.targets, plan.filters, args.shuffle, args.time_scale, args.jobs)
         run = load_run(plan, testlogs)
         retry_failures(plan, run, args)
     except Interrupted as e:

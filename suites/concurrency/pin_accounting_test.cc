@@ -62,7 +62,8 @@ void ObserveMem(const std::string& when, const MemInfo& m) {
   Observe(when + "_Shmem_MiB", static_cast<double>(m.shmem / kMiB));
 }
 
-// Asserts the balance is back at the baseline (exactly), waiting a little for deferred release.
+// Asserts no page of the case is still pinned (the balance is back at the baseline), waiting a
+// little for deferred release; exactly back is the expected answer on a quiet host.
 void ExpectPinBalanceReturns(const Baseline& base, const char* after_what) {
   const PinCounters now = WaitForPinBalance(base.pins.balance(), 10);
   Observe("pin_balance_before_pages", static_cast<long long>(base.pins.balance()));
@@ -73,9 +74,14 @@ void ExpectPinBalanceReturns(const Baseline& base, const char* after_what) {
          "exact balance check is inconclusive");
     return;
   }
-  EXPECT_EQ(now.balance(), base.pins.balance())
+  EXPECT_LE(now.balance(), base.pins.balance())
       << "nr_foll_pin_acquired - nr_foll_pin_released did not return after " << after_what
       << ": " << now.balance() - base.pins.balance() << " page(s) still pinned";
+  if (now.balance() < base.pins.balance()) {
+    Warn("the host-wide pin balance ended " + std::to_string(base.pins.balance() - now.balance()) +
+         " page(s) below the baseline (another process released pins during the case): the exact "
+         "balance check is inconclusive, no page of the case stayed pinned");
+  }
 }
 
 class PinAccountingTest : public GpuTest {

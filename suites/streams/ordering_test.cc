@@ -201,7 +201,9 @@ TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes
   PAGELOCK_RULE("R76,S02");
   const Mem m = GetParam();
   constexpr size_t kCopy = size_t{1} << 20;
-  constexpr int kIterations = 50;
+  // A pageable 1 MiB copy costs about 70 ms on an H200 (staging), and its stale rate is only
+  // recorded: fewer iterations there keep the full tier short.
+  const int kIterations = streams::IsPinned(m) ? 50 : 10;
   Budget("iterations", kIterations, "count");
   std::string why;
   auto src = Buffer::Make(m, kCopy, &why);

@@ -260,7 +260,7 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
   if (pins_before.available) {
     const PinCounters after = WaitForPinBalance(pins_before.balance(), 20);
     Observe("pin_balance_delta_pages", static_cast<long long>(after.balance() - pins_before.balance()));
-    EXPECT_EQ(after.balance(), pins_before.balance()) << "pages still pinned after the child exited";
+    EXPECT_LE(after.balance(), pins_before.balance()) << "pages still pinned after the child exited";
   }
   MemInfo mem_after = ReadMemInfo();
   for (int i = 0; i < 200 && mem_before.mem_available - mem_after.mem_available > 2 * kGiB; ++i) {

@@ -191,7 +191,7 @@ TEST_P(LargeSinglePinTest, OneCallOfThisSizePinsAndTheDeviceReachesTheLastPage) 
   }
   if (pins_before.available) {
     const PinCounters after = WaitForPinBalance(pins_before.balance(), 20);
-    EXPECT_EQ(after.balance(), pins_before.balance()) << "pages still pinned after the child exited";
+    EXPECT_LE(after.balance(), pins_before.balance()) << "pages still pinned after the child exited";
   }
 }
 

@@ -91,7 +91,6 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   Budget("warn_p99_ms", warn_ms, "ms");
   auto box = Containment::Create("neighbour", static_cast<int64_t>(pin_gib * kGiB) + 4 * kGiB);
   box->RecordBudgets();
-  const PinCounters pins_before = ReadPinCounters();
   const size_t n = 4096;
   void* src = nullptr;
   void* dst = nullptr;
@@ -122,6 +121,9 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   Samples quiet, loaded;
   const auto quiet_end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::chrono::steady_clock::now() < quiet_end) sample(quiet);
+  // The baseline is taken once this process is warm: what its own context pins on first use
+  // (staging buffers, pinned-pool chunks) is not the churning child's.
+  const PinCounters pins_before = ReadPinCounters();
 
   std::atomic<bool> child_done{false};
   ChildResult r;
@@ -159,7 +161,7 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   EXPECT_GE(loaded.alloc_us.size(), 10u) << "the neighbour barely ran while the other process pinned";
   if (pins_before.available) {
     const PinCounters after = WaitForPinBalance(pins_before.balance(), 20);
-    EXPECT_EQ(after.balance(), pins_before.balance()) << "pages still pinned after the churning child exited";
+    EXPECT_LE(after.balance(), pins_before.balance()) << "pages still pinned after the churning child exited";
   }
   const double p99_ms = std::max(Percentile(loaded.alloc_us, 0.99), Percentile(loaded.copy_us, 0.99)) / 1e3;
   if (p99_ms > warn_ms) {

@@ -10,8 +10,9 @@
    that status in test.xml; every listed case has a result; no process of the run is left.
 2. Runs tools/qualify.py on the bundle and sends it SIGTERM once a case of its run is running.
    Checks: qualify exits with its INTERRUPTED code, no traceback; the run's runner.json says
-   INTERRUPTED; the running case is named (MISSING, "INTERRUPTED ... while this case was
-   running"); every case that ended is kept; no process is left.
+   INTERRUPTED; the case running in each stopped target (qualify runs --jobs 4 by default) is
+   named (MISSING, "INTERRUPTED ... while this case was running"); every case that ended is
+   kept; no process is left.
 Prints one PASS/FAIL line per check and `ps` of anything left; exits 0 when all pass.
 """
 
@@ -172,20 +173,32 @@ def sigterm_qualify_check(args):
     rj = glob.glob(os.path.join(out, "*", "testlogs", "runner.json"))
     status = json.load(open(rj[0])).get("status") if rj else None
     check(status == "INTERRUPTED", f"2. runner.json says INTERRUPTED (got {status})")
-    if j:
-        tdir = os.path.dirname(os.path.dirname(os.path.dirname(j)))
+    stopped_targets_check(out)
+    left = leftovers(out)
+    check(not left, f"2. no process left behind: {left}")
+
+
+def stopped_targets_check(out):
+    """qualify runs targets in parallel (--jobs, default 4): every target of the runs under out
+    whose binary was stopped names its running case, and none loses an ended case."""
+    named_any = False
+    for first in sorted(glob.glob(os.path.join(out, "*", "testlogs", "**", "attempt_1",
+                                               testlogs.JOURNAL_NAME), recursive=True)):
+        tdir = os.path.dirname(os.path.dirname(os.path.dirname(first)))
         testlogs_root = tdir[:tdir.index(os.sep + "testlogs" + os.sep) + len("/testlogs")]
         label = "//" + os.path.relpath(tdir, testlogs_root).replace(os.sep, "/")
         label = label.rsplit("/", 1)[0] + ":" + label.rsplit("/", 1)[1]
         journals, got, lost = verify_cases(tdir, label)
         _, running = ended_and_running(journals)
-        named = got.get(running) if running else None
-        check(named is not None and "INTERRUPTED" in named.message and
-              "while this case was running" in named.message,
-              f"2. the running case {running} is named: {named and (named.status, named.message[:100])}")
-        check(not lost, f"2. no ended case lost ({lost[:5]})")
-    left = leftovers(out)
-    check(not left, f"2. no process left behind: {left}")
+        if running:
+            named = got.get(running)
+            named_any = True
+            check(named is not None and "INTERRUPTED" in named.message and
+                  "while this case was running" in named.message,
+                  f"2. {label}: the running case {running} is named: "
+                  f"{named and (named.status, named.message[:100])}")
+        check(not lost, f"2. {label}: no ended case lost ({lost[:5]})")
+    check(named_any, "2. at least one running case was stopped and named")
 
 
 def main():

@@ -333,6 +333,177 @@ class Interrupts(Base):
         self.assertIn("while running this case", cases["A.hangs"].message)
 
 
+class Jobs(Base):
+    """--jobs N: targets run at once, `exclusive` ones alone, and every guarantee holds per
+    target. Each target is a small script that sets its own FAKE_CASES (and may sleep before
+    the run, never before a listing), then execs the hostile binary."""
+
+    def target(self, label, cases, sleep=0, tags=(), timeout_s=20):
+        path = os.path.join(self.bundle, label[2:].replace("/", "_").replace(":", "_"))
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f"FAKE_CASES='{cases}'; export FAKE_CASES\n"
+                    + (f'case " $* " in *--gtest_list_tests*) ;; *) sleep {sleep} ;; esac\n'
+                       if sleep else "")
+                    + f'exec "{self.binary}" "$@"\n')
+        os.chmod(path, 0o755)
+        return {"label": label, "path": path, "timeout_s": timeout_s,
+                "tags": ["selftest"] + list(tags)}
+
+    def bundle_of(self, *targets):
+        self.write_manifest(text=json.dumps({"info": {"commit": "test"}, "targets": list(targets)}))
+
+    def by_target(self, out=None):
+        return {(c.target, f"{c.suite}.{c.name}"): c
+                for c in testlogs.load_testlogs(out or self.out).cases}
+
+    def runner_json(self):
+        with open(os.path.join(self.out, "runner.json")) as f:
+            return json.load(f)
+
+    @staticmethod
+    def overlap(a, b):
+        return a["start_s"] < b["end_s"] and b["start_s"] < a["end_s"]
+
+    def test_two_sleeping_targets_with_two_jobs_take_the_time_of_one(self):
+        self.bundle_of(self.target("//p:one", "A.passes", sleep=4),
+                       self.target("//p:two", "B.passes", sleep=4))
+        start = time.monotonic()
+        r, _ = self.run_runner(jobs=2)
+        wall = time.monotonic() - start
+        self.assertEqual(r.status, "CLEAN")
+        self.assertLess(wall, 7, "two 4 s targets with --jobs 2 ran one after the other")
+        doc = self.runner_json()
+        self.assertEqual(doc["jobs"], 2)
+        one, two = doc["targets"]
+        self.assertTrue(self.overlap(one, two), (one, two))
+        self.assertEqual((one["exclusive"], two["exclusive"]), (False, False))
+
+    def test_an_exclusive_target_never_overlaps_another_and_the_exclusive_ones_go_first(self):
+        self.bundle_of(self.target("//x:a", "A.passes", sleep=1),
+                       self.target("//x:b", "B.passes", sleep=1),
+                       self.target("//x:alone1", "C.passes", sleep=1, tags=["exclusive"]),
+                       self.target("//x:c", "D.passes", sleep=1),
+                       self.target("//x:alone2", "E.passes", sleep=1, tags=["exclusive"]),
+                       self.target("//x:d", "F.passes", sleep=1))
+        r, cases = self.run_runner(jobs=3)
+        self.assertEqual(r.status, "CLEAN")
+        self.assertEqual(len(cases), 6)
+        doc = self.runner_json()
+        t = {x["label"]: x for x in doc["targets"]}
+        # Results keep the manifest's order, whatever order they ran in.
+        self.assertEqual(list(t), ["//x:a", "//x:b", "//x:alone1", "//x:c", "//x:alone2", "//x:d"])
+        for ex in ("//x:alone1", "//x:alone2"):
+            self.assertTrue(t[ex]["exclusive"])
+            for other in t:
+                if other != ex:
+                    self.assertFalse(self.overlap(t[ex], t[other]), (ex, t[ex], other, t[other]))
+        self.assertLess(t["//x:alone1"]["end_s"], t["//x:alone2"]["start_s"] + 1e-9)
+        self.assertLessEqual(t["//x:alone2"]["end_s"],
+                             min(t[x]["start_s"] for x in ("//x:a", "//x:b", "//x:c", "//x:d")))
+        self.assertTrue(self.overlap(t["//x:a"], t["//x:b"]), "the pool did not run in parallel")
+
+    def test_results_are_the_same_with_one_job_and_with_four(self):
+        targets = [self.target("//r:passes", "A.passes,A.skip=skip,A.ns=notsupported"),
+                   self.target("//r:fails", "B.passes,B.fails=fail,B.bad=badbytes"),
+                   self.target("//r:crashes", "C.first,C.crash=crash,C.after,C.abort=abort,C.last"),
+                   self.target("//r:poisoned", "D.poison=poison,D.after", tags=["exclusive"]),
+                   self.target("//r:exits", "E.passes,E.quits=exit:0,E.after")]
+        self.bundle_of(*targets)
+        seen = {}
+        for jobs in (1, 4):
+            r, _ = self.run_runner(out=f"jobs{jobs}", jobs=jobs, seed=99)
+            seen[jobs] = (r.status, r.counts, [t.label for t in r.targets],
+                          {k: (c.status, c.message) for k, c in self.by_target().items()})
+        self.assertEqual(seen[1], seen[4])
+        status, counts, _, cases = seen[4]
+        self.assertEqual(status, "FAILURES")
+        self.assertEqual(cases[("//r:crashes", "C.crash")][0], "CRASH")
+        self.assertEqual(cases[("//r:crashes", "C.abort")][0], "CRASH")
+        self.assertEqual(cases[("//r:poisoned", "D.after")][0], "PASS")
+        self.assertEqual(cases[("//r:exits", "E.quits")][0], "CRASH")
+
+    def test_a_crash_in_one_parallel_target_is_blamed_on_its_own_case(self):
+        self.bundle_of(self.target("//c:crashes", "A.first,A.crash=crash,A.after", sleep=1),
+                       self.target("//c:hangs", "B.before,B.hangs=hang,B.after", timeout_s=4),
+                       self.target("//c:fine", "C.passes,C.also", sleep=1))
+        r, _ = self.run_runner(jobs=3)
+        cases = {k: c.status for k, c in self.by_target().items()}
+        self.assertEqual(cases, {
+            ("//c:crashes", "A.first"): "PASS", ("//c:crashes", "A.crash"): "CRASH",
+            ("//c:crashes", "A.after"): "PASS", ("//c:hangs", "B.before"): "PASS",
+            ("//c:hangs", "B.hangs"): "TIMEOUT", ("//c:hangs", "B.after"): "PASS",
+            ("//c:fine", "C.passes"): "PASS", ("//c:fine", "C.also"): "PASS"})
+        self.assertIn("SIGSEGV", self.by_target()[("//c:crashes", "A.crash")].message)
+        blamed = {t.label: [a.get("blamed") for a in t.launches if a.get("blamed")]
+                  for t in r.targets}
+        self.assertEqual(blamed, {"//c:crashes": ["A.crash"], "//c:hangs": ["B.hangs"],
+                                  "//c:fine": []})
+        t = {x["label"]: x for x in self.runner_json()["targets"]}
+        self.assertTrue(self.overlap(t["//c:crashes"], t["//c:hangs"]))
+
+    def test_sigterm_with_three_running_targets_stops_them_all_and_keeps_what_finished(self):
+        hang = "grandchild_setsid+hang_ignore_term"
+        self.bundle_of(self.target("//s:quick", "Q.passes,Q.fails=fail"),
+                       self.target("//s:h1", f"H1.passes,H1.hangs={hang},H1.never"),
+                       self.target("//s:h2", "H2.passes,H2.hangs=hang,H2.never"),
+                       self.target("//s:h3", f"H3.passes,H3.hangs={hang},H3.never"))
+        self.out = os.path.join(self.tmp, "qualify", "run1", "testlogs")  # as qualify lays it out
+        env = dict(os.environ)
+        env.update(self.env())
+        proc = subprocess.Popen(
+            [sys.executable, runner.__file__, "--bundle", self.bundle, "--out", self.out,
+             "--tags", "", "--kill-grace-s", "0.5", "--jobs", "3"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        journals = [os.path.join(self.out, "s", h, "test.outputs", "attempt_1",
+                                 testlogs.JOURNAL_NAME) for h in ("h1", "h2", "h3")]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            started = 0
+            for n, j in enumerate(journals, 1):
+                try:
+                    with open(j) as f:
+                        started += f'"event":"start","case":"H{n}.hangs"' in f.read()
+                except OSError:
+                    pass
+            if started == 3:
+                break
+            time.sleep(0.05)
+        else:
+            proc.kill()
+            self.fail("three hanging cases never ran at once: " + proc.communicate()[1].decode())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 7, err.decode())
+        self.assertNotIn(b"Traceback", err)
+        self.assertIn(b"interrupted by SIGTERM", err)
+        self.assertEqual(self.runner_json()["status"], "INTERRUPTED")
+        cases = self.by_target()
+        self.assertEqual(cases[("//s:quick", "Q.passes")].status, "PASS")
+        self.assertEqual(cases[("//s:quick", "Q.fails")].status, "FAIL")
+        for n in (1, 2, 3):
+            label = f"//s:h{n}"
+            self.assertEqual(cases[(label, f"H{n}.passes")].status, "PASS")
+            hung = cases[(label, f"H{n}.hangs")]
+            self.assertEqual(hung.status, "MISSING")
+            self.assertIn("INTERRUPTED", hung.message)
+            self.assertIn("while this case was running", hung.message)
+            self.assertEqual(cases[(label, f"H{n}.never")].status, "MISSING")
+        self.assertEqual(processes_with(self.mark), [], "a process of a stopped target is alive")
+        from tools.runner import done_check  # its GPU-machine check of a stopped parallel run
+        done_check.FAILED.clear()
+        with contextlib.redirect_stdout(io.StringIO()) as buf:
+            done_check.stopped_targets_check(os.path.join(self.tmp, "qualify"))
+        self.assertEqual(done_check.FAILED, [], buf.getvalue())
+        self.assertEqual(buf.getvalue().count("is named"), 3, buf.getvalue())
+
+    def test_jobs_out_of_range_is_bad_usage(self):
+        r = runner.run(runner.RunConfig(bundle=self.bundle, out=os.path.join(self.tmp, "j0"),
+                                        quiet=True, jobs=0))
+        self.assertEqual((r.status, r.exit_code), ("BAD_BUNDLE", 2))
+        self.assertIn("jobs", r.message)
+
+
 class DoneCheck(Base):
     """done_check.py (the GPU machine's "Done when" check) on a bundle of the hostile binary."""
 
@@ -438,7 +609,7 @@ class Inputs(Base):
 
     def test_bad_arguments_exit_two_without_traceback(self):
         for argv in (["--out"], ["--out", "x", "--seed", "abc"], ["--out", "x", "--targets", "("],
-                     ["--out", "x", "--time-scale", "0"]):
+                     ["--out", "x", "--time-scale", "0"], ["--out", "x", "--jobs", "0"]):
             rc, text = self.main("--bundle", self.bundle, *argv)
             self.assertEqual(rc, 2, argv)
             self.assertNotIn("Traceback", text)
@@ -459,6 +630,12 @@ class Inputs(Base):
         self.assertIn("cannot create", text)
 
     def test_full_disk_ends_with_exit_three_and_what_was_written_intact(self):
+        self.check_full_disk(jobs=1)
+
+    def test_full_disk_with_parallel_targets_ends_the_same_way(self):
+        self.check_full_disk(jobs=2)
+
+    def check_full_disk(self, jobs):
         mnt = os.path.join(self.tmp, "small")
         os.makedirs(mnt)
         try:
@@ -468,9 +645,14 @@ class Inputs(Base):
             self.skipTest(f"cannot mount a small tmpfs here ({e}): the full-disk case needs root "
                           "and mount rights")
         try:
-            self.write_manifest(labels=("//a:first", "//b:floods"))
+            # With jobs > 1, //a:first is exclusive, so it runs (and is written) before the others.
+            labels = ("//a:first", "//b:floods") + (("//c:floods_too",) if jobs > 1 else ())
+            self.write_manifest(text=json.dumps({"targets": [
+                {"label": label, "path": self.binary, "timeout_s": 20,
+                 "tags": ["exclusive"] if label == "//a:first" and jobs > 1 else []}
+                for label in labels]}))
             out = os.path.join(mnt, "out")
-            config = runner.RunConfig(bundle=self.bundle, out=out, quiet=True,
+            config = runner.RunConfig(bundle=self.bundle, out=out, quiet=True, jobs=jobs,
                                       env=self.env("A.passes,A.floods=out:8,B.passes"),
                                       log_head_bytes=1 << 20, log_tail_bytes=1 << 20)
             # Fill the disk after the first target: its results must stay readable.

@@ -2,6 +2,7 @@
 """pagelock bundle runner: runs prebuilt GoogleTest binaries on a machine without Bazel.
 
   run --out DIR [--tags gpu,-stress] [--targets REGEX] [--gtest_filter F] [--seed N] [--shuffle]
+      [--jobs N]
 
 Each test binary runs in its own process group with a time limit. Results land in the layout of
 bazel-testlogs (<out>/<package>/<target>/test.xml and test.log), so the same report tool reads
@@ -22,14 +23,22 @@ Bazel's runs and the bundle's. Nothing a binary finished is lost, however it end
 - test.log is capped (the head and the tail are kept, the cut is stated); listings are streamed;
 - when the binary ends, whatever it left behind in its process group, or any process that
   inherited the runner's token in its environment, is killed.
-SIGTERM, SIGINT or SIGHUP to the runner stops the running test's process group (SIGTERM, then
-SIGKILL after a grace period), writes what has finished (test.xml of the target, with the
+SIGTERM, SIGINT or SIGHUP to the runner stops the running tests' process groups (SIGTERM, then
+SIGKILL after a grace period), writes what has finished (test.xml of each target, with the
 running case named, and runner.json with status INTERRUPTED) and exits 7.
 
+--jobs N runs up to N targets at once, each with all of the above. A target tagged `exclusive`
+(timing- or host-counter-sensitive, multi-GPU, stress) runs alone: the exclusive targets run
+first, one at a time, then the others start in the selection's order. runner.json records jobs
+and, per target, start_s/end_s (seconds after the start) and exclusive.
+
 Progress: `[k/N] elapsed target: running case` redrawn on a terminal, one plain line per target
-otherwise; a notice when a binary passes half its time limit. Driver-side evidence: new kernel
-log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached to the case
-that was running (property kernel_log); test.xml's pagelock_kernel_log says whether it was read.
+otherwise; a notice when a binary passes half its time limit. With --jobs > 1, k counts finished
+targets and the terminal line names the running ones (up to 3, then "+n"). Driver-side evidence:
+new kernel log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached
+to the case that was running (property kernel_log); test.xml's pagelock_kernel_log says whether
+it was read. With several targets running, a line goes to the case running in each of them and
+says how many targets were running.
 
 Exit codes (the meanings qualify, report.py and compare_runs.py share, reports/compare.py):
   0    CLEAN: every case passed, was not supported or was skipped
@@ -47,6 +56,7 @@ import argparse
 import dataclasses
 import json
 import os
+import queue
 import random
 import re
 import select as _select
@@ -86,6 +96,7 @@ LIST_MAX_LINE = 65536
 LIST_TIMEOUT_S = 60
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
+MAX_JOBS = 256  # RunConfig.jobs: targets run at once
 _FAILING = set(model.FAILING)  # the one list, in reports/model.py
 _LABEL_RE = re.compile(r"^//([A-Za-z0-9_.+=,@~-]+(/[A-Za-z0-9_.+=,@~-]+)*)?:[A-Za-z0-9_.+=,@~-]+$")
 
@@ -118,6 +129,9 @@ class RunConfig:
     progress_stderr: bool = False  # progress on stderr (stdout is for --json)
     kernel_log: str = KMSG  # kernel log to follow ('' : none); lines go to the running case
     labels: "list | None" = None  # only these targets (after tags and target_regex), e.g. retries
+    # Targets run at once. A target tagged `exclusive` runs alone (the exclusive ones first, as
+    # one block); the others keep the selection's order.
+    jobs: int = 1
 
 
 @dataclass
@@ -129,6 +143,9 @@ class TargetResult:
     problems: list = field(default_factory=list)  # what went wrong, one sentence each
     launches: list = field(default_factory=list)  # per launch: filter size, exit, blamed case
     counts: dict = field(default_factory=dict)  # raw status -> number of cases
+    exclusive: bool = False  # tagged `exclusive`: nothing else ran beside it
+    start_s: float = 0.0  # when it started and ended, seconds after the run's first start
+    end_s: float = 0.0
 
 
 @dataclass
@@ -430,80 +447,20 @@ def _clock(seconds):
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-class Progress:
-    """What the runner prints while it works. On a terminal one status line is redrawn about
-    once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
-    pipes) one plain line per target, when it starts and when it ends. Both print a notice once
-    per launch when a binary passes half its time limit, naming the case that is running."""
+class _Slot:
+    """One running target as Progress follows it: its journal, running case and launch."""
 
-    def __init__(self, total, stream=None, tty=None, clock=time.monotonic):
-        self.total = total
-        self.stream = stream or sys.stdout
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.clock = clock
-        self.started = clock()
-        self.k = 0
-        self.label = ""
+    def __init__(self, label):
+        self.label = label
         self.case, self.case_since = None, None
         self.journal, self.journal_pos, self.journal_buf = None, 0, b""
         self.launch_start, self.limit, self.noticed = None, None, False
-        self.last_draw = 0.0
-        self.drawn = False
-        self.kernel = None  # KernelLog, polled with the journal
         self.kernel_lines = {}  # case running when the lines were read ('' for none) -> [line]
 
-    def _write(self, text):
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):
-            pass
-
-    def line(self, msg):
-        """A line that stays (a target ended, a notice); the status line is redrawn after it."""
-        if self.tty and self.drawn:
-            self._write("\r\033[K")
-            self.drawn = False
-        self._write(f"runner: {msg}\n")
-
-    def prefix(self):
-        return f"[{self.k}/{self.total}] {_clock(self.clock() - self.started)}"
-
-    def target_started(self, label):
-        self.k += 1
-        self.label = label
-        self.case = None
-        if not self.tty:
-            self.line(f"{self.prefix()} {label} ...")
-        else:
-            self.tick(force=True)
-
-    def target_ended(self, text):
-        self.line(f"{self.prefix()} {text}")
-
-    def launch(self, journal, limit_s):
-        self.journal, self.journal_pos, self.journal_buf = journal, 0, b""
-        self.launch_start, self.limit, self.noticed = self.clock(), limit_s, False
-        self.case = None
-        self.kernel_lines = {}
-
-    def _poll_kernel(self):
-        if self.kernel is not None:
-            for line in self.kernel.read_new():
-                self.kernel_lines.setdefault(self.case or "", []).append(line)
-
-    def end_launch(self):
-        """After the binary ended: the last journal lines and kernel records. Returns
-        {case running when read ('' for none): [kernel lines]}; the case that was running when
-        the binary died keeps the lines read after it."""
-        if self.journal:
-            self._read_journal()
-        self._poll_kernel()
-        self.launch_start = None
-        return self.kernel_lines
-
-    def _read_journal(self):
+    def read_journal(self, now):
         """The case that is running: the last 'start' event without its 'end' (new lines only)."""
+        if not self.journal:
+            return
         try:
             with open(self.journal, "rb") as f:
                 f.seek(self.journal_pos)
@@ -521,44 +478,162 @@ class Progress:
             if not isinstance(ev, dict):
                 continue
             if ev.get("event") == "start":
-                self.case, self.case_since = str(ev.get("case", "")), self.clock()
+                self.case, self.case_since = str(ev.get("case", "")), now
             elif ev.get("event") == "end" and ev.get("case") == self.case:
                 self.case = None
 
-    def tick(self, force=False):
-        """Called by the launch loop: reads the journal, prints the half-limit notice, and on a
-        terminal redraws the status line (at most once a second)."""
-        now = self.clock()
-        if not force and now - self.last_draw < 1.0:
+
+class Progress:
+    """What the runner prints while it works. On a terminal one status line is redrawn about
+    once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
+    pipes) one plain line per target, when it starts and when it ends. Both print a notice once
+    per launch when a binary passes half its time limit, naming the case that is running.
+
+    Serial (jobs=1), k is the number of the target that runs. With jobs > 1, several targets
+    run at once: k counts the finished targets, and the terminal line names the running targets
+    (up to 3, then "+n"). Worker threads call launch/tick/end_launch with their label; the
+    methods are thread-safe."""
+
+    SHOWN_RUNNING = 3
+
+    def __init__(self, total, stream=None, tty=None, clock=time.monotonic, jobs=1):
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.clock = clock
+        self.parallel = jobs > 1
+        self.started = clock()
+        self.k = 0
+        self.label = ""  # the target started last (the default label of the methods below)
+        self.slots = {}  # label -> _Slot, in the order the targets started
+        self.last_draw = 0.0
+        self.drawn = False
+        self.kernel = None  # KernelLog, polled with the journals
+        self.lock = threading.RLock()
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def line(self, msg):
+        """A line that stays (a target ended, a notice); the status line is redrawn after it."""
+        with self.lock:
+            if self.tty and self.drawn:
+                self._write("\r\033[K")
+                self.drawn = False
+            self._write(f"runner: {msg}\n")
+
+    def prefix(self):
+        return f"[{self.k}/{self.total}] {_clock(self.clock() - self.started)}"
+
+    def target_started(self, label):
+        with self.lock:
+            if not self.parallel:
+                self.k += 1
+                self.slots.clear()
+            self.label = label
+            self.slots[label] = _Slot(label)
+            if not self.tty:
+                self.line(f"{self.prefix()} {label} ...")
+            else:
+                self.tick(force=True)
+
+    def target_ended(self, text, label=None):
+        with self.lock:
+            if self.parallel:
+                self.k += 1
+                self.slots.pop(label or self.label, None)
+            self.line(f"{self.prefix()} {text}")
+            if self.parallel and self.tty and self.slots:
+                self.tick(force=True)
+
+    def _slot(self, label):
+        label = label or self.label
+        slot = self.slots.get(label)
+        if slot is None:  # launch() without target_started(): follow it all the same
+            slot = self.slots[label] = _Slot(label)
+        return slot
+
+    def launch(self, journal, limit_s, label=None):
+        with self.lock:
+            s = self._slot(label)
+            s.journal, s.journal_pos, s.journal_buf = journal, 0, b""
+            s.launch_start, s.limit, s.noticed = self.clock(), limit_s, False
+            s.case = None
+            s.kernel_lines = {}
+
+    def _poll_kernel(self):
+        """New kernel lines go to the case running in every started target. With several
+        targets running, each line says so (the driver line cannot say whose it was)."""
+        if self.kernel is None:
             return
-        self.last_draw = now
-        if self.journal:
-            self._read_journal()
-        self._poll_kernel()
-        if self.launch_start is not None and self.limit and not self.noticed and \
-                now - self.launch_start > self.limit / 2:
-            self.noticed = True
-            what = (f"case {self.case} has run {now - self.case_since:.0f} s" if self.case
-                    else "no case is running")
-            self.line(f"notice: {self.label} passed half its time limit ({now - self.launch_start:.0f} "
-                      f"of {self.limit:.0f} s); {what}")
-        if self.tty:
-            running = f": {self.case} ({now - self.case_since:.0f} s)" if self.case else ""
-            text = f"{self.prefix()} {self.label}{running}"
-            self._write("\r\033[K" + text[:200])
-            self.drawn = True
+        lines = self.kernel.read_new()
+        if not lines:
+            return
+        slots = list(self.slots.values())
+        if len(slots) > 1:
+            names = ", ".join(s.label for s in slots[:self.SHOWN_RUNNING]) + \
+                (f" +{len(slots) - self.SHOWN_RUNNING}" if len(slots) > self.SHOWN_RUNNING else "")
+            note = f" (pagelock runner: {len(slots)} targets were running: {names})"
+            lines = [line + note for line in lines]
+        for s in slots:
+            for line in lines:
+                s.kernel_lines.setdefault(s.case or "", []).append(line)
+
+    def end_launch(self, label=None):
+        """After the binary ended: the last journal lines and kernel records. Returns
+        {case running when read ('' for none): [kernel lines]}; the case that was running when
+        the binary died keeps the lines read after it."""
+        with self.lock:
+            s = self._slot(label)
+            s.read_journal(self.clock())
+            self._poll_kernel()
+            s.launch_start = None
+            return s.kernel_lines
+
+    def tick(self, force=False):
+        """Called by the launch loops: reads the journals, prints the half-limit notices, and on
+        a terminal redraws the status line (at most once a second)."""
+        with self.lock:
+            now = self.clock()
+            if not force and now - self.last_draw < 1.0:
+                return
+            self.last_draw = now
+            slots = list(self.slots.values())
+            for s in slots:
+                s.read_journal(now)
+            self._poll_kernel()
+            for s in slots:
+                if s.launch_start is not None and s.limit and not s.noticed and \
+                        now - s.launch_start > s.limit / 2:
+                    s.noticed = True
+                    what = (f"case {s.case} has run {now - s.case_since:.0f} s" if s.case
+                            else "no case is running")
+                    self.line(f"notice: {s.label} passed half its time limit "
+                              f"({now - s.launch_start:.0f} of {s.limit:.0f} s); {what}")
+            if self.tty:
+                shown = [f"{s.label}: {s.case} ({now - s.case_since:.0f} s)" if s.case else s.label
+                         for s in slots[:self.SHOWN_RUNNING]]
+                more = len(slots) - len(shown)
+                text = f"{self.prefix()} {', '.join(shown)}" + (f" +{more}" if more > 0 else "")
+                self._write("\r\033[K" + text[:200])
+                self.drawn = True
 
     def done(self):
-        if self.tty and self.drawn:
-            self._write("\r\033[K")
-            self.drawn = False
+        with self.lock:
+            if self.tty and self.drawn:
+                self._write("\r\033[K")
+                self.drawn = False
 
 
 class _Quiet(Progress):
-    """RunConfig(quiet=True): follows the journal and the kernel log, prints nothing."""
+    """RunConfig(quiet=True): follows the journals and the kernel log, prints nothing."""
 
-    def __init__(self):
-        super().__init__(0, stream=sys.stderr, tty=False)
+    def __init__(self, jobs=1):
+        super().__init__(0, stream=sys.stderr, tty=False, jobs=jobs)
 
     def _write(self, text):
         pass
@@ -572,7 +647,7 @@ class _State:
 
     def __init__(self):
         self.signal = 0
-        self.pgid = None
+        self.pgids = set()  # process groups of the running launches (one per running target)
         self.count = 0
         self.progress = None  # Progress, or None (run_target's old entry point)
         self.kernel = None  # KernelLog of the run
@@ -631,7 +706,7 @@ def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     stop = threading.Event()
     pump = threading.Thread(target=_pump, args=(rfd, sink, stop), daemon=True)
     pump.start()
-    state.pgid = proc.pid
+    state.pgids.add(proc.pid)
     timed_out = False
     term_at = None
     try:
@@ -649,7 +724,7 @@ def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
                 tick()
             time.sleep(0.05)
     finally:
-        state.pgid = None
+        state.pgids.discard(proc.pid)
         # Whatever the binary left in its group, or that escaped it carrying our token, goes too.
         _killpg(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
@@ -861,12 +936,12 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
             tlog.write(f"=== pagelock runner: attempt {launch} of {label}: {shown}\n")
             prog = state.progress
             if prog is not None:
-                prog.launch(journal, timeout_s)
+                prog.launch(journal, timeout_s, label)
             rc, timed_out, secs, leftovers = _launch([binary] + gargs, env, state, timeout_s,
                                                      cfg.kill_grace_s, tlog.write,
                                                      prog.tick if prog is not None else None)
             result.exit_code = rc
-            klines = prog.end_launch() if prog is not None else {}
+            klines = prog.end_launch(label) if prog is not None else {}
             entry = {"attempt": launch, "cases": len(batch), "returncode": rc,
                      "timed_out": timed_out, "seconds": round(secs, 3)}
             if leftovers:
@@ -1081,8 +1156,8 @@ def run(config: RunConfig) -> RunnerResult:
     def on_signal(signum, frame):
         state.count += 1
         state.signal = state.signal or signum
-        if state.pgid:
-            _killpg(state.pgid, signal.SIGTERM if state.count == 1 else signal.SIGKILL)
+        for pgid in list(state.pgids):  # every running target's process group
+            _killpg(pgid, signal.SIGTERM if state.count == 1 else signal.SIGKILL)
 
     if threading.current_thread() is threading.main_thread():
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -1113,22 +1188,28 @@ def _run(config, out, say, state):
     except OutputError as e:
         return RunnerResult("OUTPUT_ERROR", [], out, config.seed, str(e))
     seed = config.seed if config.seed is not None else _draw_seed()
-    state.progress = _Quiet() if config.quiet else Progress(
-        len(targets), stream=sys.stderr if config.progress_stderr else sys.stdout)
+    jobs = config.jobs
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        return RunnerResult("BAD_BUNDLE", [], out, config.seed,
+                            f"jobs must be a whole number from 1 to {MAX_JOBS} (got {jobs!r})")
+    state.progress = _Quiet(jobs) if config.quiet else Progress(
+        len(targets), stream=sys.stderr if config.progress_stderr else sys.stdout, jobs=jobs)
     state.kernel = KernelLog(config.kernel_log) if config.kernel_log else None
     state.progress.kernel = state.kernel
     if state.kernel is not None and not state.kernel.readable:
         state.progress.line(f"kernel log {state.kernel.status}: the report will say so")
     results = []
-    info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed,
+    info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed, "jobs": jobs,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "config": dataclasses.asdict(config), "status": "RUNNING", "targets": [],
             "not_run": []}
 
     def record(final):
         info["status"] = final
         info["targets"] = [dataclasses.asdict(r) for r in results]
+        ran = {r.label for r in results}
         info["not_run"] = [{"label": t["label"], "testlogs_dir": _target_dir(out, t["label"])}
-                           for t in targets[len(results):]]
+                           for t in targets if t["label"] not in ran]
         write_json(os.path.join(out, RUNNER_JSON), info)
 
     message = ""
@@ -1138,16 +1219,7 @@ def _run(config, out, say, state):
         except OSError as e:
             raise OutputError(f"cannot create {out}: {e.strerror or e}")
         record("RUNNING")
-        for t in targets:
-            if state.signal:
-                break
-            state.progress.target_started(t["label"])
-            r = _run_target(config.bundle, t, out, config, seed, state)
-            results.append(r)
-            state.progress.target_ended(
-                f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
-                + (f"; restarts {r.restarts}" if r.restarts else "")
-                + "".join(f"; blamed {a['blamed']}" for a in r.launches if "blamed" in a))
+        _schedule(config, targets, out, seed, state, results)
         if state.signal:
             status = "INTERRUPTED"
             message = (f"interrupted by {_signame(state.signal)}: results of {len(results)} of "
@@ -1175,6 +1247,77 @@ def _run(config, out, say, state):
     return RunnerResult(status, results, out, seed, message, state.signal, counts)
 
 
+def _exclusive(target):
+    return "exclusive" in target.get("tags", [])
+
+
+def schedule_order(targets, jobs):
+    """The order targets start in. Serial: the selection's order. With jobs > 1 the targets
+    tagged `exclusive` (they run alone) come first, as one block in their own order, so the pool
+    of parallel targets is never drained for them; the others follow in their order."""
+    if jobs <= 1:
+        return list(targets)
+    return [t for t in targets if _exclusive(t)] + [t for t in targets if not _exclusive(t)]
+
+
+def _schedule(config, targets, out, seed, state, results):
+    """Runs the targets, up to config.jobs at once, each in a worker thread (the main thread
+    keeps the signal handlers, which stop every running process group). A target tagged
+    `exclusive` starts only when nothing else runs, and nothing starts beside it. Results are
+    appended to `results` in the selection's order. An OutputError or UsageError of one target
+    stops new starts; the running targets finish, then the first error is raised."""
+    jobs = max(1, config.jobs)
+    queue_ = schedule_order(targets, jobs)
+    position = {t["label"]: i for i, t in enumerate(targets)}
+    finished = queue.Queue()
+    running = {}  # label -> exclusive?
+    by_label = {}
+    error = None
+    t0 = time.monotonic()
+
+    def work(t, exclusive):
+        start = time.monotonic() - t0
+        try:
+            r = _run_target(config.bundle, t, out, config, seed, state)
+            r.exclusive, r.start_s, r.end_s = exclusive, round(start, 3), \
+                round(time.monotonic() - t0, 3)
+        except BaseException as e:  # noqa: B902 -- handed to the main thread, raised there
+            r = e
+        finished.put((t, r))
+
+    while queue_ or running:
+        while queue_ and error is None and not state.signal and len(running) < jobs:
+            t = queue_[0]
+            exclusive = _exclusive(t)
+            if running and (exclusive or any(running.values())):
+                break
+            queue_.pop(0)
+            running[t["label"]] = exclusive
+            state.progress.target_started(t["label"])
+            threading.Thread(target=work, args=(t, exclusive), daemon=True,
+                             name=f"runner {t['label']}").start()
+        if not running:
+            break
+        try:
+            t, r = finished.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        del running[t["label"]]
+        if isinstance(r, BaseException):
+            state.progress.target_ended(f"{t['label']}: stopped ({r})", t["label"])
+            error = error or r
+            continue
+        by_label[t["label"]] = r
+        state.progress.target_ended(
+            f"{t['label']}: " + ", ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))
+            + (f"; restarts {r.restarts}" if r.restarts else "")
+            + "".join(f"; blamed {a['blamed']}" for a in r.launches if "blamed" in a),
+            t["label"])
+    results.extend(sorted(by_label.values(), key=lambda r: position[r.label]))
+    if error is not None:
+        raise error
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
@@ -1198,6 +1341,9 @@ def main(argv=None):
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary on stdout (status, exit_code, seed, out, counts, "
                    "targets); progress and messages go to stderr")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="targets run at once (default 1); a target tagged `exclusive` runs alone, "
+                   "and the exclusive ones run first")
     p.add_argument("--kill-grace-s", type=float, default=KILL_GRACE_S,
                    help=f"seconds between SIGTERM and SIGKILL when a test is stopped "
                    f"(default {KILL_GRACE_S:.0f})")
@@ -1208,11 +1354,14 @@ def main(argv=None):
     if not args.time_scale > 0 or args.max_restarts < 0:
         print("runner: --time-scale must be > 0 and --max-restarts >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not 1 <= args.jobs <= MAX_JOBS:
+        print(f"runner: --jobs must be from 1 to {MAX_JOBS}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     cfg = RunConfig(bundle=args.bundle, out=args.out, tags=args.tags, target_regex=args.targets,
                     filters={"*": args.gtest_filter} if args.gtest_filter else {},
                     seed=args.seed, shuffle=args.shuffle, time_scale=args.time_scale,
                     max_restarts=args.max_restarts, kill_grace_s=max(0.0, args.kill_grace_s),
-                    progress_stderr=args.json, kernel_log=args.kernel_log)
+                    progress_stderr=args.json, kernel_log=args.kernel_log, jobs=args.jobs)
     try:
         r = run(cfg)
     except KeyboardInterrupt:  # a second Ctrl-C before the handlers were installed

@@ -217,6 +217,50 @@ class ProgressTest(unittest.TestCase):
         p.target_ended("//a:a_test: PASS=1")
         self.assertTrue(self.out.getvalue().endswith("\r\x1b[Krunner: [1/2] 0:00:02 //a:a_test: PASS=1\n"))
 
+    def test_parallel_targets_count_finished_and_the_terminal_names_three_running_and_more(self):
+        p = runner.Progress(5, stream=self.out, tty=True, clock=lambda: self.now, jobs=4)
+        journals = {}
+        for name in ("a", "b", "c", "d"):
+            p.target_started(f"//{name}:{name}_test")
+            journals[name] = self.journal + name
+            p.launch(journals[name], 300.0, f"//{name}:{name}_test")
+        with open(journals["b"], "w") as f:
+            f.write(json.dumps({"event": "start", "case": "S.Slow"}) + "\n")
+        self.now += 3
+        p.tick()
+        self.assertTrue(self.out.getvalue().endswith(
+            "\r\x1b[K[0/5] 0:00:03 //a:a_test, //b:b_test: S.Slow (0 s), //c:c_test +1"),
+            repr(self.out.getvalue()[-120:]))
+        p.target_ended("//a:a_test: PASS=1", "//a:a_test")
+        self.assertIn("runner: [1/5] 0:00:03 //a:a_test: PASS=1\n", self.out.getvalue())
+        self.assertTrue(self.out.getvalue().endswith(
+            "[1/5] 0:00:03 //b:b_test: S.Slow (0 s), //c:c_test, //d:d_test"),
+            repr(self.out.getvalue()[-120:]))
+
+    def test_parallel_targets_without_a_terminal_print_a_line_per_start_and_end(self):
+        p = runner.Progress(2, stream=self.out, tty=False, clock=lambda: self.now, jobs=2)
+        p.target_started("//a:a_test")
+        p.target_started("//b:b_test")
+        self.now += 5
+        p.target_ended("//b:b_test: PASS=2", "//b:b_test")
+        p.target_ended("//a:a_test: FAIL=1", "//a:a_test")
+        self.assertEqual(self.out.getvalue().splitlines(), [
+            "runner: [0/2] 0:00:00 //a:a_test ...", "runner: [0/2] 0:00:00 //b:b_test ...",
+            "runner: [1/2] 0:00:05 //b:b_test: PASS=2", "runner: [2/2] 0:00:05 //a:a_test: FAIL=1"])
+
+    def test_each_running_target_gets_its_own_half_limit_notice(self):
+        p = runner.Progress(2, stream=self.out, tty=False, clock=lambda: self.now, jobs=2)
+        p.target_started("//a:a_test")
+        p.launch(self.journal + "a", 10.0, "//a:a_test")
+        self.now += 4
+        p.target_started("//b:b_test")
+        p.launch(self.journal + "b", 100.0, "//b:b_test")
+        self.now += 2
+        p.tick()
+        notices = [l for l in self.out.getvalue().splitlines() if "notice" in l]
+        self.assertEqual(notices, ["runner: notice: //a:a_test passed half its time limit (6 of 10 s); "
+                                   "no case is running"])
+
 
 class KernelLogTest(unittest.TestCase):
     """Kernel log lines (NVRM, Xid, oom-kill, IOMMU) go to the case that was running."""
@@ -265,6 +309,25 @@ class KernelLogTest(unittest.TestCase):
         self.append(self.kmsg, "4,9,9000000,-;NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault\n")
         lines = p.end_launch()
         self.assertEqual(lines, {"S.Boom": ["[9.000000] NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault"]})
+
+    def test_with_parallel_targets_a_line_goes_to_every_running_case_and_says_so(self):
+        now = [0.0]
+        p = runner.Progress(2, stream=io.StringIO(), tty=False, clock=lambda: now[0], jobs=2)
+        p.kernel = runner.KernelLog(self.kmsg)
+        for name, case in (("a", "S.Boom"), ("b", "T.Busy")):
+            p.target_started(f"//{name}:{name}_test")
+            p.launch(self.journal + name, 300.0, f"//{name}:{name}_test")
+            self.append(self.journal + name, json.dumps({"event": "start", "case": case}) + "\n")
+        now[0] += 2
+        p.tick()
+        self.append(self.kmsg, "4,9,9000000,-;NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault\n")
+        line = ("[9.000000] NVRM: Xid (PCI:0000:3b:00): 31, MMU Fault (pagelock runner: 2 targets "
+                "were running: //a:a_test, //b:b_test)")
+        self.assertEqual(p.end_launch("//a:a_test"), {"S.Boom": [line]})
+        p.target_ended("//a:a_test: CRASH=1", "//a:a_test")
+        self.append(self.kmsg, "4,10,9500000,-;NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception\n")
+        self.assertEqual(p.end_launch("//b:b_test"), {"T.Busy": [
+            line, "[9.500000] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception"]})
 
     def test_a_property_is_added_to_a_case_element(self):
         el = runner.testlogs.synthesize_case("S.Boom", "CRASH", "killed")
