@@ -759,6 +759,11 @@ def main(argv=None):
                       "tags": args.tags, "jobs": args.jobs, "target_timeout_s": args.target_timeout,
                       "budget_s": args.budget, "serial_targets": [t["label"] for t in serial_targets],
                       "select": args.select, "sentinels": sentinels,
+                      # Targets the tags leave out (stress, exclusive: those run alone by
+                      # contract, and timing or host-counter cases mean nothing next to a dozen
+                      # parallel runs), named so that no one reads the score as covering them.
+                      "left_out_by_tags": sorted(t["label"] for t in manifest["targets"]
+                                                 if t not in pool_targets and t not in serial_targets),
                       "fault_runs": len(done),
                       "seconds": round(time.monotonic() - t0, 1)},
            "faults": results}
