@@ -348,11 +348,14 @@ def html_section(doc):
     survivors = [r for r in doc["faults"] if r["verdict"] == "SURVIVED"]
     if survivors:
         out.append("<h3>Survivors</h3><table><tr><th>fault</th><th>rule</th><th>what the driver "
-                   "did</th><th>why it was not caught</th></tr>")
+                   "did</th><th>why it was not caught</th><th>test binaries it ran</th></tr>")
         for r in survivors:
             why = r.get("explanation") or r.get("note") or "unexplained"
+            ran = r.get("targets_run") or []
+            ran_html = (f"<details><summary>{len(ran)}</summary><ul>"
+                        + "".join(f"<li>{esc(t)}</li>" for t in ran) + "</ul></details>") if ran else "none"
             out.append(f"<tr class=\"SURVIVED\"><td>{esc(r['name'])}</td><td>{esc(r['rule'])}</td>"
-                       f"<td>{esc(r['description'])}</td><td>{esc(why)}</td></tr>")
+                       f"<td>{esc(r['description'])}</td><td>{esc(why)}</td><td>{ran_html}</td></tr>")
         out.append("</table>")
     out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
                "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")

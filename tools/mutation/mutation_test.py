@@ -152,10 +152,13 @@ class VerdictTest(unittest.TestCase):
     def test_html_escapes_everything(self):
         doc = {"score": mutation.score([{"verdict": "SURVIVED"}]),
                "control": {"summary": "PASS=1", "unstable": []},
-               "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>")]}
+               "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>",
+                               targets_run=["//a:<i>"])]}
         text = mutation.html_section(doc)
         self.assertNotIn("<b>x</b>", text)
         self.assertNotIn("<script>", text)
+        self.assertNotIn("<i>", text)
+        self.assertIn("//a:&lt;i&gt;", text)  # the survivor's binaries are listed
         self.assertIn("caught 0 of 1", text)
 
 
