@@ -7,6 +7,11 @@ tool in one folder, for GPU machines that have no Bazel.
 Then, on the GPU machine:
   OUT_DIR/run --out RESULTS/testlogs          # runs the binaries (see tools/runner/runner.py)
   python3 OUT_DIR/reports/report.py RESULTS/testlogs --html RESULTS/index.html
+  python3 OUT_DIR/tools/mutation/mutation.py OUT_DIR --out RESULTS/mutation   # mutation score
+
+Every bundle carries the fault layer (issue 12): OUT_DIR/faults/libcuda.so.1 (the shim, built
+by the same Bazel run), faults/catalogue.tsv and faults/survivors.tsv, the mutation tool and the
+shim's sources with tools/faults/build_shim.sh (g++ alone rebuilds it where Bazel is absent).
 
 OUT_DIR must be new, empty, or an earlier bundle (it holds the marker file .pagelock_bundle): an
 earlier bundle is replaced; any other folder is refused, never deleted.
@@ -31,6 +36,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may be replaced
+SHIM_LABEL = "//tools/faults:shim/libcuda.so.1"
+# The fault layer and the mutation tool: what `mutation.py BUNDLE` needs on a machine without
+# Bazel (the shim's sources and build_shim.sh rebuild it with g++ if the binary will not load).
+FAULT_FILES = ["tools/faults/catalogue.tsv", "tools/faults/survivors.tsv", "tools/faults/probe.sh",
+               "tools/faults/probe_summary.py", "tools/faults/build_shim.sh", "tools/faults/shim.cc",
+               "tools/faults/shim.h", "tools/faults/faults.cc", "tools/faults/exports.S",
+               "tools/faults/symbols.inc", "tools/faults/README.md", "tools/mutation/__init__.py",
+               "tools/mutation/mutation.py"]
 
 
 def check_out(out):
@@ -93,7 +106,7 @@ def main(argv=None):
         build = ["build", "--config=bundle"]
         if args.archs:
             build.append(f"--//tools:cuda_archs={args.archs}")
-        bazel(*build, *[t["label"] for t in targets], capture=False)
+        bazel(*build, *[t["label"] for t in targets], SHIM_LABEL, capture=False)
         bin_dir = bazel("info", *build[1:], "bazel-bin").stdout.strip()
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True).stdout.strip() or "unknown"
@@ -110,6 +123,25 @@ def main(argv=None):
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
     print(f"bundle: {len(targets)} test binaries in {out} ({size / 2**20:.1f} MiB)")
     return 0
+
+
+def add_fault_layer(out, shim):
+    """Copies the shim (a built libcuda.so.1) to out/faults/, the catalogue and the survivor notes
+    next to it, and the fault and mutation tools under out/tools/. Raises OSError."""
+    if not os.path.isfile(shim):
+        raise OSError(errno.ENOENT, f"no shim at {shim}")
+    os.makedirs(os.path.join(out, "faults"), exist_ok=True)
+    dst = os.path.join(out, "faults", "libcuda.so.1")
+    if os.path.exists(dst):
+        os.chmod(dst, 0o755)  # Bazel's outputs are read-only
+    shutil.copyfile(shim, dst)
+    os.chmod(dst, 0o755)
+    for rel in FAULT_FILES:
+        targets = [rel] + ([os.path.join("faults", os.path.basename(rel))] if rel.endswith(".tsv") else [])
+        for out_rel in targets:
+            path = os.path.join(out, out_rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, rel), path)
 
 
 def write_bundle(out, targets, bin_dir, commit, dirty, args):
@@ -133,6 +165,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
                 "tools/nvbandwidth_compare.py"] + reports:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
+    add_fault_layer(out, os.path.join(bin_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))
     run_sh = os.path.join(out, "run")
     with open(run_sh, "w") as f:
         f.write('#!/bin/sh\nexec python3 "$(dirname "$0")/tools/runner/runner.py" '

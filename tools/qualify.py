@@ -27,6 +27,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
 
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
+  tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
+      # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
 
 import argparse
@@ -216,6 +218,8 @@ def new_run_dir(out, fp, sku, driver, started):
 def make_plan(args):
     if args.retries < 0 or not math.isfinite(args.time_scale) or args.time_scale <= 0:
         raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0 and --time-scale a number > 0")
+    if args.mutation and (not args.mutation_budget > 0 or args.mutation_jobs < 1):
+        raise Stop(cmp.EXIT_CONFIG, "--mutation-budget and --mutation-jobs must be positive")
     if not 1 <= args.jobs <= runner.MAX_JOBS:
         raise Stop(cmp.EXIT_CONFIG, f"--jobs must be from 1 to {runner.MAX_JOBS}")
     if args.seed is not None and not 0 <= args.seed < 2 ** 64:
@@ -327,20 +331,13 @@ def publish(plan, run, comp, info, args):
     ciout.write(run_dir, run, comp)
     with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
-    trends = {}
     if plan.db:
         try:
             history.store(plan.db, info["run_key"], info["started_at"], run, comp, plan.sku,
                           info["bundle"].get("commit", ""), comp.exit_code, info["verdict"])
-            for name in history.metric_names(plan.db, plan.sku):
-                trends[name] = history.trend(plan.db, name, plan.sku)
         except (sqlite3.Error, ValueError, TypeError) as e:
             say(f"warning: the history was not updated ({e}); results.json has the run")
-    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends,
-                                           mutation=htmlreport.load_mutation(run_dir))
-    page = os.path.join(run_dir, "index.html")
-    with open(page, "w", encoding="utf-8") as f:
-        f.write(html)
+    page = write_report(plan, run, comp, info)
     if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
         say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
     elif args.write_baseline:
@@ -349,6 +346,89 @@ def publish(plan, run, comp, info, args):
         model.write_results(os.path.join(dest, "results.json"), run, info, comp)
         say(f"baseline written: {os.path.join(dest, 'results.json')} (commit it)")
     return page
+
+
+def write_report(plan, run, comp, info):
+    """(Re)writes index.html from the run, its comparison and the history's trends."""
+    trends = {}
+    if plan.db:
+        try:
+            for name in history.metric_names(plan.db, plan.sku):
+                trends[name] = history.trend(plan.db, name, plan.sku)
+        except (sqlite3.Error, ValueError, TypeError) as e:
+            say(f"warning: no trends from the history ({e})")
+    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends,
+                                           mutation=htmlreport.load_mutation(plan.run_dir))
+    page = os.path.join(plan.run_dir, "index.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(html)
+    return page
+
+
+# ---------------------------------------------------------------------------------------------
+# --mutation: the mutation score of the same bundle (tools/mutation), after the verdict is out.
+
+MUTATION_TOOL = os.path.join(ROOT, "tools", "mutation", "mutation.py")
+
+
+def run_mutation(plan, run, comp, info, args):
+    """Runs tools/mutation over the bundle into <run dir>/mutation/, then adds its score to
+    results.json, the --json summary and the report. Whatever goes wrong here is a note: the
+    verdict, already written, never changes."""
+    out = os.path.join(plan.run_dir, "mutation")
+    doc_path = os.path.join(out, "mutation.json")
+    cmd = [sys.executable, MUTATION_TOOL, plan.bundle, "--out", out,
+           "--budget", str(args.mutation_budget), "--jobs", str(args.mutation_jobs),
+           "--reference", os.path.join(plan.run_dir, "testlogs")]
+    say(f"mutation: the fault catalogue over this bundle, under the fault shim (budget "
+        f"{args.mutation_budget:g} s, {args.mutation_jobs} jobs) into {out}")
+    note, rc = "", None
+    try:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "mutation.out"), "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                # mutation.py stops its own runs 20 s after its budget; this is a backstop.
+                rc = proc.wait(timeout=args.mutation_budget + 300)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                note = "the mutation tool ran past its budget and was stopped"
+            except Interrupted:
+                proc.terminate()
+                proc.wait()
+                note = "interrupted while the mutation tool ran"
+        if rc not in (None, 0):
+            with open(os.path.join(out, "mutation.out"), errors="replace") as f:
+                tail = [l.strip() for l in f if l.strip()][-1:] or [""]
+            note = f"the mutation tool exited {rc}: {tail[0][:300]}"
+    except OSError as e:
+        note = f"the mutation tool could not run: {e}"
+    mut = {"status": "not run", "line": "not run", "json": os.path.relpath(doc_path, plan.run_dir)}
+    try:
+        if not note or os.path.exists(doc_path):
+            with open(doc_path) as f:
+                doc = json.load(f)
+            s = doc["score"]
+            mut.update(status="partial" if s["NOT_RUN"] else "done",
+                       score_percent=s["percent"], faults=s["total"], faults_run=s["run"],
+                       killed=s["KILLED"], handled=s["HANDLED"], survived=s["SURVIVED"],
+                       errors=s["ERROR"], not_run=s["NOT_RUN"],
+                       seconds=doc.get("config", {}).get("seconds"),
+                       survivors=[f["name"] for f in doc.get("faults", []) if f["verdict"] == "SURVIVED"])
+            mut["line"] = s["line"]  # "caught K of N ..." or "partial: K of 72 faults run; ..."
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        note = note or f"no usable mutation.json ({e})"
+    if note:
+        mut["note"] = note
+    info["mutation"] = mut
+    SUMMARY["mutation"] = mut
+    say(f"mutation score: {mut['line']}" + (f" (note: {note})" if note else ""))
+    try:
+        model.write_results(os.path.join(plan.run_dir, "results.json"), run, info, comp)
+        write_report(plan, run, comp, info)
+    except (OSError, ValueError) as e:
+        say(f"warning: the mutation score is in {out} but the report was not updated ({e})")
 
 
 def _kill_children():
@@ -395,6 +475,13 @@ def main(argv=None):
                    help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
+    p.add_argument("--mutation", action="store_true",
+                   help="after the verdict, run the mutation score of the same bundle "
+                        "(tools/mutation) into <run dir>/mutation/; never changes the verdict")
+    p.add_argument("--mutation-budget", type=float, default=300,
+                   help="seconds for --mutation (default 300; the faults not reached are NOT_RUN)")
+    p.add_argument("--mutation-jobs", type=int, default=12,
+                   help="test binaries at once under --mutation (default 12)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -479,6 +566,8 @@ def _qualify(args, argv):
         say(f"{st} {key}: {why}")
     for e in comp.stale:
         say(f"stale expectation {e.source}: {e.kind} {e.pattern}")
+    if args.mutation:
+        run_mutation(plan, run, comp, info, args)
     say(f"report: {page}")
     say(f"verdict: {verdict} (exit {comp.exit_code})")
     return comp.exit_code

@@ -3,6 +3,9 @@
 
   tools/faults/add_to_bundle.py BUNDLE [--shim PATH]
 
+tools/bundle.py now puts the fault layer into every bundle; this refreshes it in an existing
+bundle (an older one, or after a change to the catalogue or the shim) through the same function.
+
 BUNDLE/faults/libcuda.so.1       the shim (default: built with `bazel build --config=bundle`)
 BUNDLE/faults/catalogue.tsv      the fault catalogue; survivors.tsv, the survivor explanations
 BUNDLE/tools/faults/...          probe.sh, probe_summary.py, build_shim.sh and the shim's sources
@@ -13,15 +16,12 @@ Exit codes: 0 added; 1 the shim build failed; 2 bad usage (not a bundle, missing
 """
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FILES = ["tools/faults/catalogue.tsv", "tools/faults/survivors.tsv", "tools/faults/probe.sh",
-         "tools/faults/probe_summary.py", "tools/faults/build_shim.sh", "tools/faults/shim.cc",
-         "tools/faults/shim.h", "tools/faults/faults.cc", "tools/faults/exports.S",
-         "tools/faults/symbols.inc", "tools/mutation/mutation.py"]
+sys.path.insert(0, ROOT)
+from tools import bundle as bundle_tool  # noqa: E402  (add_fault_layer, FAULT_FILES)
 
 
 def main(argv=None):
@@ -46,22 +46,15 @@ def main(argv=None):
     if not os.path.isfile(shim):
         print(f"add_to_bundle: no shim at {shim}", file=sys.stderr)
         return 2
-    os.makedirs(os.path.join(args.bundle, "faults"), exist_ok=True)
-    dst = os.path.join(args.bundle, "faults", "libcuda.so.1")
-    if os.path.exists(dst):
-        os.chmod(dst, 0o755)
-    shutil.copyfile(shim, dst)
-    os.chmod(dst, 0o755)
-    for rel in FILES:
-        src = os.path.join(ROOT, rel)
-        if not os.path.isfile(src):
-            print(f"add_to_bundle: missing {rel}", file=sys.stderr)
-            return 2
-        for out_rel in [rel] + ([os.path.join("faults", os.path.basename(rel))]
-                                if rel.endswith(".tsv") else []):
-            out = os.path.join(args.bundle, out_rel)
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            shutil.copy2(src, out)
+    missing = [rel for rel in bundle_tool.FAULT_FILES if not os.path.isfile(os.path.join(ROOT, rel))]
+    if missing:
+        print(f"add_to_bundle: missing {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        bundle_tool.add_fault_layer(args.bundle, shim)
+    except OSError as e:
+        print(f"add_to_bundle: cannot write {args.bundle}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"add_to_bundle: shim and mutation tool added to {args.bundle}")
     return 0
 

@@ -3,23 +3,35 @@
 driver fault and says which faults the suite catches.
 
   mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--target-timeout S]
+              [--select rules|all] [--sentinels N] [--control-runs 1|2] [--reference TESTLOGS]
 
 Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
-a time, longest first:
-  control, control_b  each binary twice, in census mode (every entry wrapped, nothing changed,
-               the entries each binary calls logged). Cases that fail in either control or differ
-               between them are unstable and never count as a catch; binaries whose control
-               hangs, crashes or gives nothing are left out (listed in mutation.json).
-  per fault    each binary whose census shows a call to an entry the fault changes (a binary
-               that never calls them cannot behave differently). Its time limit is 3x its control
-               time + 10 s (at most --target-timeout): a case that runs past it counts as caught.
+a time:
+  control, control_b  each binary twice (--control-runs 2, the default; once with
+               --control-runs 1 or --reference), in census mode (every entry wrapped, nothing
+               changed, the entries each binary calls logged, the rules its cases name read).
+               Cases that fail in a control, or differ between the controls (or from the
+               --reference run of the same bundle, e.g. qualify's own), are unstable and never
+               count as a catch; binaries whose control hangs, crashes or gives nothing are left
+               out (listed in mutation.json).
+  per fault    only binaries whose census shows a call to an entry the fault changes (a binary
+               that never calls them cannot behave differently), in phases: 1. those with a case
+               naming the fault's rule or in its family folder (suites/<family>); 2. the
+               sentinels (a few cheap binaries that call the most catalogue entries per second);
+               3. every other binary it reaches (the sweep). Cheapest first; once a run catches
+               the fault (KILLED or HANDLED) its remaining runs are dropped, so a survivor is one
+               that every binary it reaches let through, unless the budget ran out (then the
+               note says which were not run). mutation.json lists for each fault every target,
+               its phase, why it was chosen and whether it ran. --select all: every reached
+               binary in phase 1. The time limit of a run is 3x the binary's control time + 10 s
+               (at most --target-timeout): a case that runs past it counts as caught.
 Targets: the runner's tags --tags (default: no stress, selftest, exclusive, manual or bandwidth
 targets); bandwidth targets run alone, after the pool, for the faults that reach them.
 Verdicts:
   KILLED    some case that did not fail in the control fails, crashes, times out or goes missing
   HANDLED   a capability fault (an attribute reported wrongly) turned cases NotSupported, with a
-            reason, and broke none; or a performance fault turned passing cases into WARN (the
-            documented outcome of a performance deficit, P03)
+            reason, and broke none in the runs made; or a performance fault turned passing cases
+            into WARN (the documented outcome of a performance deficit, P03)
   SURVIVED  nothing changed for the worse (NotSupported instead of a pass counts as survival for
             faults that are not capability faults: the suite masked the bug)
   ERROR     the shim did not load or did not know the fault; not counted in the score
@@ -176,13 +188,18 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
             "timed_out": timed_out and not cut, "cut_by_budget": timed_out and cut}
 
 
-def read_statuses(out_dir):
-    """{case id: (status, reason, message)} of a run folder; {} when nothing was written."""
+def read_statuses(out_dir, rules=None):
+    """{case id: (status, reason, message)} of a run folder; {} when nothing was written. With
+    rules (a dict), also fills {case id: [rule ids]} from the cases' pagelock.rules."""
     from reports import results
     testlogs = os.path.join(out_dir, "testlogs")
     if not os.path.isdir(testlogs):
         return {}
     run = results.load_testlogs(testlogs)
+    if rules is not None:
+        for c in run.cases:
+            value = c.properties.get("pagelock.rules") or ""
+            rules[c.id] = [r.strip() for r in str(value).split(",") if r.strip()]
     return {c.id: (c.status, c.reason, c.message) for c in run.cases}
 
 
@@ -285,7 +302,21 @@ def score(results):
         counts[r["verdict"]] += 1
     counted = counts["KILLED"] + counts["HANDLED"] + counts["SURVIVED"]
     pct = round(100.0 * (counts["KILLED"] + counts["HANDLED"]) / counted, 1) if counted else None
-    return {**counts, "counted": counted, "total": len(results), "percent": pct}
+    return {**counts, "counted": counted, "total": len(results), "percent": pct,
+            "run": len(results) - counts["NOT_RUN"]}
+
+
+def score_line(s):
+    """One line for a verdict page: the score, or why there is none or only part of one."""
+    if not s or not s.get("total"):
+        return "not run"
+    caught = s["KILLED"] + s["HANDLED"]
+    pct = "n/a" if s["percent"] is None else f"{s['percent']}%"
+    line = (f"caught {caught} of {s['counted']} injected driver faults ({pct}): "
+            f"{s['KILLED']} killed, {s['HANDLED']} handled, {s['SURVIVED']} survived")
+    if s["NOT_RUN"]:
+        line = f"partial: {s['run']} of {s['total']} faults run; " + line
+    return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,11 +348,14 @@ def html_section(doc):
     survivors = [r for r in doc["faults"] if r["verdict"] == "SURVIVED"]
     if survivors:
         out.append("<h3>Survivors</h3><table><tr><th>fault</th><th>rule</th><th>what the driver "
-                   "did</th><th>why it was not caught</th></tr>")
+                   "did</th><th>why it was not caught</th><th>test binaries it ran</th></tr>")
         for r in survivors:
             why = r.get("explanation") or r.get("note") or "unexplained"
+            ran = r.get("targets_run") or []
+            ran_html = (f"<details><summary>{len(ran)}</summary><ul>"
+                        + "".join(f"<li>{esc(t)}</li>" for t in ran) + "</ul></details>") if ran else "none"
             out.append(f"<tr class=\"SURVIVED\"><td>{esc(r['name'])}</td><td>{esc(r['rule'])}</td>"
-                       f"<td>{esc(r['description'])}</td><td>{esc(why)}</td></tr>")
+                       f"<td>{esc(r['description'])}</td><td>{esc(why)}</td><td>{ran_html}</td></tr>")
         out.append("</table>")
     out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
                "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")
@@ -382,6 +416,57 @@ def safe(label):
     return label.strip("/").replace("/", "_").replace(":", "__")
 
 
+def pick_sentinels(usable, census, dur, entries, count):
+    """A cheap, broad set of targets every fault also runs: greedily the target that calls the
+    most catalogue entry points not yet covered per second of its control, `count` at most."""
+    chosen, covered = [], set()
+    for _ in range(count):
+        best, best_score = None, 0.0
+        for label in sorted(usable):
+            if label in chosen:
+                continue
+            new = (census.get(label, set()) & entries) - covered
+            value = len(new) / (dur.get(label, 10.0) + 1.0)
+            if new and value > best_score:
+                best, best_score = label, value
+        if not best:
+            break
+        chosen.append(best)
+        covered |= census.get(best, set())
+    return chosen
+
+
+def family_of(label):
+    """'hostalloc' for //suites/hostalloc:hostalloc_test; '' outside suites/."""
+    m = re.match(r"//suites/([^:/]+)[:/]", label)
+    return m.group(1) if m else ""
+
+
+def select_for_fault(fault, usable, census, target_rules, dur, sentinels, select="rules"):
+    """The targets one fault runs, as [(label, phase, why)] in the order they should run.
+    reached: usable targets whose control called an entry point the fault changes (all usable
+    ones when the catalogue names none): a binary that never calls them cannot behave otherwise.
+    phase 1 'rule'/'family': reached targets with a case naming the fault's rule, or in the
+    fault's family folder (suites/<family>), cheapest first; phase 2 'sentinel': the reached
+    sentinels; phase 3 'sweep': every other reached target, run only while the fault is not
+    caught and the budget lasts. select='all' puts every reached target in phase 1."""
+    entries = set(fault.get("entries", "").split())
+    reached = [l for l in usable if not entries or census.get(l, set()) & entries]
+    cheap = lambda labels: sorted(labels, key=lambda l: (dur.get(l, 10.0), l))  # noqa: E731
+    if select == "all":
+        return [(l, 1, "reached") for l in cheap(reached)]
+    plan = [(l, 1, "rule") for l in cheap(l for l in reached
+                                          if fault["rule"] in target_rules.get(l, ()))]
+    plan += [(l, 1, "family") for l in cheap(l for l in reached
+                                             if family_of(l) == fault["family"]
+                                             and l not in {p[0] for p in plan})]
+    seen = {p[0] for p in plan}
+    plan += [(l, 2, "sentinel") for l in sentinels if l in reached and l not in seen]
+    seen = {p[0] for p in plan}
+    plan += [(l, 3, "sweep") for l in cheap(l for l in reached if l not in seen)]
+    return plan
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bundle", help="bundle folder (tools/bundle.py)")
@@ -398,6 +483,18 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=300,
                    help="seconds after which no run starts; running ones are stopped "
                         f"{GRACE_S} s later and their faults are NOT_RUN unless caught (default 300)")
+    p.add_argument("--select", choices=("rules", "all"), default="rules",
+                   help="rules (default): each fault runs first the targets with a case naming "
+                        "its rule or in its family, then the sentinels, then (while not caught "
+                        "and within the budget) every other target it reaches; all: every "
+                        "target it reaches at once")
+    p.add_argument("--sentinels", type=int, default=3,
+                   help="cheap, broad targets every fault also runs (default 3)")
+    p.add_argument("--control-runs", type=int, choices=(1, 2), default=2,
+                   help="control runs under the shim (default 2: the second finds unstable cases)")
+    p.add_argument("--reference", metavar="TESTLOGS",
+                   help="an earlier run of the same bundle (a testlogs folder, e.g. qualify's): "
+                        "its cases stand in for the second control (implies --control-runs 1)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
     p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
     p.add_argument("--keep-testlogs", action="store_true",
@@ -424,12 +521,22 @@ def main(argv=None):
             if unknown:
                 raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path})")
             catalogue = [known[f] for f in wanted]
+        if args.sentinels < 0:
+            raise UsageError("--sentinels must be 0 or more")
+        if args.reference and not os.path.isdir(args.reference):
+            raise UsageError(f"--reference {args.reference}: no such folder")
         shim = find_shim(bundle, args.shim, out)
     except (UsageError, OSError, ValueError, KeyError) as e:
         print(f"mutation: {e}", file=sys.stderr)
         return 2
     sys.path.insert(0, bundle)
     notes = load_survivor_notes(bundle)
+    reference = None
+    if args.reference:
+        args.control_runs = 1
+        from reports import results as _results
+        reference = {c.id: (c.status, c.reason, c.message)
+                     for c in _results.load_testlogs(args.reference).cases}
     runs_dir = os.path.join(out, "runs")
     keep = (lambda t: not re.search(args.exclude, t["label"])) if args.exclude else (lambda t: True)
     pool_targets = [t for t in select_targets(manifest, args.tags) if keep(t)]
@@ -441,14 +548,14 @@ def main(argv=None):
     deadline = t0 + args.budget  # no run starts after this (less its expected length)
     hard_stop = deadline + GRACE_S  # every run is stopped by then
 
-    def job(run_name, fault, target, cap):
+    def job(run_name, fault, target, cap, rules=None):
         d = os.path.join(runs_dir, run_name, safe(target["label"]))
         make_view(bundle, target, cap, os.path.join(d, "view"))
         # The runner restarts a binary after a crash or a timeout at most once here.
         meta = run_bundle(os.path.join(d, "view"), shim, d, fault, "", cap * 2 + 15, hard_stop,
                           runner=os.path.join(bundle, "tools", "runner", "runner.py"))
         meta.update(name=run_name, target=target["label"], cap_s=cap)
-        return meta, read_statuses(d), read_fault_log(d)
+        return meta, read_statuses(d, rules), read_fault_log(d)
 
     def pool_run(jobs_list, workers):
         """Runs (key, fn, args, expected seconds) jobs, longest first, within the budget."""
@@ -470,16 +577,22 @@ def main(argv=None):
                     results[running.pop(fut)] = fut.result()
         return results, skipped
 
+    by_label = {t["label"]: t for t in pool_targets + serial_targets}
     print(f"mutation: {len(catalogue)} faults, {len(pool_targets)} targets (+{len(serial_targets)} "
-          f"run alone), shim {shim}, jobs {args.jobs}", flush=True)
-    # Controls: every target twice, under the shim in census mode (every entry wrapped, nothing
-    # changed, each entry a binary calls logged): the census says which binaries a fault can reach.
-    ctl_jobs = [((c, t["label"]), job, (c, "census", t, args.target_timeout), 30)
-                for c in ("control", "control_b") for t in pool_targets]
+          f"run alone), shim {shim}, jobs {args.jobs}, select {args.select}", flush=True)
+    # Controls under the shim in census mode (every entry wrapped, nothing changed, each entry a
+    # binary calls logged): the census says which binaries a fault can reach. The second control
+    # (or --reference, an earlier run of the same bundle) finds the unstable cases.
+    names = ["control", "control_b"] if args.control_runs == 2 else ["control"]
+    case_rules = {}
+    ctl_jobs = [((c, t["label"]), job, (c, "census", t, args.target_timeout,
+                                        case_rules if c == "control" else None), 30)
+                for c in names for t in pool_targets]
     ctl, _ = pool_run(ctl_jobs, args.jobs)
-    for t in serial_targets:
-        ctl[("control", t["label"])] = job("control", "census", t, args.target_timeout)
-        ctl[("control_b", t["label"])] = job("control_b", "census", t, args.target_timeout)
+    for c in names:
+        for t in serial_targets:
+            ctl[(c, t["label"])] = job(c, "census", t, args.target_timeout,
+                                       case_rules if c == "control" else None)
     control, census, dur, unusable = {}, {}, {}, {}
     control_b = {}
     for (c, label), (meta, statuses, (inits, fired, errors)) in ctl.items():
@@ -492,43 +605,112 @@ def main(argv=None):
             return 1
         (control if c == "control" else control_b).setdefault(label, {}).update(statuses)
         census.setdefault(label, set()).update(fired)
-        if c == "control":
-            dur[label] = meta["seconds"]
+        dur[label] = max(dur.get(label, 0.0), meta["seconds"])
         bad = sorted({st for st, _, _ in statuses.values()} & {"TIMEOUT", "CRASH", "MISSING", "INFRA_ERROR"})
         if meta["timed_out"] or meta.get("cut_by_budget") or not statuses or bad:
             unusable[label] = ("the control " + ("hung" if meta["timed_out"] else
                                "had " + ",".join(bad) if bad else "produced no results"))
     all_control = {k: v for st in control.values() for k, v in st.items()}
     all_control_b = {k: v for st in control_b.values() for k, v in st.items()}
-    unstable = unstable_cases(all_control, all_control_b)
-    print(f"mutation: control {summary_line(all_control)} in {round(time.monotonic() - t0)} s; "
+    if reference is not None:
+        # An earlier run of the same binaries (qualify's own run): a case it has that differs
+        # from the control is unstable; a case it lacks (another tier) is judged by the control.
+        all_control_b = {k: reference.get(k, v) for k, v in all_control.items()}
+    unstable = unstable_cases(all_control, all_control_b) if (all_control_b or reference is not None) \
+        else unstable_cases(all_control)
+    target_rules = {}
+    for case, rules in case_rules.items():
+        for t in by_label:
+            if case.startswith(t[2:] + "/"):
+                target_rules.setdefault(t, set()).update(rules)
+    control_s = round(time.monotonic() - t0, 1)
+    print(f"mutation: control {summary_line(all_control)} in {round(control_s)} s; "
           f"{len(unusable)} target(s) left out: {sorted(unusable)}", flush=True)
 
     def cap_for(label):
+        # A fault that hangs a binary costs its whole limit: 3x the control's time + 10 s.
         return min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
 
-    fault_jobs, serial_jobs = [], []
-    targets_of = {}
-    for f in catalogue:
-        entries = set(f.get("entries", "").split())
-        chosen = [t for t in pool_targets + serial_targets if t["label"] not in unusable and
-                  (not entries or census.get(t["label"], set()) & entries)]
-        targets_of[f["name"]] = [t["label"] for t in chosen]
-        for t in chosen:
-            item = ((f["name"], t["label"]), job, (f["name"], f["name"], t, cap_for(t["label"])),
-                    dur.get(t["label"], 10))
-            (serial_jobs if t in serial_targets else fault_jobs).append(item)
-    done, skipped = pool_run(fault_jobs, args.jobs)
-    more, skipped_serial = pool_run(serial_jobs, 1)
-    done.update(more)
-    skipped += skipped_serial
+    usable = [t["label"] for t in pool_targets + serial_targets if t["label"] not in unusable]
+    all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue])
+    sentinels = pick_sentinels(usable, census, dur, all_entries, args.sentinels)
+    plans = {f["name"]: select_for_fault(f, usable, census, target_rules, dur, sentinels, args.select)
+             for f in catalogue}
+    by_fault = {f["name"]: f for f in catalogue}
+    serial = {t["label"] for t in serial_targets}
+    done, skipped, not_needed = {}, [], {}
+    killed = set()
+
+    def caught(name, result):
+        meta, statuses, fault_log = result
+        r = classify(by_fault[name], [(meta, statuses, fault_log, control.get(meta["target"], {}))],
+                     unstable)
+        # HANDLED counts in the score as KILLED does: either ends the fault's search.
+        return r["verdict"] in ("KILLED", "HANDLED")
+
+    def schedule(items, workers):
+        """items: [(fault, label, phase)]. Runs them within the budget: ready jobs first (a job
+        is ready once the fault's earlier phases are done), lowest phase first, then cheapest
+        first; a fault's remaining jobs are dropped once a run caught (killed or handled) it;
+        sentinel jobs may start early when nothing is ready (never sweep jobs)."""
+        todo = list(items)
+        left = {}  # (fault, phase) -> jobs not finished
+        for name, _, phase in todo:
+            left[(name, phase)] = left.get((name, phase), 0) + 1
+
+        def ready(item):
+            name, _, phase = item
+            return all(left.get((name, ph), 0) == 0 for ph in range(1, phase))
+
+        def finish(item):
+            left[(item[0], item[2])] -= 1
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+            running = {}
+            while todo or running:
+                while todo and len(running) < workers:
+                    for item in [i for i in todo if i[0] in killed]:
+                        todo.remove(item)
+                        finish(item)
+                        not_needed.setdefault(item[0], []).append(item[1])
+                    cands = [i for i in todo if ready(i)] or [i for i in todo if i[2] <= 2]
+                    if not cands:
+                        break
+                    # Cheapest first: a fault caught by a cheap run skips its expensive ones
+                    # (on the H200 data this halves the work against longest first).
+                    item = min(cands, key=lambda i: (i[2], dur.get(i[1], 10.0), i[0], i[1]))
+                    todo.remove(item)
+                    if time.monotonic() + min(dur.get(item[1], 10.0), 30) > deadline:
+                        skipped.append((item[0], item[1]))
+                        finish(item)
+                        continue
+                    running[ex.submit(job, item[0], item[0], by_label[item[1]],
+                                      cap_for(item[1]))] = item
+                if not running:
+                    break  # todo is empty too: a fault's lowest waiting phase is always ready
+                finished, _ = concurrent.futures.wait(list(running),
+                                                      return_when=concurrent.futures.FIRST_COMPLETED)
+                for fut in finished:
+                    item = running.pop(fut)
+                    done[(item[0], item[1])] = fut.result()
+                    finish(item)
+                    if caught(item[0], done[(item[0], item[1])]):
+                        killed.add(item[0])
+
+    pool_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l not in serial]
+    schedule(pool_items, args.jobs)
+    serial_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l in serial]
+    schedule(serial_items, 1)
     results = []
     for f in catalogue:
-        runs = [done[(f["name"], label)] + (control.get(label, {}),)
-                for label in targets_of[f["name"]] if (f["name"], label) in done]
-        missing = [label for label in targets_of[f["name"]] if (f["name"], label) in skipped]
+        name = f["name"]
+        plan = plans[name]
+        labels = [l for l, _, _ in plan]
+        runs = [done[(name, l)] + (control.get(l, {}),) for l in labels if (name, l) in done]
+        missing = [l for l in labels if (name, l) in skipped]
+        missing_selected = [l for l, ph, _ in plan if ph < 3 and (name, l) in skipped]
         base = {k: f[k] for k in ("name", "rule", "family", "kind", "description")}
-        if not targets_of[f["name"]]:
+        if not labels:
             r = dict(base, verdict="SURVIVED", caught_by=[], handled_cases=[], reached=[],
                      note="never reached: no test binary called an entry point it changes ("
                           + (f.get("entries") or "none") + ")")
@@ -537,12 +719,27 @@ def main(argv=None):
                      note="the time budget ran out")
         else:
             r = classify(f, runs, unstable)
-            if missing and r["verdict"] == "SURVIVED":
+            if missing_selected and r["verdict"] == "SURVIVED":
                 r["verdict"] = "NOT_RUN"
-                r["note"] = f"the time budget ran out before {len(missing)} of its target(s)"
-        r["targets"] = targets_of[f["name"]]
-        if r["verdict"] == "SURVIVED" and f["name"] in notes:
-            r["explanation"] = notes[f["name"]]
+                r["note"] = (f"the time budget ran out before {len(missing_selected)} of its "
+                             "selected target(s)")
+            elif missing and r["verdict"] == "SURVIVED":
+                r["note"] = (r.get("note", "") + "; " if r.get("note") else "") + (
+                    f"survived its {len([1 for _, ph, _ in plan if ph < 3])} selected target(s); "
+                    f"the budget ran out before {len(missing)} other reached target(s): "
+                    + ", ".join(missing))
+        # Which targets this fault ran, and why each was chosen: a selection that missed the
+        # test that would have caught it shows here, never as a hidden pass.
+        r["targets"] = labels
+        r["target_plan"] = [{"target": l, "phase": ph, "why": why,
+                             "ran": (name, l) in done,
+                             "outcome": ("ran" if (name, l) in done else
+                                         "not needed (already caught)" if l in not_needed.get(name, [])
+                                         else "budget ran out" if (name, l) in skipped else "not run")}
+                            for l, ph, why in plan]
+        r["targets_run"] = [l for l in labels if (name, l) in done]
+        if r["verdict"] == "SURVIVED" and name in notes:
+            r["explanation"] = notes[name]
         results.append(r)
     if not args.keep_testlogs:
         # What caught each fault is in mutation.json; hundreds of testlogs trees would be large.
@@ -551,16 +748,26 @@ def main(argv=None):
                 if dname in ("testlogs", "view"):
                     shutil.rmtree(os.path.join(dirpath, dname), ignore_errors=True)
                     dirnames.remove(dname)
-    doc = {"score": score(results),
+    doc = {"score": dict(score(results), line=score_line(score(results))),
            "control": {"summary": summary_line(all_control),
                        "second_summary": summary_line(all_control_b),
                        "unstable": sorted(unstable),
                        "left_out_targets": unusable,
                        "census": {k: sorted(v) for k, v in census.items()},
-                       "seconds": dur},
+                       "seconds": dur,
+                       "runs": names, "reference": args.reference,
+                       "wall_s": control_s,
+                       "target_rules": {k: sorted(v) for k, v in target_rules.items()}},
            "config": {"bundle": bundle, "shim": shim, "catalogue": catalogue_path,
                       "tags": args.tags, "jobs": args.jobs, "target_timeout_s": args.target_timeout,
                       "budget_s": args.budget, "serial_targets": [t["label"] for t in serial_targets],
+                      "select": args.select, "sentinels": sentinels,
+                      # Targets the tags leave out (stress, exclusive: those run alone by
+                      # contract, and timing or host-counter cases mean nothing next to a dozen
+                      # parallel runs), named so that no one reads the score as covering them.
+                      "left_out_by_tags": sorted(t["label"] for t in manifest["targets"]
+                                                 if t not in pool_targets and t not in serial_targets),
+                      "fault_runs": len(done),
                       "seconds": round(time.monotonic() - t0, 1)},
            "faults": results}
     with open(os.path.join(out, "mutation.json"), "w") as fh:

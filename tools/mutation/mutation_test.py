@@ -42,8 +42,10 @@ def shim_and_fake(tmp):
     return os.path.join(tmp, "shim"), os.path.join(tmp, "libfakecuda.so")
 
 
-def make_bundle(tmp, shim_dir):
-    b = os.path.join(tmp, "bundle")
+def make_bundle(tmp, shim_dir, name="bundle", second=False):
+    """A bundle with //fake:fake_suite (its cases name rules R76, R85, R77) and, with second,
+    //fake:fake_norules (the same binary, naming no rule)."""
+    b = os.path.join(tmp, name)
     # What tools/bundle.py ships of the Python side: the runner and every module of reports/.
     rels = ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py"]
     rels += ["reports/" + f for f in os.listdir(os.path.join(ROOT, "reports"))
@@ -55,15 +57,18 @@ def make_bundle(tmp, shim_dir):
     shutil.copy(os.path.join(ROOT, "tools/mutation/testdata/fake_suite.py"),
                 os.path.join(b, "bin/fake/fake_suite"))
     os.chmod(os.path.join(b, "bin/fake/fake_suite"), 0o755)
+    targets = [{"label": "//fake:fake_suite", "path": "bin/fake/fake_suite", "tags": ["gpu", "tier_bat"],
+                "timeout_s": 60}]
+    if second:
+        shutil.copy(os.path.join(b, "bin/fake/fake_suite"), os.path.join(b, "bin/fake/fake_norules"))
+        targets.append(dict(targets[0], label="//fake:fake_norules", path="bin/fake/fake_norules"))
     os.makedirs(os.path.join(b, "faults"))
     shutil.copy(os.path.join(shim_dir, "libcuda.so.1"), os.path.join(b, "faults/libcuda.so.1"))
     shutil.copy(os.path.join(ROOT, "tools/faults/catalogue.tsv"), os.path.join(b, "faults/catalogue.tsv"))
     with open(os.path.join(b, "faults/survivors.tsv"), "w") as f:
         f.write("name\texplanation\nctx_sync_returns_early\tthe fake suite never checks data after a sync.\n")
     with open(os.path.join(b, "manifest.json"), "w") as f:
-        json.dump({"info": {"commit": "test"}, "targets": [
-            {"label": "//fake:fake_suite", "path": "bin/fake/fake_suite", "tags": ["gpu"],
-             "timeout_s": 60}]}, f)
+        json.dump({"info": {"commit": "test"}, "targets": targets}, f)
     return b
 
 
@@ -147,11 +152,68 @@ class VerdictTest(unittest.TestCase):
     def test_html_escapes_everything(self):
         doc = {"score": mutation.score([{"verdict": "SURVIVED"}]),
                "control": {"summary": "PASS=1", "unstable": []},
-               "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>")]}
+               "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>",
+                               targets_run=["//a:<i>"])]}
         text = mutation.html_section(doc)
         self.assertNotIn("<b>x</b>", text)
         self.assertNotIn("<script>", text)
+        self.assertNotIn("<i>", text)
+        self.assertIn("//a:&lt;i&gt;", text)  # the survivor's binaries are listed
         self.assertIn("caught 0 of 1", text)
+
+
+class SelectionTest(unittest.TestCase):
+    USABLE = ["//suites/hostalloc:a_test", "//suites/streams:b_test", "//suites/devptr:c_test",
+              "//suites/model:d_test", "//suites/model:e_test"]
+    CENSUS = {"//suites/hostalloc:a_test": {"cuMemcpyHtoD"},
+              "//suites/streams:b_test": {"cuMemcpyHtoD", "cuCtxSynchronize"},
+              "//suites/devptr:c_test": {"cuMemcpyHtoD"},
+              "//suites/model:d_test": {"cuMemcpyHtoD", "cuMemHostAlloc"},
+              "//suites/model:e_test": {"cuMemHostAlloc"}}
+    DUR = {"//suites/hostalloc:a_test": 8.0, "//suites/streams:b_test": 3.0,
+           "//suites/devptr:c_test": 2.0, "//suites/model:d_test": 1.0, "//suites/model:e_test": 1.0}
+    RULES = {"//suites/streams:b_test": {"R76"}, "//suites/devptr:c_test": {"R76", "R51"}}
+    F = dict(FAULT, entries="cuMemcpyHtoD")
+
+    def test_rule_targets_come_first_then_family_then_sentinels_then_the_rest(self):
+        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
+                                         ["//suites/model:d_test"])
+        self.assertEqual(plan, [("//suites/devptr:c_test", 1, "rule"),
+                                ("//suites/streams:b_test", 1, "rule"),
+                                ("//suites/hostalloc:a_test", 1, "family"),
+                                ("//suites/model:d_test", 2, "sentinel")])
+
+    def test_a_target_that_never_calls_the_faulty_entry_is_never_selected(self):
+        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, {}, self.DUR, [])
+        labels = [p[0] for p in plan]
+        self.assertNotIn("//suites/model:e_test", labels)
+        self.assertEqual([p[1:] for p in plan if p[0] == "//suites/model:d_test"], [(3, "sweep")])
+
+    def test_select_all_runs_every_reached_target_in_the_first_phase(self):
+        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
+                                         [], select="all")
+        self.assertEqual({p[1] for p in plan}, {1})
+        self.assertEqual(len(plan), 4)
+
+    def test_sentinels_are_the_cheapest_targets_that_cover_the_most_entries(self):
+        got = mutation.pick_sentinels(self.USABLE, self.CENSUS, self.DUR,
+                                      {"cuMemcpyHtoD", "cuCtxSynchronize", "cuMemHostAlloc"}, 3)
+        # d (2 entries in 1 s) first, then b (adds cuCtxSynchronize); nothing else adds one.
+        self.assertEqual(got, ["//suites/model:d_test", "//suites/streams:b_test"])
+
+    def test_the_score_line_says_partial_or_not_run(self):
+        self.assertEqual(mutation.score_line(None), "not run")
+        s = mutation.score([{"verdict": v} for v in ["KILLED", "KILLED", "SURVIVED", "NOT_RUN"]])
+        self.assertTrue(mutation.score_line(s).startswith("partial: 3 of 4 faults run; caught 2 of 3"))
+
+
+class SurvivorNotesTest(unittest.TestCase):
+    def test_every_survivor_note_names_a_catalogue_fault_and_explains_it(self):
+        names = {r["name"] for r in mutation.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
+        notes = mutation.read_tsv(os.path.join(ROOT, "tools/faults/survivors.tsv"))
+        for row in notes:
+            self.assertIn(row["name"], names)
+            self.assertGreater(len(row["explanation"]), 40, row["name"])
 
 
 class UsageTest(unittest.TestCase):
@@ -218,6 +280,76 @@ class EndToEndTest(unittest.TestCase):
             text = f.read()
         self.assertIn("caught 3 of 5 injected driver faults (60.0%)", text)
 
+
+class ScheduleTest(unittest.TestCase):
+    """Two targets: //fake:fake_suite names the rules, //fake:fake_norules (the same binary)
+    names none, so the rule selection runs it last, in the sweep."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mutation_sched_")
+        shim, fake = shim_and_fake(cls.tmp)
+        cls.bundle = make_bundle(cls.tmp, shim, second=True)
+        os.environ["PAGELOCK_REAL_LIBCUDA"] = fake
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+        os.environ.pop("PAGELOCK_REAL_LIBCUDA", None)
+
+    def run_tool(self, out, *extra):
+        rc, stdout, err = quiet(mutation.main, [self.bundle, "--out", out, "--faults",
+                                                "htod_corrupts_last_byte,ctx_sync_returns_early",
+                                                "--jobs", "1", "--sentinels", "0", *extra])
+        self.assertEqual(rc, 0, stdout + err)
+        with open(os.path.join(out, "mutation.json")) as f:
+            doc = json.load(f)
+        return doc, {r["name"]: r for r in doc["faults"]}
+
+    def test_a_caught_fault_skips_its_remaining_targets_and_says_which_it_ran(self):
+        doc, by = self.run_tool(os.path.join(self.tmp, "early"), "--control-runs", "1")
+        self.assertEqual(doc["control"]["runs"], ["control"])
+        self.assertEqual(doc["control"]["target_rules"]["//fake:fake_suite"], ["R76", "R77", "R85"])
+        htod = by["htod_corrupts_last_byte"]
+        self.assertEqual(htod["verdict"], "KILLED")
+        self.assertEqual(htod["targets_run"], ["//fake:fake_suite"])
+        self.assertEqual([(p["target"], p["phase"], p["why"], p["outcome"]) for p in htod["target_plan"]],
+                         [("//fake:fake_suite", 1, "rule", "ran"),
+                          ("//fake:fake_norules", 3, "sweep", "not needed (already caught)")])
+        # A survivor ran every target it reaches: the selection hid nothing.
+        sync = by["ctx_sync_returns_early"]
+        self.assertEqual(sync["verdict"], "SURVIVED")
+        self.assertEqual(sorted(sync["targets_run"]), ["//fake:fake_norules", "//fake:fake_suite"])
+        self.assertEqual(doc["config"]["fault_runs"], 3)
+
+    def test_select_all_runs_every_reached_target_of_a_caught_fault(self):
+        _, by = self.run_tool(os.path.join(self.tmp, "all"), "--control-runs", "1", "--select", "all")
+        self.assertEqual(by["htod_corrupts_last_byte"]["target_plan"][1]["phase"], 1)
+
+    def test_a_reference_run_stands_in_for_the_second_control(self):
+        # The reference (e.g. qualify's own run) saw the copy case fail: it is unstable, so the
+        # copy fault it would catch is not counted as caught through it.
+        ref = os.path.join(self.tmp, "ref")
+        os.makedirs(os.path.join(ref, "fake", "fake_suite"))
+        with open(os.path.join(ref, "fake", "fake_suite", "test.xml"), "w") as f:
+            f.write('<?xml version="1.0"?><testsuites name="AllTests" tests="1"><testsuite '
+                    'name="FakeSuite" tests="1"><testcase name="CopyDeliversEveryByte" '
+                    'classname="FakeSuite" status="run" result="completed" time="0.1">'
+                    '<failure message="flaky">flaky</failure></testcase></testsuite></testsuites>')
+        doc, by = self.run_tool(os.path.join(self.tmp, "withref"), "--reference", ref)
+        self.assertEqual(doc["control"]["runs"], ["control"])
+        self.assertEqual(doc["control"]["unstable"], ["fake:fake_suite/FakeSuite.CopyDeliversEveryByte"])
+        # Not caught through fake_suite's unstable case: only the sweep target caught it.
+        htod = by["htod_corrupts_last_byte"]
+        self.assertEqual([c["case"] for c in htod["caught_by"]],
+                         ["fake:fake_norules/FakeSuite.CopyDeliversEveryByte"])
+        self.assertEqual(htod["targets_run"], ["//fake:fake_suite", "//fake:fake_norules"])
+
+    def test_a_missing_reference_folder_exits_2(self):
+        rc, _, err = quiet(mutation.main, [self.bundle, "--out", os.path.join(self.tmp, "x"),
+                                           "--reference", os.path.join(self.tmp, "nope")])
+        self.assertEqual(rc, 2)
+        self.assertIn("--reference", err)
 
 if __name__ == "__main__":
     unittest.main()

@@ -5,12 +5,17 @@ runtime would, and checks three behaviours:
   FakeSuite.CopyDeliversEveryByte   a host-to-device copy delivers every byte (catches data faults)
   FakeSuite.MappingNeedsCanMapHost  NotSupported when CanMapHostMemory=0 (a capability fault)
   FakeSuite.SynchronizeSucceeds     checks only the return code (cannot see an early return)
-Supports --gtest_list_tests, --gtest_filter=A:B and --gtest_output=xml:PATH."""
+Supports --gtest_list_tests, --gtest_filter=A:B, --gtest_output=xml:PATH and (for qualify)
+--pagelock_fingerprint."""
 import ctypes
 import sys
 import xml.etree.ElementTree as ET
 
 CASES = ["CopyDeliversEveryByte", "MappingNeedsCanMapHost", "SynchronizeSucceeds"]
+# The rules each case names (pagelock.rules), as PAGELOCK_RULE records them; a copy of this
+# script installed as "fake_norules" names none (a target the rule selection does not pick).
+RULES = {"CopyDeliversEveryByte": "R76", "MappingNeedsCanMapHost": "R85",
+         "SynchronizeSucceeds": "R77"}
 
 
 def driver():
@@ -57,6 +62,11 @@ def run_case(name, get):
 
 
 def main(argv):
+    if "--pagelock_fingerprint" in argv:
+        # What qualify's preflight reads: a usable fake GPU.
+        print('{"device_status": "usable", "gpu0_name": "Fake GPU", "nvidia_driver": "1.0", '
+              '"host": "fakehost"}')
+        return 0
     if "--gtest_list_tests" in argv:
         print("FakeSuite.")
         for c in CASES:
@@ -65,8 +75,9 @@ def main(argv):
     cases = CASES
     xml_path = None
     for a in argv:
-        if a.startswith("--gtest_filter="):
-            cases = [c.split(".", 1)[1] for c in a.split("=", 1)[1].split(":")]
+        if a.startswith("--gtest_filter=") and a.split("=", 1)[1] not in ("", "*"):
+            cases = [c.split(".", 1)[1] for c in a.split("=", 1)[1].split("-")[0].split(":")
+                     if "." in c]
         if a.startswith("--gtest_output=xml:"):
             xml_path = a.split(":", 1)[1]
     get = driver()
@@ -77,6 +88,9 @@ def main(argv):
         status, message = run_case(c, get)
         el = ET.SubElement(suite, "testcase", {"name": c, "classname": "FakeSuite", "status": "run",
                                                "result": "completed", "time": "0.001"})
+        if not sys.argv[0].endswith("fake_norules"):
+            props = ET.SubElement(el, "properties")
+            ET.SubElement(props, "property", {"name": "pagelock.rules", "value": RULES[c]})
         if status == "FAIL":
             failed = True
             ET.SubElement(el, "failure", {"message": message}).text = message
