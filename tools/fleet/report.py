@@ -22,6 +22,7 @@ from reports import history
 
 MAX_BRACKETS = 40
 MAX_LOST_LISTED = 20
+MAX_REPLACED_LISTED = 3
 
 
 def _marks(n):
@@ -46,11 +47,13 @@ def select_runs(db, label=None, night=None):
         r = dict(zip(keys, row))
         host = r["host"] or r["run_key"]
         if host in latest:
-            replaced[host] = replaced.get(host, 0) + 1
+            replaced.setdefault(host, []).append(latest[host]["run_key"])
         latest[host] = r
     out = sorted(latest.values(), key=lambda r: (r["sku"] or "", r["driver"] or "", r["host"] or ""))
     for r in out:
-        r["replaced_runs"] = replaced.get(r["host"] or r["run_key"], 0)
+        earlier = replaced.get(r["host"] or r["run_key"], [])
+        r["replaced_runs"] = len(earlier)
+        r["replaced_keys"] = earlier[-MAX_REPLACED_LISTED:]  # the latest few, oldest first
     return out
 
 
@@ -290,7 +293,8 @@ def render_html(data, out_dir=None):
     p.append("<h2>Hosts</h2><table><tr><th>host</th><th>SKU</th><th>driver</th><th>verdict</th>"
              "<th>started</th><th>run</th><th>own report</th></tr>")
     for r in data["runs"]:
-        again = f" <span class='muted'>(+{r['replaced_runs']} earlier)</span>" if r["replaced_runs"] else ""
+        again = (f"<br><span class='muted'>replaces {r['replaced_runs']} earlier: "
+                 f"{e(', '.join(r['replaced_keys']))}</span>") if r["replaced_runs"] else ""
         p.append(f"<tr><td>{e(r['host'] or '?')}</td><td>{e(r['sku'] or '?')}</td><td>{e(r['driver'] or '?')}</td>"
                  f"<td><span class='v {_verdict_class(r['verdict'])}'>{e(str(r['verdict']))}</span></td>"
                  f"<td>{e(r['started_at'] or '')}</td><td><code>{e(r['run_key'])}</code>{again}</td>"
