@@ -23,10 +23,21 @@ from reports import history
 MAX_BRACKETS = 40
 MAX_LOST_LISTED = 20
 MAX_REPLACED_LISTED = 3
+MAX_ABSENT_HOSTS = 20
 
 
 def _marks(n):
     return ",".join("?" * n)
+
+
+def _union(db, queries):
+    """Runs [(sql, params)], each a one-row query, as one UNION ALL statement (one round trip);
+    returns {index: row} for the queries that found a row."""
+    if not queries:
+        return {}
+    sql = " UNION ALL ".join(f"SELECT {i} AS q, b{i}.* FROM ({q}) b{i}" for i, (q, _) in enumerate(queries))
+    params = [p for _, ps in queries for p in ps]
+    return {row[0]: tuple(row[1:]) for row in db.execute(sql, params).fetchall()}
 
 
 def select_runs(db, label=None, night=None):
@@ -141,13 +152,18 @@ def fleet_data(db, label=None, night=None):
               if r["n_cases"] is not None and (r["n_cases"] or 0) < fullest[r["sku"]][0]}
     t = lap("coverage_counts", t)
     refs = {ref for v in lost.values() for ref, _ in v[:MAX_LOST_LISTED]}
-    for rid in sorted(absent, key=lambda rid: -absent[rid])[:20]:  # names of absent cases
-        full = fullest[by_id[rid]["sku"]][1]
-        have = {x[0] for x in db.execute("SELECT case_ref FROM cases WHERE run_id = ?", (rid,)).fetchall()}
-        gone = [x[0] for x in db.execute("SELECT case_ref FROM cases WHERE run_id = ?", (full,)).fetchall()
-                if x[0] not in have]
-        lost.setdefault(rid, []).extend((ref, "ABSENT") for ref in gone)
-        refs.update(gone[:MAX_LOST_LISTED])
+    listed = sorted(absent, key=lambda rid: -absent[rid])[:MAX_ABSENT_HOSTS]  # names of absent cases
+    if listed:
+        # One query for the case lists of those hosts and of their SKUs' fullest runs.
+        want = sorted(set(listed) | {fullest[by_id[rid]["sku"]][1] for rid in listed})
+        have = {}
+        for rid, ref in db.execute(f"SELECT run_id, case_ref FROM cases WHERE run_id IN ({_marks(len(want))})",
+                                   want).fetchall():
+            have.setdefault(rid, set()).add(ref)
+        for rid in listed:
+            gone = sorted(have.get(fullest[by_id[rid]["sku"]][1], set()) - have.get(rid, set()))
+            lost.setdefault(rid, []).extend((ref, "ABSENT") for ref in gone)
+            refs.update(gone[:MAX_LOST_LISTED])
     names = {}
     refs = sorted(refs)
     for i in range(0, len(refs), 500):
@@ -165,26 +181,27 @@ def fleet_data(db, label=None, night=None):
     t = lap("coverage_cases", t)
 
     # Brackets: per failing case per SKU, last pass before tonight and the first failure after it.
-    for g in data["problems"][:MAX_BRACKETS]:
-        if not any(s in history.FAILING for s in g["statuses"]):
-            continue
-        cols = "r.run_key, r.host, r.nvidia_driver, r.harness_commit, r.started_at"
-        keys = ("run_key", "host", "driver", "commit", "started_at")
-        good = db.execute(
-            f"SELECT {cols} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
-            " WHERE r.sku = ? AND r.started_at < ? AND c.status IN ('PASS','WARN')"
-            " ORDER BY r.started_at DESC LIMIT 1", (g["case_ref"], g["sku"], g["first_started"])).fetchone()
-        good = dict(zip(keys, good)) if good else None
-        # The first failure after the good run is at the latest tonight's first failure: both
-        # bounds keep the scan to the runs of the SKU in between (runs_by_sku).
-        bad = db.execute(
-            f"SELECT {cols} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
-            f" WHERE r.sku = ? AND r.started_at > ? AND r.started_at <= ?"
-            f" AND c.status IN ({_marks(len(history.FAILING))}) ORDER BY r.started_at LIMIT 1",
-            (g["case_ref"], g["sku"], good["started_at"] if good else "", g["first_started"])
-            + history.FAILING).fetchone()
-        data["brackets"].append({"case": g["case"], "sku": g["sku"], "good": good,
-                                 "bad": dict(zip(keys, bad)) if bad else None})
+    # All cases' last passes in one statement, then all first failures in a second one (each branch
+    # a short walk of runs_by_sku with the primary key of cases): two round trips, not two per case.
+    cols = "r.run_key, r.host, r.nvidia_driver, r.harness_commit, r.started_at"
+    keys = ("run_key", "host", "driver", "commit", "started_at")
+    failing = [g for g in data["problems"][:MAX_BRACKETS] if any(s in history.FAILING for s in g["statuses"])]
+    good = _union(db, [(
+        f"SELECT {cols} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+        " WHERE r.sku = ? AND r.started_at < ? AND c.status IN ('PASS','WARN')"
+        " ORDER BY r.started_at DESC LIMIT 1", (g["case_ref"], g["sku"], g["first_started"])) for g in failing])
+    # The first failure after the good run is at the latest tonight's first failure: both bounds keep
+    # the scan to the runs of the SKU in between.
+    bad = _union(db, [(
+        f"SELECT {cols} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+        f" WHERE r.sku = ? AND r.started_at > ? AND r.started_at <= ?"
+        f" AND c.status IN ({_marks(len(history.FAILING))}) ORDER BY r.started_at LIMIT 1",
+        (g["case_ref"], g["sku"], good[i][4] if good.get(i) else "", g["first_started"]) + history.FAILING)
+        for i, g in enumerate(failing)])
+    for i, g in enumerate(failing):
+        data["brackets"].append({"case": g["case"], "sku": g["sku"],
+                                 "good": dict(zip(keys, good[i])) if good.get(i) else None,
+                                 "bad": dict(zip(keys, bad[i])) if bad.get(i) else None})
     lap("brackets", t)
     for g in data["problems"]:
         del g["case_ref"]
