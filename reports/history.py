@@ -26,7 +26,7 @@ CLI (tables on stdout, or one JSON object with --json):
 The SKU comes from the runs (the run named by --run, else the latest run with the case or metric)
 unless --sku names it. Exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad
 usage, no such database/run/case/metric, a schema newer than this code, not a results.json;
-3 `bracket` found the case failing.
+3 `bracket` found the case failing; 4 the history holds no run.
 """
 
 import datetime
@@ -503,11 +503,16 @@ def default_target():
 # Exit codes, the meanings of the README's table: 0 answered; 1 infrastructure (the database cannot
 # be reached or fails mid-query); 2 bad usage or configuration (no such database, a schema newer
 # than this code, no such run, case or metric, not a results.json); 3 `bracket` found the case
-# failing (the bracket to bisect is printed).
-EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_FAILING = 0, 1, 2, 3
+# failing (the bracket to bisect is printed); 4 the history holds no run (to list, or to take a
+# SKU from), as `fleet report` exits 4 for a night without runs.
+EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_FAILING, EXIT_EMPTY = 0, 1, 2, 3, 4
 
 
 class UsageError(Exception):
+    pass
+
+
+class EmptyHistory(Exception):
     pass
 
 
@@ -559,7 +564,7 @@ def resolve_sku(db, args, case=None, metric=None):
         return row[0]
     row = db.execute("SELECT sku FROM runs ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
     if not row:
-        raise UsageError("the history holds no run")
+        raise EmptyHistory("the history holds no run")
     return row[0]
 
 
@@ -575,8 +580,8 @@ def cli_runs(db, args):
     out = [dict(zip(keys, r)) for r in rows]
     text = table(["run", "started", "host", "SKU", "driver", "commit", "label", "tier", "verdict"],
                  [[r["run_key"], r["started_at"], r["host"], r["sku"], r["driver"], (r["commit"] or "")[:12],
-                   r["label"], r["tier"], r["verdict"]] for r in out]) if out else "no run"
-    return EXIT_OK, {"sku": params[0] if params else None, "runs": out}, text
+                   r["label"], r["tier"], r["verdict"]] for r in out]) if out else "no run in the history"
+    return (EXIT_OK if out else EXIT_EMPTY), {"sku": params[0] if params else None, "runs": out}, text
 
 
 def cli_bracket(db, args):
@@ -649,7 +654,7 @@ def main(argv=None):
                "the case (bracket) or metric (trend), else of the latest run.\n"
                "exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad usage, no such\n"
                "database, run, case or metric, a schema newer than this tool, not a results.json;\n"
-               "3 bracket: the case is failing (the bracket is printed)")
+               "3 bracket: the case is failing (the bracket is printed); 4 the history holds no run")
     p.add_argument("--db", "--history", dest="db", default=None,
                    help="SQLite file or postgresql:// URL (default $PAGELOCK_HISTORY, else runs/history.sqlite)")
     p.add_argument("--sku", help="the SKU to query (default: taken from the runs, see below)")
@@ -691,6 +696,8 @@ def main(argv=None):
                             "import": cli_import, "version": cli_version}[args.query](db, args)
     except UsageError as e:
         return fail(EXIT_USAGE, e)
+    except EmptyHistory as e:
+        return fail(EXIT_EMPTY, e)
     except HistoryError as e:  # import: a results.json that is not one
         return fail(EXIT_USAGE if "results.json" in str(e) else EXIT_INFRA, e)
     except Exception as e:  # noqa: BLE001 -- a database error is reported, never a traceback

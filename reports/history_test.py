@@ -304,6 +304,14 @@ class Backend:
         rc, out, _ = self.cli("--json", "--sku", "nvidia-h200", "runs")
         self.assertEqual([r["run_key"] for r in json.loads(out)["runs"]], ["h200-2", "h200-1"])
 
+    def test_cli_exits_four_for_an_empty_history(self):
+        for argv in (["runs"], ["metrics"], ["--json", "runs"]):
+            rc, out, err = self.cli(*argv)
+            self.assertEqual(rc, 4, argv)
+        self.assertEqual(json.loads(out)["runs"], [])
+        rc, out, err = self.cli("metrics")
+        self.assertIn("the history holds no run", err)
+
     def test_cli_exits_two_for_an_unknown_case_run_metric_or_sku(self):
         self.put_sku("h200-1", "2026-11-01", "nvidia-h200", {"A": "PASS"}, "575", 50.0)
         for argv, words in [(["bracket", A + "x"], f"no case '{A}x' in the history; did you mean {A}?"),
