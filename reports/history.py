@@ -18,11 +18,15 @@ file written before versioning existed (user_version 0 with a `runs` table) is v
      to case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case
      rows); partial indexes on the failing and the not-run cases, which the fleet report reads
 
-CLI (exit codes: 0 done, 1 database error, 2 bad usage or no such database):
-  history.py [--db FILE|URL] [--sku SKU] runs | bracket CASE_ID | trend METRIC | metrics
+CLI (tables on stdout, or one JSON object with --json):
+  history.py [--db FILE|URL] [--sku SKU | --run KEY] [--json] runs | bracket CASE_ID | trend METRIC | metrics
   history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
   history.py [--db FILE|URL] version             schema version of the database
---db defaults to $PAGELOCK_HISTORY, else runs/history.sqlite.
+--db (a SQLite path or a postgresql:// URL) defaults to $PAGELOCK_HISTORY, else runs/history.sqlite.
+The SKU comes from the runs (the run named by --run, else the latest run with the case or metric)
+unless --sku names it. Exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad
+usage, no such database/run/case/metric, a schema newer than this code, not a results.json;
+3 `bracket` found the case failing; 4 the history holds no run.
 """
 
 import datetime
@@ -495,61 +499,216 @@ def default_target():
     return os.environ.get("PAGELOCK_HISTORY") or "runs/history.sqlite"
 
 
+# ---- CLI ---------------------------------------------------------------------------------------
+# Exit codes, the meanings of the README's table: 0 answered; 1 infrastructure (the database cannot
+# be reached or fails mid-query); 2 bad usage or configuration (no such database, a schema newer
+# than this code, no such run, case or metric, not a results.json); 3 `bracket` found the case
+# failing (the bracket to bisect is printed); 4 the history holds no run (to list, or to take a
+# SKU from), as `fleet report` exits 4 for a night without runs.
+EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_FAILING, EXIT_EMPTY = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    pass
+
+
+class EmptyHistory(Exception):
+    pass
+
+
+def table(headers, rows):
+    """Plain aligned columns, one header line: readable in a terminal and by `column`/`awk`."""
+    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    fmt = lambda r: "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in cells])
+
+
+def run_row(db, run_key):
+    row = db.execute("SELECT run_key, sku FROM runs WHERE run_key = ?", (run_key,)).fetchone()
+    if not row:
+        near = [r[0] for r in db.execute("SELECT run_key FROM runs ORDER BY started_at DESC, id DESC LIMIT 5")]
+        raise UsageError(f"no run {run_key!r} in the history" + (f"; latest runs: {', '.join(near)}" if near else
+                                                                 "; it holds no run"))
+    return tuple(row)
+
+
+def _unknown(db, kind, name, candidates):
+    import difflib
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    return UsageError(f"no {kind} {name!r} in the history" + (f"; did you mean {', '.join(close)}?" if close else ""))
+
+
+def resolve_sku(db, args, case=None, metric=None):
+    """The SKU a query is about: --sku as given, else the SKU of the run named by --run, else the
+    SKU of the latest run that has the case (or metric), else of the latest run."""
+    if args.sku:
+        if not db.execute("SELECT 1 FROM runs WHERE sku = ? LIMIT 1", (args.sku,)).fetchone():
+            skus = [r[0] for r in db.execute("SELECT DISTINCT sku FROM runs WHERE sku IS NOT NULL")]
+            raise UsageError(f"no run of SKU {args.sku!r} in the history (SKUs: {', '.join(sorted(skus)) or 'none'})")
+        return args.sku
+    if args.run:
+        return run_row(db, args.run)[1]
+    if case is not None:
+        row = db.execute("SELECT r.sku FROM cases c JOIN runs r ON r.id = c.run_id JOIN case_names n"
+                         " ON n.id = c.case_ref WHERE n.name = ? ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+                         (case,)).fetchone()
+        if not row:
+            raise _unknown(db, "case", case, [r[0] for r in db.execute("SELECT name FROM case_names")])
+        return row[0]
+    if metric is not None:
+        row = db.execute("SELECT r.sku FROM metrics m JOIN runs r ON r.id = m.run_id WHERE m.name = ?"
+                         " ORDER BY r.started_at DESC, r.id DESC LIMIT 1", (metric,)).fetchone()
+        if not row:
+            raise _unknown(db, "metric", metric, [r[0] for r in db.execute("SELECT DISTINCT name FROM metrics")])
+        return row[0]
+    row = db.execute("SELECT sku FROM runs ORDER BY started_at DESC, id DESC LIMIT 1").fetchone()
+    if not row:
+        raise EmptyHistory("the history holds no run")
+    return row[0]
+
+
+def cli_runs(db, args):
+    q = ("SELECT run_key, started_at, host, sku, nvidia_driver, harness_commit, label, tier, verdict"
+         " FROM runs")
+    params = ()
+    if args.sku or args.run:
+        q += " WHERE sku = ?"
+        params = (resolve_sku(db, args),)
+    rows = db.execute(q + " ORDER BY started_at DESC, id DESC LIMIT ?", params + (args.limit,)).fetchall()
+    keys = ("run_key", "started_at", "host", "sku", "driver", "commit", "label", "tier", "verdict")
+    out = [dict(zip(keys, r)) for r in rows]
+    text = table(["run", "started", "host", "SKU", "driver", "commit", "label", "tier", "verdict"],
+                 [[r["run_key"], r["started_at"], r["host"], r["sku"], r["driver"], (r["commit"] or "")[:12],
+                   r["label"], r["tier"], r["verdict"]] for r in out]) if out else "no run in the history"
+    return (EXIT_OK if out else EXIT_EMPTY), {"sku": params[0] if params else None, "runs": out}, text
+
+
+def cli_bracket(db, args):
+    case = args.arg[0]
+    sku = resolve_sku(db, args, case=case)
+    if not db.execute("SELECT 1 FROM cases c JOIN runs r ON r.id = c.run_id JOIN case_names n ON n.id = c.case_ref"
+                      " WHERE n.name = ? AND r.sku = ? LIMIT 1", (case, sku)).fetchone():
+        raise UsageError(f"case {case!r} never ran on SKU {sku!r}")
+    last_pass, first_fail = bracket(db, case, sku)
+    rows = []
+    for what, r in (("last pass", last_pass), ("first failure", first_fail)):
+        rows.append([what] + ([r["run_key"], r["started_at"], r["nvidia_driver"], (r["harness_commit"] or "")[:12],
+                               r["status"]] if r else ["none in the history", "", "", "", ""]))
+    text = f"case {case} on {sku}\n" + table(["", "run", "started", "driver", "commit", "status"], rows)
+    if first_fail:
+        text += ("\nbisect between the two drivers/commits above" if last_pass else
+                 "\nthe case never passed on this SKU before it failed")
+    else:
+        text += "\nno failure since the last pass"
+    return (EXIT_FAILING if first_fail else EXIT_OK), \
+        {"case": case, "sku": sku, "last_pass": last_pass, "first_failure": first_fail}, text
+
+
+def cli_trend(db, args):
+    metric = args.arg[0]
+    sku = resolve_sku(db, args, metric=metric)
+    points = trend(db, metric, sku, args.limit)
+    if not points:
+        raise UsageError(f"metric {metric!r} was never recorded on SKU {sku!r}")
+    out = [{"run_key": k, "driver": d, "value": v} for k, d, v in points]
+    text = f"{metric} on {sku}, oldest first\n" + table(["run", "driver", "value"],
+                                                        [[k, d, f"{v:.3f}"] for k, d, v in points])
+    return EXIT_OK, {"metric": metric, "sku": sku, "points": out}, text
+
+
+def cli_metrics(db, args):
+    sku = resolve_sku(db, args)
+    names = metric_names(db, sku)
+    return EXIT_OK, {"sku": sku, "metrics": names}, (f"metrics on {sku}:\n" + "\n".join(names) if names
+                                                      else f"no metric recorded on {sku}")
+
+
+def cli_import(db, args):
+    done = []
+    for d in args.arg:
+        key, rid, new = import_run_dir(db, d)
+        done.append({"run_dir": os.path.abspath(d), "run_key": key, "run_id": rid,
+                     "result": "imported" if new else "already stored"})
+    return EXIT_OK, {"imports": done}, "\n".join(f"{x['result']}: {x['run_key']} (run {x['run_id']})" for x in done)
+
+
+def cli_version(db, args):
+    v = db.version()
+    return EXIT_OK, {"schema_version": v, "backend": db.backend}, str(v)
+
+
 def main(argv=None):
     import argparse
     p = argparse.ArgumentParser(
-        prog="reports/history.py", description="Query the run history or import run directories.",
-        epilog="exit codes: 0 done; 1 database error; 2 bad usage or no such database")
+        prog="reports/history.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Query the run history (a SQLite file or a postgresql:// URL) or import run directories.",
+        epilog="queries:\n"
+               "  runs              latest runs, newest first (all SKUs unless --sku/--run)\n"
+               "  bracket CASE_ID   last pass and first failure after it: the pair to bisect\n"
+               "  trend METRIC      a metric's values, oldest first\n"
+               "  metrics           metric names recorded\n"
+               "  import RUN_DIR... store qualify run directories (idempotent)\n"
+               "  version           the database's schema version\n"
+               "The SKU is --sku, else the SKU of the run named by --run, else of the latest run that has\n"
+               "the case (bracket) or metric (trend), else of the latest run.\n"
+               "exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad usage, no such\n"
+               "database, run, case or metric, a schema newer than this tool, not a results.json;\n"
+               "3 bracket: the case is failing (the bracket is printed); 4 the history holds no run")
     p.add_argument("--db", "--history", dest="db", default=None,
                    help="SQLite file or postgresql:// URL (default $PAGELOCK_HISTORY, else runs/history.sqlite)")
-    p.add_argument("--sku", default="nvidia-h200")
+    p.add_argument("--sku", help="the SKU to query (default: taken from the runs, see below)")
+    p.add_argument("--run", help="a run key: query the SKU of that run")
+    p.add_argument("--limit", type=int, default=50, help="rows of runs/trend (default 50)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("query", choices=["runs", "bracket", "trend", "metrics", "import", "version"])
     p.add_argument("arg", nargs="*")
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_USAGE if e.code else EXIT_OK
     target = args.db or default_target()
+
+    def fail(code, msg):
+        print(f"history: {msg}", file=sys.stderr)
+        return code
+
     if not is_url(target) and not os.path.exists(target) and args.query != "import":
-        print(f"history: {target}: no such database", file=sys.stderr)
-        return 2
+        return fail(EXIT_USAGE, f"{target}: no such database")
     if args.query in ("bracket", "trend", "import") and not args.arg:
-        print(f"history: {args.query} needs an argument", file=sys.stderr)
-        return 2
+        return fail(EXIT_USAGE, f"{args.query} needs an argument")
+    if args.query in ("bracket", "trend") and len(args.arg) > 1:
+        return fail(EXIT_USAGE, f"{args.query} takes one argument, got {len(args.arg)}")
+    if args.query in ("runs", "metrics", "version") and args.arg:
+        return fail(EXIT_USAGE, f"{args.query} takes no argument")
     if args.query == "import":
         bad = [d for d in args.arg if not os.path.isfile(os.path.join(d, "results.json"))]
         if bad:
-            print(f"history: not a run directory (no results.json): {', '.join(bad)}", file=sys.stderr)
-            return 2
+            return fail(EXIT_USAGE, f"not a run directory (no results.json): {', '.join(bad)}")
     try:
         db = connect(target)
     except HistoryError as e:
-        print(f"history: {e}", file=sys.stderr)
-        return 1
+        # A server that cannot be reached is infrastructure; a file that is no database, or a
+        # schema newer than this code, is configuration.
+        return fail(EXIT_INFRA if is_url(target) and "cannot connect" in str(e) else EXIT_USAGE, e)
     try:
-        if args.query == "runs":
-            for row in runs(db, args.sku):
-                print("\t".join(str(x) for x in row))
-        elif args.query == "version":
-            print(db.version())
-        elif args.query == "metrics":
-            print("\n".join(metric_names(db, args.sku)))
-        elif args.query == "bracket":
-            last_pass, first_fail = bracket(db, args.arg[0], args.sku)
-            print(f"last pass:  {last_pass}\nfirst fail: {first_fail}")
-        elif args.query == "trend":
-            for key, driver, value in trend(db, args.arg[0], args.sku):
-                print(f"{key}\t{driver}\t{value:.3f}")
-        else:
-            for d in args.arg:
-                key, rid, new = import_run_dir(db, d)
-                print(f"{'imported' if new else 'already stored'}: {key} (run {rid})")
-    except HistoryError as e:
-        print(f"history: {e}", file=sys.stderr)
-        return 1
+        code, data, text = {"runs": cli_runs, "bracket": cli_bracket, "trend": cli_trend, "metrics": cli_metrics,
+                            "import": cli_import, "version": cli_version}[args.query](db, args)
+    except UsageError as e:
+        return fail(EXIT_USAGE, e)
+    except EmptyHistory as e:
+        return fail(EXIT_EMPTY, e)
+    except HistoryError as e:  # import: a results.json that is not one
+        return fail(EXIT_USAGE if "results.json" in str(e) else EXIT_INFRA, e)
     except Exception as e:  # noqa: BLE001 -- a database error is reported, never a traceback
-        print(f"history: {redact(target)}: {type(e).__name__}: {str(e).strip()}", file=sys.stderr)
-        return 1
+        return fail(EXIT_INFRA, f"{redact(target)}: {type(e).__name__}: {str(e).strip()}")
     finally:
         db.close()
-    return 0
+    if args.json:
+        print(json.dumps(dict(data, query=args.query, exit_code=code), indent=1, default=str))
+    else:
+        print(text)
+    return code
 
 
 if __name__ == "__main__":

@@ -260,6 +260,73 @@ class Backend:
         self.assertNotIn("Traceback", err.getvalue())
 
 
+    def cli(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = history.main(["--db", self.target, *argv])
+        self.assertNotIn("Traceback", err.getvalue())
+        return rc, out.getvalue(), err.getvalue()
+
+    def put_sku(self, key, started, sku, statuses, driver="580.1", metric=None):
+        return history.store(self.db, key, started, make_run("h1", driver, statuses, metric), None,
+                             sku, "abcdef1234567890", 0, "v", label="nightly")
+
+    def test_cli_prints_tables_and_json_with_the_sku_taken_from_the_runs(self):
+        self.put_sku("h200-1", "2026-11-01", "nvidia-h200", {"A": "PASS"}, "575", 50.0)
+        self.put_sku("h200-2", "2026-11-02", "nvidia-h200", {"A": "FAIL"}, "580", 40.0)
+        self.put_sku("l40s-1", "2026-11-03", "nvidia-l40s", {"A": "PASS"}, "590", 20.0)
+        rc, out, _ = self.cli("runs")
+        self.assertEqual(rc, 0)
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["run", "started", "host", "SKU", "driver", "commit", "label", "tier",
+                                            "verdict"])
+        self.assertEqual([ln.split()[0] for ln in lines[2:]], ["l40s-1", "h200-2", "h200-1"])
+        self.assertNotIn("{", out)  # a table, not Python dicts
+        # No --sku: the latest run with the case is an L40S, where A passes.
+        rc, out, _ = self.cli("bracket", A)
+        self.assertEqual(rc, 0, out)
+        self.assertIn(f"case {A} on nvidia-l40s", out)
+        # The run named by --run gives the SKU: on the H200 the case fails, which exits 3.
+        rc, out, _ = self.cli("--run", "h200-1", "bracket", A)
+        self.assertEqual(rc, 3, out)
+        rows = {ln.split("  ")[0]: ln.split() for ln in out.splitlines()[3:5]}
+        self.assertEqual(rows["last pass"][2:4], ["h200-1", "2026-11-01"])
+        self.assertEqual(rows["first failure"][2:4], ["h200-2", "2026-11-02"])
+        rc, out, _ = self.cli("--json", "--sku", "nvidia-h200", "bracket", A)
+        data = json.loads(out)
+        self.assertEqual((rc, data["exit_code"], data["sku"]), (3, 3, "nvidia-h200"))
+        self.assertEqual((data["last_pass"]["nvidia_driver"], data["first_failure"]["nvidia_driver"]), ("575", "580"))
+        rc, out, _ = self.cli("--json", "trend", "h2d_pinned_GBps")
+        data = json.loads(out)
+        self.assertEqual((rc, data["sku"], [p["value"] for p in data["points"]]), (0, "nvidia-l40s", [20.0]))
+        rc, out, _ = self.cli("--run", "h200-2", "trend", "h2d_pinned_GBps")
+        self.assertEqual([ln.split()[-1] for ln in out.splitlines()[3:]], ["50.000", "40.000"])
+        rc, out, _ = self.cli("--json", "--sku", "nvidia-h200", "runs")
+        self.assertEqual([r["run_key"] for r in json.loads(out)["runs"]], ["h200-2", "h200-1"])
+
+    def test_cli_exits_four_for_an_empty_history(self):
+        for argv in (["runs"], ["metrics"], ["--json", "runs"]):
+            rc, out, err = self.cli(*argv)
+            self.assertEqual(rc, 4, argv)
+        self.assertEqual(json.loads(out)["runs"], [])
+        rc, out, err = self.cli("metrics")
+        self.assertIn("the history holds no run", err)
+
+    def test_cli_exits_two_for_an_unknown_case_run_metric_or_sku(self):
+        self.put_sku("h200-1", "2026-11-01", "nvidia-h200", {"A": "PASS"}, "575", 50.0)
+        for argv, words in [(["bracket", A + "x"], f"no case '{A}x' in the history; did you mean {A}?"),
+                            (["--run", "nope", "bracket", A], "no run 'nope' in the history; latest runs: h200-1"),
+                            (["trend", "d2h_GBps"], "no metric 'd2h_GBps'"),
+                            (["--sku", "nvidia-b200", "runs"], "no run of SKU 'nvidia-b200' in the history"
+                                                               " (SKUs: nvidia-h200)"),
+                            (["bracket", A, B], "bracket takes one argument"),
+                            (["--bogus", "runs"], "unrecognized arguments")]:
+            rc, out, err = self.cli(*argv)
+            self.assertEqual(rc, 2, argv)
+            self.assertIn(words, err)
+            self.assertEqual(out, "")
+
+
 class SqliteHistoryTest(Backend, unittest.TestCase):
     def new_target(self):
         return os.path.join(self.tmp, "h.sqlite")
@@ -279,7 +346,7 @@ class SqliteHistoryTest(Backend, unittest.TestCase):
             junk = os.path.join(self.tmp, "junk.sqlite")
             with open(junk, "w") as f:
                 f.write("not a database" * 100)
-            self.assertEqual(history.main(["--db", junk, "runs"]), 1)
+            self.assertEqual(history.main(["--db", junk, "runs"]), 2)  # not a database: configuration
         self.assertIn("no such database", err.getvalue())
         self.assertIn("junk.sqlite", err.getvalue())
         self.assertNotIn("Traceback", err.getvalue())

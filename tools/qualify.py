@@ -333,8 +333,13 @@ def publish(plan, run, comp, info, args):
         f.write(cmp.failures_csv(run, comp))
     if plan.db:
         try:
+            # Everything the fleet report shows (label, tier, run folder, its report), as an import
+            # of this run folder would store it.
             history.store(plan.db, info["run_key"], info["started_at"], run, comp, plan.sku,
-                          info["bundle"].get("commit", ""), comp.exit_code, info["verdict"])
+                          info["bundle"].get("commit", ""), comp.exit_code, info["verdict"],
+                          label=info.get("label") or None, tier=info.get("tier"),
+                          run_dir=os.path.abspath(run_dir),
+                          report=os.path.abspath(os.path.join(run_dir, "index.html")))
         except (sqlite3.Error, ValueError, TypeError) as e:
             say(f"warning: the history was not updated ({e}); results.json has the run")
     page = write_report(plan, run, comp, info)
@@ -461,7 +466,7 @@ def main(argv=None):
     p.add_argument("--expectations", default=os.path.join(ROOT, "expectations"))
     p.add_argument("--baseline", default="auto",
                    help="auto (last run of this SKU, else baselines/<sku>), none, or a run dir/results.json")
-    p.add_argument("--history", help="SQLite file (default OUT/history.sqlite)")
+    p.add_argument("--history", help="SQLite file or postgresql:// URL (default OUT/history.sqlite)")
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
     p.add_argument("--time-scale", type=float, default=1.0)

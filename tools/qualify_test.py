@@ -17,6 +17,7 @@ import unittest
 
 from reports import compare as cmp
 from reports import compare_runs
+from reports import history
 from reports import model
 from tools import qualify
 from tools.runner import runner_test
@@ -70,8 +71,14 @@ class QualifyTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
 
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
-        self.assertEqual(self.qualify(), 0, self.output)
+        self.assertEqual(self.qualify("--label", "nightly-1130", "--tier", "bat"), 0, self.output)
         run_dir, res = self.last_run()
+        # The history row holds what the fleet report shows: label, tier, run folder, its report.
+        db = history.connect(os.path.join(self.out, "history.sqlite"))
+        row = db.execute("SELECT run_key, label, tier, run_dir, report, verdict FROM runs").fetchall()
+        db.close()
+        self.assertEqual([tuple(r) for r in row], [(res["info"]["run_key"], "nightly-1130", "bat", os.path.abspath(run_dir),
+                                                    os.path.join(os.path.abspath(run_dir), "index.html"), "QUALIFIED")])
         for name in ("results.json", "index.html", "failures.csv", "results.csv", "junit.xml",
                      "expectations-update.txt", "testlogs/selftest/fake_gtest/test.xml"):
             self.assertTrue(os.path.exists(os.path.join(run_dir, name)), name)

@@ -3,7 +3,8 @@
 (schema and migrations of reports/history.py), then times the fleet report and a host's upload.
 
   /usr/bin/python3 tools/fleet/bench.py [--hosts 1000] [--nights 365] [--cases 238]
-                                        [--history URL] [--json OUT]
+                                        [--history URL] [--json OUT] [--repeats 5] [--keep]
+  /usr/bin/python3 tools/fleet/bench.py --history URL --report-only [--repeats N]   (a kept database)
 
 Without --history it starts its own PostgreSQL server in a temporary folder (tools/fleet/daemons.py)
 and stops it at the end. The lab: 400 H200, 300 H100, 200 A100 and 100 L40S hosts; every SKU gets a
@@ -141,20 +142,41 @@ def sizes(db):
     return out
 
 
-def time_report(url, label, html_out, repeats=5):
-    """Wall time of the whole CLI (process start, queries, HTML), and fleet_data's own timings."""
+def time_report(url, label, html_out, repeats=5, stats=None):
+    """Wall time of the whole CLI (process start, queries, HTML), and fleet_data's own timings.
+    `stats` (a dict) gets the CLI's CPU seconds (user + system) and the load average per run."""
+    import resource
     walls = []
     for _ in range(repeats):
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load = os.getloadavg()[0]
         t = time.monotonic()
         r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fleet", "fleet.py"), "report",
                             "--history", url, "--label", label, "--html", html_out, "--json", html_out + ".json"],
                            capture_output=True, text=True)
         walls.append(time.monotonic() - t)
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if stats is not None:
+            stats.setdefault("cpu_s", []).append(round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 3))
+            stats.setdefault("load_avg_1min", []).append(round(load, 2))
         if r.returncode != 0:
             raise RuntimeError(f"fleet report failed: {r.stderr}")
     with open(html_out + ".json") as f:
         data = json.load(f)
     return walls, data
+
+
+def report_only(url, nights, repeats, html, log):
+    """Times the report against a database loaded earlier (--keep), e.g. after a change of the report."""
+    out = {}
+    for name, n in (("last_night", nights - 1), ("mid_year", nights // 2)):
+        stats = {}
+        walls, data = time_report(url, f"nightly-{night_date(n, nights)}", f"{html}.{name}.html", repeats, stats)
+        out[name] = {"wall_s": [round(w, 3) for w in walls], "median_wall_s": round(statistics.median(walls), 3),
+                     "queries_s": data["timings_s"], **stats}
+        log(f"{name}: wall {min(walls):.2f}-{max(walls):.2f} s (median {statistics.median(walls):.2f}); "
+            f"cpu {stats['cpu_s']}; load {stats['load_avg_1min']}; queries {data['timings_s']}")
+    return out
 
 
 def time_upload(db, ncases):
@@ -179,6 +201,9 @@ def main(argv=None):
     p.add_argument("--history", help="an empty PostgreSQL database (default: start a server here)")
     p.add_argument("--json", help="write the numbers here")
     p.add_argument("--html", default="/tmp/pagelock-fleet-bench.html")
+    p.add_argument("--repeats", type=int, default=5, help="report runs per night timed (default 5)")
+    p.add_argument("--report-only", action="store_true",
+                   help="with --history of a database loaded earlier: time the report only")
     p.add_argument("--keep", action="store_true",
                    help="leave the server it started running (prints its folder and pid; stop it by that pid)")
     args = p.parse_args(argv)
@@ -186,6 +211,14 @@ def main(argv=None):
     def log(msg):
         print(f"bench: {msg}", flush=True)
 
+    if args.report_only:
+        if not args.history:
+            p.error("--report-only needs --history URL of a loaded database")
+        result = report_only(args.history, args.nights, args.repeats, args.html, log)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+        return 0
     server = None
     url = args.history
     if not url:
@@ -198,11 +231,11 @@ def main(argv=None):
         size = sizes(db)
         log(f"loaded in {load_s:.0f} s: " + json.dumps(size))
         last = night_date(args.nights - 1, args.nights)
-        walls, data = time_report(url, f"nightly-{last}", args.html)
+        walls, data = time_report(url, f"nightly-{last}", args.html, args.repeats)
         log(f"fleet report of {last}: wall {min(walls):.2f}-{max(walls):.2f} s (median "
             f"{statistics.median(walls):.2f}); queries {data['timings_s']}")
         mid = night_date(args.nights // 2, args.nights)
-        walls_mid, data_mid = time_report(url, f"nightly-{mid}", args.html + ".mid.html")
+        walls_mid, data_mid = time_report(url, f"nightly-{mid}", args.html + ".mid.html", args.repeats)
         upload = time_upload(db, args.cases)
         log(f"one host's upload ({args.cases} cases): median {upload * 1000:.0f} ms")
         explain = {}

@@ -209,6 +209,46 @@ class ReportOnBackend:
         self.assertEqual(data["runs"][0]["n_cases"], len(ref["run"]["cases"]))
         self.assertIn(info["run_key"], fleet_report.render_html(data))
 
+    def test_the_committed_h200_run_folders_import_and_appear_in_the_night_report(self):
+        # examples/h200-qualification/{reference,second}: two real qualify runs of one H200 host,
+        # the same night. Imported with the CLI, the later one is the host's row and names the
+        # earlier one it replaces; its link points at its own committed report.
+        src = os.path.join(ROOT, "examples", "h200-qualification")
+        dirs, infos = [], []
+        for name in ("reference", "second"):
+            if not os.path.exists(os.path.join(src, name, "results.json")):
+                self.skipTest(f"{src}/{name} is not in this tree")
+            d = os.path.join(self.tmp, "runs", name)
+            os.makedirs(d)
+            for f in ("results.json", "index.html"):
+                shutil.copy(os.path.join(src, name, f), d)
+            with open(os.path.join(d, "results.json")) as f:
+                res = json.load(f)
+            dirs.append(d)
+            infos.append((res["info"], res["run"]["fingerprint"], len(res["run"]["cases"]), d))
+        rc, out, err = call(history.main, ["--db", self.target, "import", *dirs])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("imported: "), 2, out)
+        (old, _, _, _), (new, fp, n_cases, new_dir) = sorted(infos, key=lambda x: x[0]["started_at"])
+        data = fleet_report.fleet_data(self.db, night=new["started_at"][:10])
+        row = [r for r in data["runs"] if r["host"] == fp["host"]]
+        self.assertEqual([(r["run_key"], r["sku"], r["driver"], r["verdict"], r["label"], r["n_cases"],
+                           r["replaced_keys"]) for r in row],
+                         [(new["run_key"], new["sku"], fp["nvidia_driver"], new["verdict"], new["label"], n_cases,
+                           [old["run_key"]])])
+        self.assertEqual(row[0]["report"], os.path.join(new_dir, "index.html"))
+        fleet_dir = os.path.join(self.tmp, "fleet")
+        page = fleet_report.render_html(data, fleet_dir)
+        self.assertIn('href="../runs/second/index.html"', page)
+        self.assertIn(old["run_key"], page)
+        # Its failing cases are grouped under the host's SKU.
+        with open(os.path.join(new_dir, "results.json")) as f:
+            res = json.load(f)
+        want = {c["id"] for c in res["run"]["cases"] if c["status"] in history.FAILING}
+        got = {g["case"] for g in data["problems"] if g["sku"] == new["sku"] and fp["host"] in g["hosts"]}
+        self.assertTrue(want, "the committed run has failing cases")
+        self.assertLessEqual(want, got)
+
     def test_the_night_selects_like_the_label_and_an_empty_night_exits_four(self):
         self.assertEqual(fleet_report.fleet_data(self.db, night="2026-11-30")["hosts"], 5)
         rc, _, e = call(fleet.main, ["report", "--history", self.target, "--night", "2020-01-01"])
