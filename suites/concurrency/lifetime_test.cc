@@ -44,6 +44,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     report.Set("warmup_bytes_ok", host[0] == 0 && host[1] <= sizeof *warm ? "1" : "0");
     (void)cudaFree(warm);
   }
+  report.Set("quiet_before", PinBalanceIsQuiet() ? "1" : "0");
   const PinCounters base = ReadPinCounters();
   report.Set("counters", base.available ? "1" : base.why_not);
   void* a = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -84,6 +85,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
   report.Error("unregister", cudaHostUnregister(a));
   (void)cudaGetLastError();
   report.Set("pins_left_pages", static_cast<long long>(WaitForPinBalance(base.balance(), 5).balance() - base.balance()));
+  report.Set("quiet_after", PinBalanceIsQuiet() ? "1" : "0");
   if (b == a) munmap(b, kSize);
   report.Error("sync_end", cudaDeviceSynchronize());
 }
@@ -95,7 +97,8 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
   if (!ReadPinCounters().available) PAGELOCK_NOT_SUPPORTED(ReadPinCounters().why_not);
   ChildResult r = RunScenario("StaleRegistration", 60);
   for (const char* key : {"munmap", "same_address", "attributes_new", "type_new", "devptr_new", "device_read",
-                          "device_sees", "unregister", "pinned_pages", "pins_left_pages", "sync_end"}) {
+                          "device_sees", "unregister", "pinned_pages", "pins_left_pages", "sync_end",
+                          "quiet_before", "quiet_after"}) {
     Observe(key, r.Get(key));
   }
   ASSERT_CHILD_COMPLETED(r);
@@ -105,8 +108,15 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
   // recorded. What must hold: the pins do not outlive the unregister.
   ASSERT_EQ(r.Get("warmup"), "cudaSuccess");
   EXPECT_EQ(r.Get("warmup_bytes_ok"), "1");
-  // At or below zero: the counters are host-wide (WaitForPinBalance); above is a leak.
-  EXPECT_LE(std::atoll(r.Get("pins_left_pages").c_str()), 0)
+  // At or below zero: the counters are host-wide (WaitForPinBalance); above is a leak, unless
+  // something else on the host was pinning around the case (then the check says nothing).
+  const long long left = std::atoll(r.Get("pins_left_pages").c_str());
+  if (left > 0 && (r.Get("quiet_before") != "1" || r.Get("quiet_after") != "1")) {
+    Warn("the host-wide pin balance moved around the case (another process pins): " + std::to_string(left) +
+         " page(s) above the baseline after the unregister is inconclusive");
+    return;
+  }
+  EXPECT_LE(left, 0)
       << "pages stayed pinned after the unregister of an unmapped range (" << r.Get("unregister") << ")";
 }
 

@@ -80,6 +80,24 @@ PAGELOCK_SCENARIO(PrimaryContextSetFlagsWhileActive) {
   report.Cu("release", d.cuDevicePrimaryCtxRelease(dev));
 }
 
+// Unknown bits given to the driver API directly. cudaSetDeviceFlags checks its own mask before
+// the driver sees the flags, so only this path catches a driver that masks unknown bits off
+// instead of rejecting them (fault ctxflags_accept_unknown). A masked 0x100 would set flags 0:
+// a child, so a broken driver changes no state of the test process.
+PAGELOCK_SCENARIO(PrimaryContextUnknownFlagBits) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) return report.Set("driver", d.error);
+  CUdevice dev = 0;
+  report.Cu("init", d.cuInit(0));
+  report.Cu("device", d.cuDeviceGet(&dev, 0));
+  report.Cu("set_bit8", d.cuDevicePrimaryCtxSetFlags(dev, 0x100u));
+  report.Cu("set_spin_and_bit31", d.cuDevicePrimaryCtxSetFlags(dev, CU_CTX_SCHED_SPIN | 0x80000000u));
+  unsigned flags = ~0u;
+  int active = -1;
+  report.Cu("get_state", d.cuDevicePrimaryCtxGetState(dev, &flags, &active));
+  report.Set("state_flags", static_cast<long long>(flags));
+}
+
 // A driver-API context (not the primary one) is current when the runtime is asked to set flags.
 PAGELOCK_SCENARIO(SetFlagsWithDriverContextCurrent) {
   const DriverApi& d = Driver();
@@ -222,6 +240,19 @@ TEST_F(DeviceFlagsTest, PrimaryContextFlagsCanBeSetWhileActive) {
                                                        "CUDA_SUCCESS", "CUDA_SUCCESS"));
   EXPECT_EQ(r.Get("state_active"), "1");
   EXPECT_EQ(std::stoul(r.Get("state_flags")) & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_BLOCKING_SYNC});
+}
+
+TEST_F(DeviceFlagsTest, DriverRejectsUnknownPrimaryContextFlagBitsAndKeepsTheFlags) {
+  PAGELOCK_RULE("R64");
+  ChildResult r = Run("PrimaryContextUnknownFlagBits");
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("driver"), "<missing>") << r.Get("driver");
+  ASSERT_EQ(r.Get("init"), "CUDA_SUCCESS");
+  EXPECT_EQ(r.Get("set_bit8"), "CUDA_ERROR_INVALID_VALUE");
+  EXPECT_EQ(r.Get("set_spin_and_bit31"), "CUDA_ERROR_INVALID_VALUE");
+  ASSERT_EQ(r.Get("get_state"), "CUDA_SUCCESS");
+  // Nothing was set: the primary context keeps its default (automatic scheduling, flags 0).
+  EXPECT_EQ(r.Get("state_flags"), "0") << "a rejected call changed the primary context's flags";
 }
 
 TEST_F(DeviceFlagsTest, SetDeviceFlagsWithANonPrimaryDriverContextCurrentIsRejected) {
