@@ -301,7 +301,14 @@ cudaError_t AtomicWords::Write(AtomicType t, const std::vector<uint64_t>& words)
     return cudaSuccess;
   }
   // copy-check: the words written here are the initial values the history check of every word starts from
-  return cudaMemcpy(dev_, raw.data(), raw.size(), cudaMemcpyHostToDevice);
+  cudaError_t e = cudaMemcpy(dev_, raw.data(), raw.size(), cudaMemcpyHostToDevice);
+  // From a pageable source cudaMemcpy may return once the bytes are staged, before the DMA lands
+  // (R76, S02), and the kernels run on non-blocking streams, which do not wait for the legacy
+  // stream. Without this wait the DMA could land after the atomics and overwrite their results:
+  // on a time-sliced H200 it did (whole blocks of words back at their initial values; found
+  // 2026-11-30 as "lost updates" of block-scope CAS, suites/DEVIATIONS.md#atomics).
+  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
+  return e;
 }
 
 cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const {
