@@ -38,10 +38,11 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     cudaError_t e = cudaMalloc(&warm, sizeof host);
     if (e == cudaSuccess) e = cudaMemset(warm, 0, sizeof host);
     if (e == cudaSuccess) e = LaunchCountPatternMismatches(warm, sizeof *warm, 0, warm + 1);
+    // copy-check: both words read back are judged next (warmup_bytes_ok)
     if (e == cudaSuccess) e = cudaMemcpy(host, warm, sizeof host, cudaMemcpyDeviceToHost);
-    report.Error("warmup", e);
     // The memset's zeros arrived and the kernel's count is a count of at most 8 bytes.
     report.Set("warmup_bytes_ok", host[0] == 0 && host[1] <= sizeof *warm ? "1" : "0");
+    report.Error("warmup", e);
     (void)cudaFree(warm);
   }
   report.Set("quiet_before", PinBalanceIsQuiet() ? "1" : "0");

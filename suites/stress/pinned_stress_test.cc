@@ -135,11 +135,12 @@ TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   ASSERT_CUDA_OK(cudaHostAlloc(&host, max_bytes, cudaHostAllocMapped));
   unsigned long long* bad = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
-  ASSERT_CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
   cudaStream_t producer = nullptr, consumer = nullptr;
   cudaEvent_t written = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking));
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
+  // On the consumer: a legacy-stream cudaMemset of device memory (async, S02) could land after its counts.
+  ASSERT_CUDA_OK(cudaMemsetAsync(bad, 0, sizeof *bad, consumer));
   ASSERT_CUDA_OK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
   std::mt19937_64 rng(RunSeed());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
@@ -156,6 +157,7 @@ TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
     ++iterations;
   }
   unsigned long long mismatches = ~0ull;
+  ASSERT_CUDA_OK(cudaStreamSynchronize(consumer));  // the legacy-stream read below does not wait for it (0 iterations)
   ASSERT_CUDA_OK(cudaMemcpy(&mismatches, bad, sizeof mismatches, cudaMemcpyDefault));
   Metric("iterations_count", static_cast<double>(iterations), "count");
   EXPECT_GT(iterations, 0);
