@@ -579,6 +579,29 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
   return out;
 }
 
+RacingTally RunRacingPatterns(AtomicWords& words, AtomicRun run) {
+  RacingTally t;
+  run.scope = AtomicScope::kSystem;
+  t.error = ShapeCasRun(run);
+  if (!t.error.empty()) return t;
+  for (AddressPattern pattern : {AddressPattern::kOneAddress, AddressPattern::kAdjacentWords,
+                                 AddressPattern::kScattered}) {
+    run.pattern = pattern;
+    const AtomicOutcome out = RunAtomics(words, run);
+    if (!out.error.empty()) t.error = PatternName(pattern) + ": " + out.error;
+    else if (out.gave_up || out.clobbered) t.error = PatternName(pattern) + ": " + out.Describe();
+    if (!t.error.empty()) return t;
+    t.lost += out.lost;
+    t.wrong += out.wrong_finals + out.repeated_olds;
+    t.contributions += out.contributions;
+    if (!out.exact() && t.first.empty()) t.first = PatternName(pattern) + ": " + out.Describe();
+  }
+  Metric("lost_or_torn_updates_count", static_cast<double>(t.lost), "count");
+  Metric("wrong_words_count", static_cast<double>(t.wrong), "count");
+  Metric("atomics_checked_count", static_cast<double>(t.contributions), "count");
+  return t;
+}
+
 int CasThreadsPerBlock() {
   const char* s = std::getenv("PAGELOCK_ATOMICS_CAS_THREADS");
   if (s == nullptr || *s == '\0') return kCasThreadsDefault;

@@ -160,4 +160,14 @@ inline size_t AtomicBytes(int blocks) { return static_cast<size_t>(blocks) * kGr
 // loops on their attempt count.
 AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run);
 
+// A racing run (system scope; host threads or several GPUs as `run` says) over the three address
+// patterns, summed, as the host-race and multi-GPU cases judge it against the device's promise.
+// Records the metrics lost_or_torn_updates_count, wrong_words_count and atomics_checked_count.
+struct RacingTally {
+  std::string error;  // a CUDA call failed, a CAS loop gave up or an untouched word changed
+  uint64_t lost = 0, wrong = 0, contributions = 0;
+  std::string first;  // the first inexact pattern, described
+};
+RacingTally RunRacingPatterns(AtomicWords& words, AtomicRun run);
+
 }  // namespace pagelock

@@ -85,37 +85,21 @@ TEST_P(HostRaceAtomicsTest, SystemScopeRacingHostThreadsIsExactWhereNative) {
   AtomicWords words(memory, AtomicBytes(kBlocks));
   if (!words.unsupported().empty()) PAGELOCK_NOT_SUPPORTED(words.unsupported());
   ASSERT_TRUE(words.error().empty()) << words.error();
-  uint64_t lost = 0, wrong = 0, contributions = 0;
-  std::string first;
-  for (AddressPattern pattern : kPatterns) {
-    AtomicRun run;
-    run.ot = ot;
-    run.scope = AtomicScope::kSystem;
-    run.pattern = pattern;
-    run.blocks = kBlocks;
-    run.seed = CaseSeed();
-    run.host_threads = kHostThreads;
-    run.host_iters = kHostIters;
-    ASSERT_EQ(ShapeCasRun(run), "");
-    const AtomicOutcome out = RunAtomics(words, run);
-    ASSERT_TRUE(out.error.empty()) << PatternName(pattern) << ": " << out.error;
-    ASSERT_EQ(out.gave_up, 0u) << PatternName(pattern) << ": " << out.Describe();
-    ASSERT_EQ(out.clobbered, 0u) << PatternName(pattern) << ": " << out.Describe();
-    lost += out.lost;
-    wrong += out.wrong_finals + out.repeated_olds;
-    contributions += out.contributions;
-    if (!out.exact() && first.empty()) first = PatternName(pattern) + ": " + out.Describe();
-  }
-  Metric("lost_or_torn_updates_count", static_cast<double>(lost), "count");
-  Metric("wrong_words_count", static_cast<double>(wrong), "count");
-  Metric("atomics_checked_count", static_cast<double>(contributions), "count");
+  AtomicRun run;
+  run.ot = ot;
+  run.blocks = kBlocks;
+  run.seed = CaseSeed();
+  run.host_threads = kHostThreads;
+  run.host_iters = kHostIters;
+  const RacingTally t = RunRacingPatterns(words, run);
+  ASSERT_TRUE(t.error.empty()) << t.error;
   if (!promise.native) {
     PAGELOCK_NOT_SUPPORTED("host atomics not native for " + OpTypeName(ot) + " (" + promise.why +
-                           "); measured " + std::to_string(lost) + " lost/torn update(s) and " +
-                           std::to_string(wrong) + " wrong word(s) in " +
-                           std::to_string(contributions) + " racing atomics");
+                           "); measured " + std::to_string(t.lost) + " lost/torn update(s) and " +
+                           std::to_string(t.wrong) + " wrong word(s) in " +
+                           std::to_string(t.contributions) + " racing atomics");
   }
-  EXPECT_EQ(lost + wrong, 0u) << "native host atomics promised (" << promise.why << ") but " << first;
+  EXPECT_EQ(t.lost + t.wrong, 0u) << "native host atomics promised (" << promise.why << ") but " << t.first;
 }
 
 std::vector<Param> HostRaceParams() {

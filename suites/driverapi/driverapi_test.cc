@@ -19,16 +19,8 @@ namespace {
 
 constexpr size_t kSize = size_t{1} << 20;
 
-class DriverApiTest : public GpuTest {
+class DriverApiTest : public DriverApiGpuTest {
  protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    PAGELOCK_REQUIRE(RequireDriverApi());
-    ASSERT_CUDA_OK(cudaFree(nullptr));  // the runtime's primary context is current for cu* calls
-  }
-  const DriverApi& d = Driver();
-
   template <typename T>
   CUresult Attr(T* out, CUpointer_attribute a, const void* p) {
     return d.cuPointerGetAttribute(out, a, reinterpret_cast<CUdeviceptr>(p));

@@ -267,16 +267,7 @@ TEST_F(FaultGapsTest, FreedPinnedMemoryIsNoLongerPinned) {
 
 // The runtime checks some arguments itself before it calls the driver, so a driver that skips
 // those checks is invisible to runtime-API cases. These ask the driver directly.
-class DriverArgumentsTest : public GpuTest {
- protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    PAGELOCK_REQUIRE(RequireDriverApi());
-    ASSERT_CUDA_OK(cudaFree(nullptr));  // the runtime's primary context is current for cu* calls
-  }
-  const DriverApi& d = Driver();
-};
+class DriverArgumentsTest : public DriverApiGpuTest {};
 
 // Fault: hostalloc_accepts_unknown_flags.
 TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {

@@ -52,6 +52,22 @@ void ParseArg(Mem* kind, uint32_t* seed) {
   *seed = static_cast<uint32_t>(s);
 }
 
+// The start of every scenario here: the driver API, the argument ("<kind> <seed>") and the
+// buffer of that kind; "make" says "ok" or why not. Null when the scenario cannot run.
+std::unique_ptr<Buffer> StartScenario(ScenarioReport& report, uint32_t* seed) {
+  const DriverApi& d = Driver();
+  if (!d.loaded) {
+    report.Set("make", "driver api: " + d.error);
+    return nullptr;
+  }
+  Mem kind;
+  ParseArg(&kind, seed);
+  std::string why;
+  auto buf = Buffer::Make(kind, kBytes, &why);
+  report.Set("make", buf ? "ok" : why);
+  return buf;
+}
+
 std::string Arg(Mem kind, uint32_t seed) {
   return ScenarioArgEnv(std::to_string(static_cast<int>(kind)) + " " + std::to_string(seed));
 }
@@ -77,21 +93,10 @@ void Cleanup(ScenarioReport& report, bool drained, std::unique_ptr<Buffer>* buf,
 
 PAGELOCK_SCENARIO(MemOpsWaitHolds) {
   const DriverApi& d = Driver();
-  if (!d.loaded) {
-    report.Set("make", "driver api: " + d.error);
-    return;
-  }
-  Mem kind;
   uint32_t seed;
-  ParseArg(&kind, &seed);
-  std::string why;
   // [0] the word waited for; data from byte 256.
-  auto buf = Buffer::Make(kind, kBytes, &why);
-  if (!buf) {
-    report.Set("make", why);
-    return;
-  }
-  report.Set("make", "ok");
+  auto buf = StartScenario(report, &seed);
+  if (!buf) return;
   auto* word = reinterpret_cast<unsigned*>(buf->host());
   const auto dword = reinterpret_cast<CUdeviceptr>(buf->dev());
   unsigned char* data = buf->host() + 256;
@@ -131,20 +136,9 @@ PAGELOCK_SCENARIO(MemOpsWaitHolds) {
 
 PAGELOCK_SCENARIO(MemOpsWriterReleases) {
   const DriverApi& d = Driver();
-  if (!d.loaded) {
-    report.Set("make", "driver api: " + d.error);
-    return;
-  }
-  Mem kind;
   uint32_t seed;
-  ParseArg(&kind, &seed);
-  std::string why;
-  auto buf = Buffer::Make(kind, kBytes, &why);
-  if (!buf) {
-    report.Set("make", why);
-    return;
-  }
-  report.Set("make", "ok");
+  auto buf = StartScenario(report, &seed);
+  if (!buf) return;
   std::memset(buf->host(), 0, kBytes);
   auto* words = reinterpret_cast<unsigned*>(buf->host());
   const auto base = reinterpret_cast<CUdeviceptr>(buf->dev());

@@ -19,16 +19,10 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    try:
-        import psycopg2  # noqa: F401
-    except ImportError:
-        if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
-                and not os.environ.get("PAGELOCK_NO_REEXEC"):
-            os.environ["PAGELOCK_NO_REEXEC"] = "1"
-            os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + sys.path[1:])
-            os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__)] + sys.argv[1:])
-    sys.path.insert(0, ROOT)
+    from reports import debian_python  # noqa: E402
+    debian_python.reexec_if_missing("psycopg2", __file__, ROOT)
 
 from reports import history  # noqa: E402
 from reports import results as model  # noqa: E402
