@@ -22,7 +22,7 @@ __global__ void CountPatternMismatches(const unsigned char* src, size_t n, uint3
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     local += src[i] != PatternByte(i, seed);
   }
-  if (local) atomicAdd(mismatches, local);
+  WarpAddCount(mismatches, local);
 }
 
 __global__ void InvertBytes(unsigned char* p, size_t n) {

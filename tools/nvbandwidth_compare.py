@@ -3,12 +3,17 @@
 same session, with the ratio pagelock / nvbandwidth for each host<->device case.
 
   tools/nvbandwidth_compare.py --pagelock PAGELOCK [--nvbandwidth BIN | --nvbandwidth-output FILE]
-                               [--device N] [--tolerance 0.02] [--check] [--json OUT]
+                               [--device N] [--tolerance 0.02] [--rounds N] [--check] [--json OUT]
 
 PAGELOCK is the bandwidth test binary (bin/suites/bandwidth/bandwidth_test in a bundle; it is run
 with --gtest_filter=BandwidthTest.*), or the gtest XML it wrote, or a folder holding that XML
 (a runner --out folder). BIN is an nvbandwidth binary, run once per case (-t NAME); FILE is saved
 nvbandwidth output. Without either, only pagelock's figures are tabled.
+
+--rounds N (both given as binaries) runs the two tools N times, alternating, and compares the
+medians; the table adds each tool's min-max over the rounds. One run of a noisy figure (the
+bidirectional H2D one moved from 43.8 to 51.1 GB/s between two nvbandwidth runs on one H200) can
+land outside the tolerance while both tools agree.
 
 Prints a Markdown table. Exit codes: 0 table printed; 2 bad input (a missing or unreadable file, a
 binary that did not run, output with none of the figures); 3 with --check, some case is missing or
@@ -171,14 +176,47 @@ def compare(pagelock, nvbw, tolerance):
     return rows
 
 
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def combine(rounds):
+    """The median of each figure over the rounds (a list of {name: value}), and its (min, max)."""
+    keys = dict.fromkeys(k for r in rounds for k in r)
+    values = {k: [r[k] for r in rounds if k in r and isinstance(r[k], float)] for k in keys}
+    med = {k: (median(v) if v else next(r[k] for r in reversed(rounds) if k in r)) for k, v in values.items()}
+    spread = {k: (min(v), max(v)) for k, v in values.items() if v}
+    return med, spread
+
+
+def add_spread(rows, nvbw_spread, mine_spread, rounds):
+    for r in rows:
+        r["rounds"] = rounds
+        r["nvbandwidth_range"] = nvbw_spread.get(r["case"])
+        r["pagelock_range"] = mine_spread.get(r["metric"])
+    return rows
+
+
 def markdown(rows, tolerance, have_nvbw):
     fmt = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
-    out = [f"| nvbandwidth case | pagelock metric | unit | nvbandwidth | pagelock | pagelock / nvbandwidth | within ±{tolerance:.0%} |",
-           "|---|---|---|---:|---:|---:|---|"]
+    rng = lambda v: "—" if not v else f"{v[0]:.2f}–{v[1]:.2f}"  # noqa: E731
+    rounds = max((r.get("rounds", 1) for r in rows), default=1)
+    if rounds > 1:
+        out = [f"Medians of {rounds} alternating runs of each tool.", "",
+               f"| nvbandwidth case | pagelock metric | unit | nvbandwidth | pagelock | pagelock / nvbandwidth | within ±{tolerance:.0%} | nvbandwidth min–max | pagelock min–max |",
+               "|---|---|---|---:|---:|---:|---|---:|---:|"]
+    else:
+        out = [f"| nvbandwidth case | pagelock metric | unit | nvbandwidth | pagelock | pagelock / nvbandwidth | within ±{tolerance:.0%} |",
+               "|---|---|---|---:|---:|---:|---|"]
     for r in rows:
         within = ("yes" if r["within"] else "no") if r["ratio"] is not None else ("—" if not have_nvbw else "missing")
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        out.append(f"| {r['case']} | {r['metric']} | {r['unit']} | {fmt(r['nvbandwidth'])} | {fmt(r['pagelock'])} | {ratio} | {within} |")
+        line = f"| {r['case']} | {r['metric']} | {r['unit']} | {fmt(r['nvbandwidth'])} | {fmt(r['pagelock'])} | {ratio} | {within} |"
+        if rounds > 1:
+            line += f" {rng(r.get('nvbandwidth_range'))} | {rng(r.get('pagelock_range'))} |"
+        out.append(line)
     return "\n".join(out)
 
 
@@ -190,6 +228,8 @@ def main(argv=None):
     g.add_argument("--nvbandwidth-output", help="saved nvbandwidth output")
     p.add_argument("--device", type=int, default=0, help="GPU column of nvbandwidth's matrices (default 0)")
     p.add_argument("--tolerance", type=float, default=0.02, help="accepted |ratio - 1| (default 0.02)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="alternating runs of both binaries; the medians are compared (default 1)")
     p.add_argument("--check", action="store_true", help="exit 3 when a case is missing or outside the tolerance")
     p.add_argument("--json", help="also write the rows as JSON here")
     try:
@@ -199,12 +239,22 @@ def main(argv=None):
     if args.device < 0 or args.tolerance < 0:
         print("nvbandwidth_compare: --device and --tolerance must be >= 0", file=sys.stderr)
         return 2
+    if args.rounds < 1 or (args.rounds > 1 and not (args.nvbandwidth and os.path.isfile(args.pagelock)
+                                                    and os.access(args.pagelock, os.X_OK)
+                                                    and not args.pagelock.endswith(".xml"))):
+        print("nvbandwidth_compare: --rounds must be >= 1, and above 1 both --pagelock and "
+              "--nvbandwidth must be binaries to run", file=sys.stderr)
+        return 2
     try:
-        nvbw = nvbandwidth_figures(args.nvbandwidth, args.nvbandwidth_output, args.device)
-        mine = pagelock_metrics(args.pagelock)
+        nvbw_rounds, mine_rounds = [], []
+        for _ in range(args.rounds):
+            nvbw_rounds.append(nvbandwidth_figures(args.nvbandwidth, args.nvbandwidth_output, args.device))
+            mine_rounds.append(pagelock_metrics(args.pagelock))
     except InputError as e:
         print(f"nvbandwidth_compare: {e}", file=sys.stderr)
         return 2
+    nvbw, nvbw_spread = combine(nvbw_rounds)
+    mine, mine_spread = combine(mine_rounds)
     have_nvbw = bool(args.nvbandwidth or args.nvbandwidth_output)
     if not mine:
         print(f"nvbandwidth_compare: {args.pagelock}: no pagelock bandwidth metrics found "
@@ -213,7 +263,7 @@ def main(argv=None):
     if have_nvbw and not nvbw:
         print("nvbandwidth_compare: no figures found in nvbandwidth's output", file=sys.stderr)
         return 2
-    rows = compare(mine, nvbw, args.tolerance)
+    rows = add_spread(compare(mine, nvbw, args.tolerance), nvbw_spread, mine_spread, args.rounds)
     print(markdown(rows, args.tolerance, have_nvbw))
     if args.json:
         try:

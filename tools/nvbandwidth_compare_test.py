@@ -100,6 +100,33 @@ class CompareTest(unittest.TestCase):
         self.assertIn("| host_device_latency_sm | host_device_latency_ns | ns | 1191.00 | 1200.00 | 1.008 | yes |", out)
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "rows.json")))
 
+    def test_rounds_compare_the_medians_and_table_each_tools_range(self):
+        # nvbandwidth answers 40, 55.5, 56 GB/s for H2D over three runs (a counter file picks one).
+        count = os.path.join(self.tmp, "count")
+        calls = len(dict.fromkeys(c.split(":")[0] for c, _, _ in nc.CASES))  # one run: -t per case
+        outputs = [NVBW_ONE_GPU.replace("55.50", v) for v in ("40.00", "55.50", "56.00")]
+        script = ["#!/bin/sh", f"n=$(cat {count} 2>/dev/null || echo 0)",
+                  f"echo $((n + 1)) > {count}", f"case $((n / {calls})) in"]
+        for i, text in enumerate(outputs):
+            script += [f"{i}) cat <<'E'", text + "E", ";;"]
+        script += ["esac", ""]
+        fake_nvbw = self.write("nvbandwidth", "\n".join(script), executable=True)
+        fake_pagelock = self.write("bandwidth_test", "#!/bin/sh\nfor a in \"$@\"; do case $a in --gtest_output=xml:*) "
+                                   "cat > \"${a#--gtest_output=xml:}\" <<'E'\n" + XML + "E\n;; esac; done\n",
+                                   executable=True)
+        rc, out, err = self.run_main("--pagelock", fake_pagelock, "--nvbandwidth", fake_nvbw, "--rounds", "3")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Medians of 3 alternating runs", out)
+        # Median 55.50 against pagelock's 55.20: within 2%, though one run alone (40) was not.
+        self.assertIn("| host_to_device_memcpy_ce | h2d_pinned_ce_GBps | GB/s | 55.50 | 55.20 | 0.995 | yes | "
+                      "40.00–56.00 | 55.20–55.20 |", out)
+        xml = self.write("bw.xml", XML)
+        rc, _, err = self.run_main("--pagelock", xml, "--nvbandwidth", fake_nvbw, "--rounds", "3")
+        self.assertEqual(rc, 2)
+        self.assertIn("--rounds", err)
+        rc, _, err = self.run_main("--pagelock", fake_pagelock, "--rounds", "0")
+        self.assertEqual(rc, 2)
+
     def test_bad_inputs_are_exit_2_with_a_message(self):
         rc, _, err = self.run_main("--pagelock", os.path.join(self.tmp, "missing.xml"))
         self.assertEqual(rc, 2)

@@ -90,10 +90,11 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(self.qualify("--retries", "2", mode="fail,crash"), 3, self.output)
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
-        self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH", "CRASH"])
+        # The crash reproduced word for word on the first re-run: no third run of the same seed.
+        self.assertEqual(by["CrashesWhenAsked"]["attempts"], ["CRASH", "CRASH"])
         # the log tail of every attempt is kept, not only the first one's
         self.assertEqual(sorted(k for k in by["CrashesWhenAsked"]["logs"] if k.startswith("log_tail")),
-                         ["log_tail", "log_tail (attempt 2)", "log_tail (attempt 3)"])
+                         ["log_tail", "log_tail (attempt 2)"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "REGRESSION")
         # The documented CI glob finds one JUnit file per run, each case once, final verdicts:
         # the crash retried three times is one <error>, never three.
@@ -125,6 +126,14 @@ class QualifyTest(unittest.TestCase):
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["FlakyWhenAsked"]["status"], "PASS")
         self.assertEqual(by["FlakyWhenAsked"]["attempts"], ["FAIL", "PASS"])
+        self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FlakyWhenAsked"], "FLAKE")
+
+    def test_a_failure_that_changes_between_attempts_keeps_being_retried(self):
+        # Two failures with different messages (not a reproduction), then a pass: a flake.
+        self.assertEqual(self.qualify("--retries", "2", mode="flaky_late"), 5, self.output)
+        _, res = self.last_run()
+        by = {c["name"]: c for c in res["run"]["cases"]}
+        self.assertEqual(by["FlakyWhenAsked"]["attempts"], ["FAIL", "FAIL", "PASS"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FlakyWhenAsked"], "FLAKE")
 
     def test_known_failure_qualifies_and_goes_stale_when_fixed(self):
@@ -292,7 +301,8 @@ class VerdictTest(unittest.TestCase):
                          cmp.EXIT_REGRESSION, self.output)
         res = self.last()
         case = next(c for c in res["run"]["cases"] if c["name"] == "FailsForOneSeed")
-        self.assertEqual(case["attempts"], ["FAIL", "FAIL", "FAIL"])  # same seed every retry
+        # The same seed on the re-run reproduced the failure word for word: no third run.
+        self.assertEqual(case["attempts"], ["FAIL", "FAIL"])
         self.assertEqual(res["comparison"][case["id"]], "REGRESSION")
         self.assertEqual(case["run_seed"], "4242")
         self.assertIsNotNone(case["seed"])

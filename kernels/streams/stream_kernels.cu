@@ -78,7 +78,7 @@ __global__ void CountByteMismatches(const unsigned char* p, size_t n, unsigned c
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     local += p[i] != value;
   }
-  if (local) atomicAdd(mismatches, local);
+  WarpAddCount(mismatches, local);
 }
 
 __global__ void CountPatternFrom(const unsigned char* p, size_t n, size_t base, uint32_t seed,
@@ -87,7 +87,7 @@ __global__ void CountPatternFrom(const unsigned char* p, size_t n, size_t base, 
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     local += p[i] != PatternByte(i + base, seed);
   }
-  if (local) atomicAdd(mismatches, local);
+  WarpAddCount(mismatches, local);
 }
 
 __global__ void FillPatternFrom(unsigned char* p, size_t n, size_t base, uint32_t seed) {

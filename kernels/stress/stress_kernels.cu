@@ -1,5 +1,7 @@
 #include "kernels/stress/stress_kernels.h"
 
+#include "kernels/pattern.h"
+
 namespace pagelock {
 namespace {
 
@@ -24,7 +26,7 @@ __global__ void CountWordMismatches(const ulonglong2* p, size_t vectors, uint64_
     const ulonglong2 w = p[v];
     local += (w.x != PatternWord(2 * v, seed)) + (w.y != PatternWord(2 * v + 1, seed));
   }
-  if (local) atomicAdd(mismatches, local);
+  WarpAddCount(mismatches, local);
 }
 
 }  // namespace

@@ -22,11 +22,13 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 
 constexpr int kBlocks = 8;
 
-class MultiGpuAtomicsTest : public GpuTest, public ::testing::WithParamInterface<Param> {};
+class MultiGpuAtomicsTest : public GpuTest, public ::testing::WithParamInterface<Param> {
+ protected:
+  MultiGpuAtomicsTest() : GpuTest(/*devices=*/2) {}
+};
 
 TEST_P(MultiGpuAtomicsTest, SystemScopeFromEveryGpuIsExactWhereNative) {
   PAGELOCK_RULE("R80,R82,A04");
-  PAGELOCK_REQUIRE(RequireDeviceCount(2));
   const auto [ot, memory] = GetParam();
   const int count = static_cast<int>(Probe().devices.size());
   bool native = true;

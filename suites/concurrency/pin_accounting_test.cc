@@ -8,6 +8,11 @@
 //   PAGELOCK_ACCOUNTING_HOLD_MIB   MiB the alloc and child cases hold (full 512, stress 4096)
 //   PAGELOCK_ACCOUNTING_SLACK_MIB  MemAvailable slack (default 256; well below the hold, so the
 //                                  check can fail)
+//   PAGELOCK_ACCOUNTING_NOISE_PAGES pages another process may pin meanwhile (default 8; the lab
+//                                  H200 host drifts by 1-3): an excess up to this is a WARN,
+//                                  since it cannot be told from a foreign pin. The smallest leak
+//                                  the cases can make is larger: one 64 KiB registration is 16
+//                                  pages, a per-cycle leak is hundreds.
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
@@ -37,8 +42,9 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 int64_t HoldBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_HOLD_MIB", kHoldMiB)) * kMiB; }
 int64_t SlackBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_SLACK_MIB", 256)) * kMiB; }
+int64_t NoisePages() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_NOISE_PAGES", 8)); }
 
-// The pin balance, read twice 200 ms apart: unequal means something else on the host is pinning.
+// The pin balance, read twice 100 ms apart: unequal means something else on the host is pinning.
 struct Baseline {
   PinCounters pins;
   MemInfo mem;
@@ -48,7 +54,7 @@ struct Baseline {
 Baseline TakeBaseline() {
   Baseline b;
   PinCounters first = ReadPinCounters();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   b.pins = ReadPinCounters();
   b.mem = ReadMemInfo();
   b.quiet = first.available && b.pins.balance() == first.balance();
@@ -63,22 +69,37 @@ void ObserveMem(const std::string& when, const MemInfo& m) {
 }
 
 // Asserts no page of the case is still pinned (the balance is back at the baseline), waiting a
-// little for deferred release; exactly back is the expected answer on a quiet host.
-void ExpectPinBalanceReturns(const Baseline& base, const char* after_what) {
-  const PinCounters now = WaitForPinBalance(base.pins.balance(), 10);
+// little for deferred release; exactly back is the expected answer on a quiet host. `visible`:
+// the counters saw the case's own pins (else no excess could be the case's).
+void ExpectPinBalanceReturns(const Baseline& base, const char* after_what, bool visible = true) {
+  const int64_t noise = NoisePages();
+  Budget("pin_noise_pages", static_cast<double>(noise), "pages");
+  PinCounters now = ReadPinCounters();
+  if (base.quiet && visible) {  // else nothing to wait for: the check is inconclusive anyway
+    now = WaitForPinBalance(base.pins.balance() + noise, 10);
+    if (now.balance() > base.pins.balance()) now = WaitForPinBalance(base.pins.balance(), 1);
+  }
   Observe("pin_balance_before_pages", static_cast<long long>(base.pins.balance()));
   Observe("pin_balance_after_pages", static_cast<long long>(now.balance()));
   Observe("pins_acquired_delta_pages", static_cast<long long>(now.acquired - base.pins.acquired));
+  const int64_t excess = now.balance() - base.pins.balance();
   if (!base.quiet) {
     Warn("the host-wide pin balance moved before the case started (another process pins): the "
          "exact balance check is inconclusive");
     return;
   }
-  EXPECT_LE(now.balance(), base.pins.balance())
-      << "nr_foll_pin_acquired - nr_foll_pin_released did not return after " << after_what
-      << ": " << now.balance() - base.pins.balance() << " page(s) still pinned";
-  if (now.balance() < base.pins.balance()) {
-    Warn("the host-wide pin balance ended " + std::to_string(base.pins.balance() - now.balance()) +
+  if (!visible) return;  // the case said why (a WARN)
+  if (excess > 0 && excess <= noise) {
+    Warn("the host-wide pin balance ended " + std::to_string(excess) + " page(s) above the "
+         "baseline, within PAGELOCK_ACCOUNTING_NOISE_PAGES=" + std::to_string(noise) +
+         " (another process's pins cannot be told from the case's): the exact balance check is "
+         "inconclusive");
+    return;
+  }
+  EXPECT_LE(excess, 0) << "nr_foll_pin_acquired - nr_foll_pin_released did not return after "
+                       << after_what << ": " << excess << " page(s) still pinned";
+  if (excess < 0) {
+    Warn("the host-wide pin balance ended " + std::to_string(-excess) +
          " page(s) below the baseline (another process released pins during the case): the exact "
          "balance check is inconclusive, no page of the case stayed pinned");
   }
@@ -136,7 +157,7 @@ TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalan
          "without pin_user_pages, so the balance check sees nothing");
   }
   ObserveMem("after", ReadMemInfo());
-  ExpectPinBalanceReturns(base, "register/unregister cycles");
+  ExpectPinBalanceReturns(base, "register/unregister cycles", /*visible=*/moved > 0);
 }
 
 TEST_F(PinAccountingTest, AllocFreeCyclesReturnThePinBalanceAndMemAvailable) {
@@ -237,7 +258,7 @@ TEST_F(PinAccountingTest, AChildExitingWithLivePinsReturnsThePinBalance) {
   EXPECT_LE(base.mem.mem_available - after.mem_available, slack)
       << "MemAvailable did not return after the child exited holding pins: "
       << (base.mem.mem_available - after.mem_available) / kMiB << " MiB missing";
-  ExpectPinBalanceReturns(base, "the child's exit");
+  ExpectPinBalanceReturns(base, "the child's exit", /*visible=*/held_pages > 0);
 }
 
 }  // namespace

@@ -17,11 +17,7 @@ constexpr size_t kSize = size_t{4} << 20;
 
 class MultiGpuTest : public GpuTest {
  protected:
-  void SetUp() override {
-    GpuTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    PAGELOCK_REQUIRE(RequireDeviceCount(2));
-  }
+  MultiGpuTest() : GpuTest(/*devices=*/2) {}
   void TearDown() override {
     if (!IsSkipped()) {  // the health check covers device 0; the others must be healthy too
       for (int d = 1; d < devices(); ++d) {

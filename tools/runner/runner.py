@@ -29,8 +29,11 @@ running case named, and runner.json with status INTERRUPTED) and exits 7.
 
 --jobs N runs up to N targets at once, each with all of the above. A target tagged `exclusive`
 (timing- or host-counter-sensitive, multi-GPU, stress) runs alone: the exclusive targets run
-first, one at a time, then the others start in the selection's order. runner.json records jobs
-and, per target, start_s/end_s (seconds after the start) and exclusive.
+first, one at a time, then the others start in the selection's order. A target tagged
+`requires-gpu:N` on a host with fewer than N GPUs (/proc/driver/nvidia/gpus, narrowed by
+CUDA_VISIBLE_DEVICES) can only report NotSupported, so it runs with the others. runner.json
+records jobs, the GPU count used for that, and, per target, start_s/end_s (seconds after the
+start) and exclusive.
 
 Progress: `[k/N] elapsed target: running case` redrawn on a terminal, one plain line per target
 otherwise; a notice when a binary passes half its time limit. With --jobs > 1, k counts finished
@@ -134,6 +137,9 @@ class RunConfig:
     # (label -> expected seconds, e.g. from a baseline run) knows them.
     jobs: int = 1
     durations: dict = field(default_factory=dict)
+    # GPUs the binaries can see; None: counted from the host (host_gpu_count), and where that
+    # is unknown every `exclusive` target stays exclusive.
+    gpus: "int | None" = None
 
 
 @dataclass
@@ -711,6 +717,12 @@ def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     state.pgids.add(proc.pid)
     timed_out = False
     term_at = None
+    # Woken the moment the binary exits (a pidfd), not at the next 50 ms tick: the tick alone
+    # cost about 25 ms per launch, two launches per target.
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
     try:
         while True:
             if proc.poll() is not None:
@@ -724,8 +736,16 @@ def _launch(args, env, state, timeout_s, grace_s, sink, tick=None):
                 _killpg(proc.pid, signal.SIGKILL)
             if tick is not None:
                 tick()
-            time.sleep(0.05)
+            if pidfd is None:
+                time.sleep(0.05)
+            else:
+                try:
+                    _select.select([pidfd], [], [], 0.05)
+                except InterruptedError:
+                    pass
     finally:
+        if pidfd is not None:
+            os.close(pidfd)
         state.pgids.discard(proc.pid)
         # Whatever the binary left in its group, or that escaped it carrying our token, goes too.
         _killpg(proc.pid, signal.SIGKILL)
@@ -1201,7 +1221,10 @@ def _run(config, out, say, state):
     if state.kernel is not None and not state.kernel.readable:
         state.progress.line(f"kernel log {state.kernel.status}: the report will say so")
     results = []
+    if config.gpus is None:
+        config = dataclasses.replace(config, gpus=host_gpu_count())
     info = {"format": 1, "bundle": manifest.get("info", {}), "seed": seed, "jobs": jobs,
+            "gpus": config.gpus,
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "config": dataclasses.asdict(config), "status": "RUNNING", "targets": [],
             "not_run": []}
@@ -1249,22 +1272,52 @@ def _run(config, out, say, state):
     return RunnerResult(status, results, out, seed, message, state.signal, counts)
 
 
-def _exclusive(target):
-    return "exclusive" in target.get("tags", [])
+_REQUIRES_GPU = re.compile(r"requires-gpu:(\d+)$")
 
 
-def schedule_order(targets, jobs, durations=None):
+def host_gpu_count(environ=None, gpu_dir="/proc/driver/nvidia/gpus"):
+    """At most how many GPUs the binaries can see: the driver's GPU list, narrowed by
+    CUDA_VISIBLE_DEVICES (its entries are an upper bound: CUDA stops at an invalid one).
+    None when the driver's list cannot be read (no driver, or a container without it)."""
+    environ = os.environ if environ is None else environ
+    try:
+        n = len([e for e in os.listdir(gpu_dir) if not e.startswith(".")])
+    except OSError:
+        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        n = min(n, len([e for e in visible.split(",") if e.strip()]))
+    return n
+
+
+def _gpus_required(target):
+    for tag in target.get("tags", []):
+        m = _REQUIRES_GPU.match(tag)
+        if m:
+            return int(m.group(1))
+    return 1
+
+
+def _exclusive(target, gpus=None):
+    """Tagged `exclusive`, unless it needs more GPUs than the host has (gpus known): then every
+    case reports NotSupported and there is nothing for it to be alone for."""
+    if "exclusive" not in target.get("tags", []):
+        return False
+    return gpus is None or _gpus_required(target) <= gpus
+
+
+def schedule_order(targets, jobs, durations=None, gpus=None):
     """The order targets start in. Serial: the selection's order. With jobs > 1 the targets
-    tagged `exclusive` (they run alone) come first, as one block in their own order, so the pool
-    of parallel targets is never drained for them; the others follow longest first by
+    that run alone (_exclusive) come first, as one block in their own order, so the pool of
+    parallel targets is never drained for them; the others follow longest first by
     `durations` (label -> expected seconds; a target it does not know counts as longest, since
     it may be), else in their order, so the longest target does not start last."""
     if jobs <= 1:
         return list(targets)
-    rest = [t for t in targets if not _exclusive(t)]
+    rest = [t for t in targets if not _exclusive(t, gpus)]
     if durations:
         rest.sort(key=lambda t: -durations.get(t["label"], float("inf")))  # stable: ties keep order
-    return [t for t in targets if _exclusive(t)] + rest
+    return [t for t in targets if _exclusive(t, gpus)] + rest
 
 
 def _schedule(config, targets, out, seed, state, results):
@@ -1274,7 +1327,8 @@ def _schedule(config, targets, out, seed, state, results):
     appended to `results` in the selection's order. An OutputError or UsageError of one target
     stops new starts; the running targets finish, then the first error is raised."""
     jobs = max(1, config.jobs)
-    queue_ = schedule_order(targets, jobs, config.durations)
+    gpus = config.gpus
+    queue_ = schedule_order(targets, jobs, config.durations, gpus)
     position = {t["label"]: i for i, t in enumerate(targets)}
     finished = queue.Queue()
     running = {}  # label -> exclusive?
@@ -1295,7 +1349,7 @@ def _schedule(config, targets, out, seed, state, results):
     while queue_ or running:
         while queue_ and error is None and not state.signal and len(running) < jobs:
             t = queue_[0]
-            exclusive = _exclusive(t)
+            exclusive = _exclusive(t, gpus)
             if running and (exclusive or any(running.values())):
                 break
             queue_.pop(0)

@@ -276,6 +276,30 @@ class ScheduleOrderTest(unittest.TestCase):
         self.assertEqual(self.labels(4, {"a": 1, "b": 5}), ["x", "c", "b", "a"])
         self.assertEqual(self.labels(4, {}), ["x", "a", "b", "c"])
 
+    def test_a_multi_gpu_target_runs_with_the_others_only_where_the_host_lacks_its_gpus(self):
+        T = self.T + [{"label": "m", "tags": ["multi_gpu", "requires-gpu:2", "exclusive"]}]
+        order = lambda gpus: [t["label"] for t in runner.schedule_order(T, 4, {}, gpus)]
+        self.assertEqual(order(2), ["x", "m", "a", "b", "c"])
+        self.assertEqual(order(None), ["x", "m", "a", "b", "c"])  # unknown: stays alone
+        self.assertEqual(order(1), ["x", "a", "b", "c", "m"])  # it can only report NotSupported
+        self.assertTrue(runner._exclusive(T[1], 1))  # a one-GPU exclusive target stays alone
+
+
+class HostGpuCountTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        for bus in ("0000:19:00.0", "0000:3b:00.0"):
+            os.mkdir(os.path.join(self.dir, bus))
+
+    def test_the_driver_list_narrowed_by_cuda_visible_devices(self):
+        self.assertEqual(runner.host_gpu_count({}, self.dir), 2)
+        self.assertEqual(runner.host_gpu_count({"CUDA_VISIBLE_DEVICES": "1"}, self.dir), 1)
+        self.assertEqual(runner.host_gpu_count({"CUDA_VISIBLE_DEVICES": ""}, self.dir), 0)
+        self.assertEqual(runner.host_gpu_count({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, self.dir), 2)
+
+    def test_unknown_without_the_driver_list(self):
+        self.assertIsNone(runner.host_gpu_count({}, os.path.join(self.dir, "absent")))
+
 
 class KernelLogTest(unittest.TestCase):
     """Kernel log lines (NVRM, Xid, oom-kill, IOMMU) go to the case that was running."""

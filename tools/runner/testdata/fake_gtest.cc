@@ -45,15 +45,21 @@ TEST(FakeTest, ChildScenarioCompletes) {
   EXPECT_EQ(r.Get("started"), "1");
 }
 
-// Fails the first time it runs with a given PAGELOCK_FAKE_FLAKY_FILE, passes after.
+// Fails the first time it runs with a given PAGELOCK_FAKE_FLAKY_FILE, passes after. With
+// flaky_late: fails the first two times, each time with another message, passes the third.
 TEST(FakeTest, FlakyWhenAsked) {
   const char* marker = std::getenv("PAGELOCK_FAKE_FLAKY_FILE");
-  if (!Mode("flaky") || !marker) return;
-  if (access(marker, F_OK) != 0) {
-    FILE* f = fopen(marker, "w");
-    if (f) fclose(f);
-    ADD_FAILURE() << "first attempt fails";
+  if (!(Mode("flaky") || Mode("flaky_late")) || !marker) return;
+  long runs = 0;
+  if (FILE* f = fopen(marker, "r")) {
+    runs = std::fseek(f, 0, SEEK_END) == 0 ? std::ftell(f) : 0;
+    fclose(f);
   }
+  if (FILE* f = fopen(marker, "a")) {
+    std::fputc('x', f);
+    fclose(f);
+  }
+  if (runs < (Mode("flaky_late") ? 2 : 1)) ADD_FAILURE() << "attempt " << runs + 1 << " fails";
 }
 
 TEST(FakeTest, PassesAfterTheOthers) { SUCCEED(); }
