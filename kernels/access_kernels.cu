@@ -3,12 +3,7 @@
 namespace pagelock {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned Blocks(size_t n) {
-  size_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1024 ? (b ? b : 1) : 1024);
-}
+unsigned Blocks(size_t n) { return GridBlocks(n, 1024); }
 
 __global__ void FillPattern(unsigned char* dst, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -34,19 +29,19 @@ __global__ void InvertBytes(unsigned char* p, size_t n) {
 }  // namespace
 
 cudaError_t LaunchFillPattern(void* dst, size_t n, uint32_t seed, cudaStream_t stream) {
-  FillPattern<<<Blocks(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, seed);
+  FillPattern<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, seed);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchCountPatternMismatches(const void* src, size_t n, uint32_t seed,
                                          unsigned long long* mismatches, cudaStream_t stream) {
-  CountPatternMismatches<<<Blocks(n), kThreads, 0, stream>>>(
+  CountPatternMismatches<<<Blocks(n), kGridThreads, 0, stream>>>(
       static_cast<const unsigned char*>(src), n, seed, mismatches);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchInvertBytes(void* p, size_t n, cudaStream_t stream) {
-  InvertBytes<<<Blocks(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(p), n);
+  InvertBytes<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(p), n);
   return cudaGetLastError();
 }
 

@@ -39,6 +39,17 @@ inline size_t HostCountPatternMismatches(const void* src, size_t n, uint32_t see
 }
 
 #if defined(__CUDACC__)
+// Threads per block of every grid-stride fill and count kernel: a multiple of 32, which
+// WarpAddCount relies on.
+constexpr int kGridThreads = 256;
+static_assert(kGridThreads % 32 == 0, "WarpAddCount needs whole warps");
+
+// Blocks for a grid-stride kernel over n items, kGridThreads each: at least 1, at most max_blocks.
+inline unsigned GridBlocks(size_t n, size_t max_blocks) {
+  const size_t b = (n + kGridThreads - 1) / kGridThreads;
+  return static_cast<unsigned>(b == 0 ? 1 : b < max_blocks ? b : max_blocks);
+}
+
 // Adds a thread's mismatch count to a counter that usually lives in mapped host memory: one
 // atomic per warp, not per thread. Counting a buffer that is expected to differ (the other seed
 // of a call-time/execution-time check, a stale pageable copy) made every thread's atomic cross

@@ -5,12 +5,7 @@
 namespace pagelock {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned Blocks(size_t n) {
-  size_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1024 ? (b ? b : 1) : 1024);
-}
+unsigned Blocks(size_t n) { return GridBlocks(n, 1024); }
 
 __device__ __forceinline__ unsigned long long GlobalNs() {
   unsigned long long t;
@@ -187,7 +182,7 @@ cudaError_t LaunchDelay(uint64_t ns, cudaStream_t stream) {
 }
 
 cudaError_t LaunchDelayThenFill(void* dst, size_t n, uint32_t seed, uint64_t ns, cudaStream_t stream) {
-  DelayThenFill<<<Blocks(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, seed, ns);
+  DelayThenFill<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, seed, ns);
   return cudaGetLastError();
 }
 
@@ -211,20 +206,20 @@ cudaError_t LaunchAwaitFlagForm(const unsigned* flag, unsigned want, PollForm fo
 
 cudaError_t LaunchCountByteMismatches(const void* p, size_t n, unsigned char value,
                                       unsigned long long* mismatches, cudaStream_t stream) {
-  CountByteMismatches<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const unsigned char*>(p), n,
+  CountByteMismatches<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<const unsigned char*>(p), n,
                                                            value, mismatches);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchCountPatternMismatchesFrom(const void* p, size_t n, size_t base, uint32_t seed,
                                              unsigned long long* mismatches, cudaStream_t stream) {
-  CountPatternFrom<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const unsigned char*>(p), n, base,
+  CountPatternFrom<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<const unsigned char*>(p), n, base,
                                                         seed, mismatches);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchFillPatternFrom(void* dst, size_t n, size_t base, uint32_t seed, cudaStream_t stream) {
-  FillPatternFrom<<<Blocks(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, base, seed);
+  FillPatternFrom<<<Blocks(n), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, base, seed);
   return cudaGetLastError();
 }
 

@@ -5,12 +5,7 @@
 namespace pagelock {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned Blocks(size_t vectors) {
-  size_t b = (vectors + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 4096 ? (b ? b : 1) : 4096);
-}
+unsigned Blocks(size_t vectors) { return GridBlocks(vectors, 4096); }
 
 // Each thread moves 16 bytes (two words) per step: fewer, wider PCIe requests.
 __global__ void FillWords(ulonglong2* p, size_t vectors, uint64_t seed) {
@@ -34,7 +29,7 @@ __global__ void CountWordMismatches(const ulonglong2* p, size_t vectors, uint64_
 cudaError_t LaunchFillWords(void* p, size_t n_bytes, uint64_t seed, cudaStream_t stream) {
   if (n_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(p) % 16 != 0) return cudaErrorInvalidValue;
   const size_t vectors = n_bytes / 16;
-  FillWords<<<Blocks(vectors), kThreads, 0, stream>>>(static_cast<ulonglong2*>(p), vectors, seed);
+  FillWords<<<Blocks(vectors), kGridThreads, 0, stream>>>(static_cast<ulonglong2*>(p), vectors, seed);
   return cudaGetLastError();
 }
 
@@ -42,7 +37,7 @@ cudaError_t LaunchCountWordMismatches(const void* p, size_t n_bytes, uint64_t se
                                       unsigned long long* mismatches, cudaStream_t stream) {
   if (n_bytes % 16 != 0 || reinterpret_cast<uintptr_t>(p) % 16 != 0) return cudaErrorInvalidValue;
   const size_t vectors = n_bytes / 16;
-  CountWordMismatches<<<Blocks(vectors), kThreads, 0, stream>>>(
+  CountWordMismatches<<<Blocks(vectors), kGridThreads, 0, stream>>>(
       static_cast<const ulonglong2*>(p), vectors, seed, mismatches);
   return cudaGetLastError();
 }
