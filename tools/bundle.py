@@ -2,7 +2,11 @@
 """Builds a qualification bundle: optimized, stripped test binaries plus the runner and the report
 tool in one folder, for GPU machines that have no Bazel.
 
-  tools/bundle.py OUT_DIR [--archs sm_90] [--targets //suites/...]
+  tools/bundle.py OUT_DIR [--archs sm_90] [--targets //suites/...] [--cuda 11.8]
+
+`--cuda 11.8` builds against the second CUDA runtime (tools/install_cuda11.sh; `--config=cuda11`)
+in an output base of its own, so the two runtimes' trees never rebuild each other. The
+manifest records the runtime (CUDART_VERSION) the binaries were built with.
 
 Then, on the GPU machine:
   OUT_DIR/run --out RESULTS/testlogs          # runs the binaries (see tools/runner/runner.py)
@@ -62,8 +66,17 @@ def check_out(out):
     return None
 
 
+# Per runtime: the Bazel config and the output base that keeps its tree apart.
+RUNTIMES = {
+    "default": ([], []),
+    "11.8": (["--config=cuda11"],
+             ["--output_base=" + os.path.expanduser("~/.cache/pagelock-cuda11")]),
+}
+STARTUP = []  # set by main() from --cuda
+
+
 def bazel(*args, capture=True):
-    cmd = ["bazel", *args]
+    cmd = ["bazel", *STARTUP, *args]
     print("bundle: " + " ".join(cmd), file=sys.stderr, flush=True)
     return subprocess.run(cmd, cwd=ROOT, check=True, text=True,
                           stdout=subprocess.PIPE if capture else None)
@@ -89,7 +102,11 @@ def main(argv=None):
     p.add_argument("out", help="bundle folder to (re)create")
     p.add_argument("--archs", help="value for --//tools:cuda_archs, e.g. sm_90")
     p.add_argument("--targets", default="//...", help="target pattern (default //...)")
+    p.add_argument("--cuda", choices=sorted(RUNTIMES), default="default",
+                   help="CUDA runtime to build with: default (the toolkit at CUDA_PATH or "
+                        "/usr/local/cuda) or 11.8 (tools/install_cuda11.sh)")
     args = p.parse_args(argv)
+    config, STARTUP[:] = RUNTIMES[args.cuda]
     out = os.path.abspath(args.out)
     if out == ROOT or ROOT.startswith(out + os.sep):
         print(f"bundle: refusing to overwrite {out}", file=sys.stderr)
@@ -103,11 +120,13 @@ def main(argv=None):
         if not targets:
             print(f"bundle: no cc_test under {args.targets}", file=sys.stderr)
             return 2
-        build = ["build", "--config=bundle"]
+        build = ["build", "--config=bundle", *config]
         if args.archs:
             build.append(f"--//tools:cuda_archs={args.archs}")
         bazel(*build, *[t["label"] for t in targets], SHIM_LABEL, capture=False)
         bin_dir = bazel("info", *build[1:], "bazel-bin").stdout.strip()
+        output_base = bazel("info", *build[1:], "output_base").stdout.strip()
+        args.cudart_version = read_cudart_version(output_base)
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True).stdout.strip() or "unknown"
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
@@ -123,6 +142,22 @@ def main(argv=None):
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(out) for n in ns)
     print(f"bundle: {len(targets)} test binaries in {out} ({size / 2**20:.1f} MiB)")
     return 0
+
+
+def read_cudart_version(output_base):
+    """CUDART_VERSION of the toolkit Bazel built with (third_party/deps.bzl writes it)."""
+    try:
+        with open(os.path.join(output_base, "external", "cuda", "version.txt")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def runner_files():
+    """The runner's modules: every non-test Python file of tools/runner (it may be split)."""
+    d = os.path.join(ROOT, "tools", "runner")
+    return sorted(f"tools/runner/{n}" for n in os.listdir(d)
+                  if n.endswith(".py") and not n.endswith("_test.py") and n != "done_check.py")
 
 
 def add_fault_layer(out, shim):
@@ -161,8 +196,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
                      if n.endswith(".py") and not n.endswith("_test.py"))
     reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
-    for rel in ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py",
-                "tools/nvbandwidth_compare.py"] + reports:
+    for rel in ["tools/__init__.py", "tools/nvbandwidth_compare.py"] + runner_files() + reports:
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
     add_fault_layer(out, os.path.join(bin_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))
@@ -174,7 +208,8 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     info = {"commit": commit + ("-dirty" if dirty else ""),
             "built_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cuda_archs": args.archs or "default (see tools/BUILD.bazel)",
-            "compilation_mode": "opt, stripped"}
+            "compilation_mode": "opt, stripped",
+            "cuda_runtime": getattr(args, "cudart_version", None)}
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"info": info, "targets": targets}, f, indent=1)
 

@@ -57,7 +57,11 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   cudaGraph_t graph = nullptr;
   ASSERT_CUDA_OK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec = nullptr;
+#if CUDART_VERSION >= 12000
   ASSERT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+#else  // 11.x: (exec, graph, errorNode, logBuffer, bufferSize)
+  ASSERT_CUDA_OK(cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
+#endif
   int bad_replays = 0;
   size_t first_bad = 0;
   for (int i = 0; i < kReplays; ++i) {
