@@ -344,7 +344,7 @@ import ctypes, sys
 try:
     cuda = ctypes.CDLL("libcuda.so.1")
 except OSError as e:
-    print(f"libcuda.so.1 cannot be loaded, so no NVIDIA driver is installed ({e})"); sys.exit(1)
+    print(f"no NVIDIA driver: {e}"); sys.exit(1)
 def name(rc):
     text = ctypes.c_char_p()
     try:
@@ -784,7 +784,10 @@ def finish_interrupted(plan, info, state):
     return cmp.EXIT_INTERRUPTED
 
 
-def main(argv=None):
+def main(argv=None, restore_signals=True):
+    """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
+    done the signals are ignored until the process exits, so a second signal arriving after the
+    run folder was marked cannot kill the process with 128+N instead of 7."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", help="prebuilt bundle (default: build one into build/bundle)")
     p.add_argument("--archs", help="--//tools:cuda_archs for the build, e.g. sm_90")
@@ -837,8 +840,13 @@ def main(argv=None):
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
         code = cmp.EXIT_INTERRUPTED
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        if restore_signals:
+            for s, h in old.items():
+                signal.signal(s, h)
+        else:
+            # Python's own exit restores the default actions: ignore the signals outright.
+            for s in SIGNALS:
+                signal.signal(s, signal.SIG_IGN)
     if args.json and not (args.preflight and code == 0):  # the real run prints the object
         print(json.dumps(dict({"tool": "qualify", "exit_code": code, "verdict": cmp.VERDICTS[code][0]},
                               **SUMMARY)))
@@ -920,4 +928,4 @@ def _run_and_publish(plan, info, args, state):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(restore_signals=False))
