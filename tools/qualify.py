@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pagelock qualify: the nightly driver qualification of the local GPUs.
 
-Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier with one
+Checks that a GPU is usable (without --bundle first of all, before building: the driver's
+libcuda.so.1, cuInit and cuDeviceGetCount, in a second), builds the bundle (or takes one), runs the selected tier with one
 run seed for every binary, retries failed cases with the same seed and filter, compares the
 results with the expectations for this GPU SKU and driver and with a baseline run (coverage
 included), writes a run directory (results.json, index.html, junit.xml, results.csv,
@@ -105,7 +106,9 @@ RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}_[^_/]*_([^_/]+)_[^/]*$")
 
 def interrupted(by):
     """The Interrupted to raise for a signal named by; later signals are only recorded."""
-    by = re.sub(r"^(interrupted by )+", "", str(by or "a signal"))
+    # The runner's message ("interrupted by SIGTERM: results of ...") names the signal first.
+    name = re.search(r"\bSIG[A-Z]+\b", str(by or ""))
+    by = name.group(0) if name else "a signal"
     INTERRUPT["by"] = INTERRUPT["by"] or by
     return Interrupted(INTERRUPT["by"])
 
@@ -587,7 +590,7 @@ def publish(plan, run, comp, info, args, state):
                           report=os.path.abspath(page))
         except (sqlite3.Error, ValueError, TypeError) as e:
             say(f"warning: the history was not updated ({e}); results.json has the run")
-    state["phase"] = "summary"
+    state["phase"] = "printing the summary"
     if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
         say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
     elif args.write_baseline:
@@ -792,10 +795,13 @@ def main(argv=None, restore_signals=True):
     p.add_argument("--bundle", help="prebuilt bundle (default: build one into build/bundle)")
     p.add_argument("--archs", help="--//tools:cuda_archs for the build, e.g. sm_90")
     p.add_argument("--tier", default="full", choices=sorted(TIERS))
-    p.add_argument("--out", default=os.path.join(ROOT, "runs"), help="where run directories go")
+    p.add_argument("--out", default=os.path.join(ROOT, "runs"),
+                   help="where run directories go (default: runs/ of the checkout)")
     p.add_argument("--expectations", default=os.path.join(ROOT, "expectations"))
     p.add_argument("--baseline", default="auto",
-                   help="auto (last run of this SKU, else baselines/<sku>), none, or a run dir/results.json")
+                   help="auto (the run of this SKU stored last in --out, by when it was stored, "
+                        "never by its clock; INTERRUPTED runs passed over; else baselines/<sku>), "
+                        "none, or a run dir/results.json (every field's type checked first)")
     p.add_argument("--history", help="SQLite file or postgresql:// URL (default OUT/history.sqlite)")
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
