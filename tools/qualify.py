@@ -2,12 +2,12 @@
 """pagelock qualify: the nightly driver qualification of the local GPUs.
 
 Checks that a GPU is usable (without --bundle first of all, before building: the driver's
-libcuda.so.1, cuInit and cuDeviceGetCount, in a second), builds the bundle (or takes one), runs the selected tier with one
-run seed for every binary, retries failed cases with the same seed and filter, compares the
-results with the expectations for this GPU SKU and driver and with a baseline run (coverage
-included), writes a run directory (results.json, index.html, junit.xml, results.csv,
-failures.csv, expectations-update.txt, testlogs/), stores
-the run in the history database, prints a verdict and exits with its code.
+libcuda.so.1, cuInit and cuDeviceGetCount, in a second), builds the bundle (or takes one), runs
+the selected tier with one run seed for every binary, retries failed cases with the same seed
+and filter, compares the results with the expectations for this GPU SKU and driver and with a
+baseline run (coverage included), writes a run directory (results.json, index.html, junit.xml,
+results.csv, failures.csv, expectations-update.txt, testlogs/), stores the run in the history
+database, prints a verdict and exits with its code.
 
   plan (every input checked, nothing written) -> run -> retry -> compare -> publish
 
