@@ -446,6 +446,8 @@ class BadInputsBeforeAnyTest(Base):
         self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
                      os.path.join(self.exp, "common.txt"))
         os.unlink(os.path.join(self.exp, "common.txt"))
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none",
+                                      "--history", fifo), fifo)
         os.unlink(os.path.join(b, "manifest.json"))
         os.mkfifo(os.path.join(b, "manifest.json"))
         self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
