@@ -451,7 +451,8 @@ def make_plan(args):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: {err}")
     if fp.get("device_status") != "usable" and not args.allow_no_gpu:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine "
-                                   f"({fp.get('device_status')}); nothing was run")
+                                   f"({fp.get('device_status')}); nothing was run (--allow-no-gpu "
+                                   "runs the harness self-tests without one)")
     sku = expect.sku_of(fp.get("gpu0_name", "none"))
     driver = fp.get("nvidia_driver", "")
     check_input_files(args, bundle, sku)
@@ -841,6 +842,7 @@ def main(argv=None, restore_signals=True):
     except Stop as e:
         say(str(e))
         code = e.code
+        SUMMARY["message"] = str(e)  # --json: the reason, not only the code
     except Interrupted as e:
         _kill_children()
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
