@@ -768,8 +768,8 @@ def finish_interrupted(plan, info, state):
     if run is None:
         try:
             run = load_run(plan, testlogs) if os.path.isdir(testlogs) else model.Run(plan.fingerprint)
-        except (OSError, ValueError) as e:
-            say(f"the finished cases could not be read ({e})")
+        except Exception as e:  # noqa: BLE001 -- whatever the tree holds, the folder is marked
+            say(f"the finished cases could not be read ({type(e).__name__}: {e})")
             run = model.Run(plan.fingerprint)
     if comp is not None and "verdict" in info and info["verdict"] != "INTERRUPTED":
         info["verdict_reached"] = info["verdict"]

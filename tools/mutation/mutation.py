@@ -92,7 +92,9 @@ TOKEN_ENV = "PAGELOCK_MUTATION_TOKEN"  # every process of this mutation run inhe
 TOKEN = uuid.uuid4().hex
 STOPPING = threading.Event()
 RUNNERS = {}  # pid -> Popen of every runner running now
-RUNNERS_LOCK = threading.Lock()  # a runner is started and registered under it, never after STOPPING
+# A runner is started and registered under it, never after STOPPING. Reentrant: the signal
+# handler takes it in the main thread, which may hold it already (a serial run starting).
+RUNNERS_LOCK = threading.RLock()
 
 
 class Interrupted(BaseException):
