@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Installs what pagelock needs on a Debian/Ubuntu machine, idempotently: Bazel (Debian's
-# bazel-bootstrap), GoogleTest, RapidCheck and, for the report's browser test, Chromium; for the
-# fleet tests (shared history on PostgreSQL, job arrays on Slurm), PostgreSQL, psycopg2 (seen by
-# Debian's /usr/bin/python3), Slurm and munge. PAGELOCK_FLEET_TEST=0 leaves those out (the tests
-# then skip with the reason).
+# Installs what pagelock needs on a Debian/Ubuntu machine, idempotently. A lab machine gets only
+# what building and qualifying need: Bazel (Debian's bazel-bootstrap), GoogleTest, RapidCheck,
+# Python 3 with Jinja2, git. The rest only when asked for:
+#   --with-browser (or PAGELOCK_BROWSER_TEST=1)  Chromium, for the report's browser tests
+#   --with-fleet   (or PAGELOCK_FLEET_TEST=1)    the fleet tests' servers: PostgreSQL, psycopg2
+#                                                (seen by Debian's /usr/bin/python3), Slurm, munge
+# tools/test.sh asks for the browser (and, with PAGELOCK_FLEET_TEST=1, the fleet); CI (.ci/run)
+# asks for both. Without them those tests skip with the reason.
 # The CUDA toolkit is not a Debian package: it must already be at $CUDA_PATH or /usr/local/cuda.
-# Exit codes: 0 ready; 1 a package could not be installed; 2 no CUDA toolkit.
+# Exit codes: 0 ready; 1 a package could not be installed; 2 no CUDA toolkit, or a bad argument.
 set -euo pipefail
 
+browser="${PAGELOCK_BROWSER_TEST:-0}"
+fleet="${PAGELOCK_FLEET_TEST:-0}"
+for a in "$@"; do
+  case $a in
+    --with-browser) browser=1 ;;
+    --with-fleet) fleet=1 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install_deps: unknown argument '$a' (known: --with-browser, --with-fleet)" >&2; exit 2 ;;
+  esac
+done
+
 packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 python3-jinja2 git)
-if [[ "${PAGELOCK_BROWSER_TEST:-1}" != 0 ]]; then
+if [[ $browser == 1 ]]; then
   packages+=(chromium)
 fi
-if [[ "${PAGELOCK_FLEET_TEST:-1}" != 0 ]]; then
+if [[ $fleet == 1 ]]; then
   packages+=(postgresql python3-psycopg2 slurmctld slurmd slurm-client munge)
 fi
 
@@ -38,4 +52,5 @@ if [[ ! -x "$cuda/bin/nvcc" ]]; then
   echo "install_deps: install the CUDA toolkit (12.x or 13.x) from NVIDIA, or set CUDA_PATH." >&2
   exit 2
 fi
-echo "install_deps: ready (bazel $(bazel --version 2>/dev/null | awk '{print $2}'), nvcc at $cuda/bin/nvcc)" >&2
+bazel_version="$(bazel --version 2>/dev/null | awk '{print $2}')"
+echo "install_deps: ready (bazel ${bazel_version:-not found}, nvcc at $cuda/bin/nvcc)" >&2

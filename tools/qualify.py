@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """pagelock qualify: the nightly driver qualification of the local GPUs.
 
-Builds the bundle (or takes one), checks that a GPU is usable, runs the selected tier with one
-run seed for every binary, retries failed cases with the same seed and filter, compares the
-results with the expectations for this GPU SKU and driver and with a baseline run (coverage
-included), writes a run directory (results.json, index.html, junit.xml, results.csv,
-failures.csv, expectations-update.txt, testlogs/), stores
-the run in the history database, prints a verdict and exits with its code.
+Checks that a GPU is usable (without --bundle first of all, before building: the driver's
+libcuda.so.1, cuInit and cuDeviceGetCount, in a second), builds the bundle (or takes one), runs
+the selected tier with one run seed for every binary, retries failed cases with the same seed
+and filter, compares the results with the expectations for this GPU SKU and driver and with a
+baseline run (coverage included), writes a run directory (results.json, index.html, junit.xml,
+results.csv, failures.csv, expectations-update.txt, testlogs/), stores the run in the history
+database, prints a verdict and exits with its code.
 
   plan (every input checked, nothing written) -> run -> retry -> compare -> publish
 
@@ -17,13 +18,17 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   2  BAD CONFIGURATION           bad arguments, bundle, expectations, baseline, history or --out
                                  (nothing was run, no run folder was created)
   3  REGRESSIONS                 some case failed that no expectation covers
-  4  NOTHING RAN                 no test binary matches the tier, or every case was skipped
+  4  NOTHING RAN                 no test binary matches the tier, every case was skipped, or
+                                 no case passed (e.g. all NOT_SUPPORTED with --allow-no-gpu):
+                                 a run that exercised nothing never qualifies, baseline or not
   5  EXPECTATIONS NEED UPDATING  unexpected passes, new flakes or stale entries; nothing failed
   6  COVERAGE LOST               cases exercised in the baseline did not run (NOT_SUPPORTED,
                                  SKIP, MISSING, DROPPED) or the machine lost GPUs, SKU or a
                                  capability against the baseline, and no expectation names it
-  7  INTERRUPTED                 SIGINT/SIGTERM: the running test was stopped; finished cases
-                                 are kept in a run folder marked INTERRUPTED
+  7  INTERRUPTED                 SIGINT/SIGTERM/SIGHUP (at any moment, --mutation included): the
+                                 running tests were stopped, no process is left; once the run
+                                 folder exists its results.json says INTERRUPTED and keeps the
+                                 finished cases (a second signal while it finishes is ignored)
 
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
@@ -42,6 +47,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
+import uuid
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,6 +60,7 @@ from reports import expectations as expect  # noqa: E402
 from reports import history  # noqa: E402
 from reports import htmlreport  # noqa: E402
 from reports import model  # noqa: E402
+from reports import validate  # noqa: E402
 from tools.runner import runner  # noqa: E402
 
 TIERS = {"bat": "tier_bat,-stress,-selftest,-host",
@@ -81,7 +89,28 @@ class Stop(Exception):
 
 
 class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived."""
+    """SIGTERM, SIGINT or SIGHUP arrived."""
+
+
+# The signals qualify stops on, as the runner does (README's exit 7).
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# The first signal's name once one arrived: qualify is then finishing (killing what runs, marking
+# the run folder INTERRUPTED), and a second signal must not cut that short.
+INTERRUPT = {"by": None}
+# Input files are read whole: a file larger than this is refused, not read into memory.
+MAX_EXPECTATIONS_BYTES = 64 << 20
+MAX_RESULTS_BYTES = 4 << 30
+# Run folders' names: <UTC date-time>_<host>_<sku>_<driver>[-N].
+RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}_[^_/]*_([^_/]+)_[^/]*$")
+
+
+def interrupted(by):
+    """The Interrupted to raise for a signal named by; later signals are only recorded."""
+    # The runner's message ("interrupted by SIGTERM: results of ...") names the signal first.
+    name = re.search(r"\bSIG[A-Z]+\b", str(by or ""))
+    by = name.group(0) if name else "a signal"
+    INTERRUPT["by"] = INTERRUPT["by"] or by
+    return Interrupted(INTERRUPT["by"])
 
 
 @dataclass
@@ -101,6 +130,7 @@ class Plan:
     skipped: list = field(default_factory=list)  # case ids that `skip` expectations keep out
     run_dir: str = ""
     db: object = None
+    trends: dict = None  # metric name -> [(run_key, driver, value)], this run last
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +156,7 @@ def _run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
         time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=HUMAN["json"], jobs=jobs,
         durations=_expected_durations(plan)))
     if res.status == "INTERRUPTED":
-        raise Interrupted(res.message or "a signal")
+        raise interrupted(res.message)
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
     return res
@@ -173,25 +203,107 @@ def skip_filters(bundle, targets, exps, driver):
     return filters, skipped
 
 
-def load_baseline(spec, out, sku, db, run_key):
-    """Returns (Run or None, description). Raises Stop(EXIT_CONFIG) on a bad baseline."""
+def read_results_file(path, what):
+    """(Run, info, document) of a results.json, every field's type checked first, so that a
+    wrong-typed field is exit 2 naming it before any test runs. Raises Stop(EXIT_CONFIG)."""
+    try:
+        doc = validate.read_json_file(path, MAX_RESULTS_BYTES)
+    except validate.InputError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {e}")
+    problem = validate.results_problem(doc)
+    if problem:
+        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {path}: {problem}")
+    run_json = doc.get("run", doc)
+    if "format_version" not in run_json and "format_version" in doc:
+        run_json = dict(run_json, format_version=doc["format_version"])
+    try:
+        run = model.Run.from_json(run_json)
+    except model.ResultsError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {path}: {e}")
+    return run, doc.get("info", {}), doc
+
+
+def stored_runs(out, sku):
+    """Run folders under out for this SKU that hold a results.json, the one stored last first.
+    Stored last is the results.json's modification time (set by this machine's kernel when the
+    run was written), never the run's own started_at: a host whose clock is a day behind would
+    otherwise make an older run the latest."""
+    found = []
+    try:
+        names = os.listdir(out)
+    except OSError:
+        return []
+    for name in names:
+        m = RUN_KEY_RE.match(name)
+        path = os.path.join(out, name, "results.json")
+        if not m or m.group(1) != sku:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        found.append((st.st_mtime_ns, name, path))
+    return [path for _, _, path in sorted(found, reverse=True)]
+
+
+def latest_baseline(out, sku):
+    """(path, Run) of the run stored last for sku whose verdict was reached (an INTERRUPTED or
+    unreadable folder is passed over, with a note), or (None, None)."""
+    for path in stored_runs(out, sku):
+        try:
+            run, info, _ = read_results_file(path, "earlier run")
+        except Stop as e:
+            say(f"note: --baseline auto passes over {path}: {e}")
+            continue
+        if info.get("sku") not in (None, sku):
+            continue
+        if info.get("exit_code") == cmp.EXIT_INTERRUPTED or info.get("verdict") == "INTERRUPTED":
+            continue
+        return path, run
+    return None, None
+
+
+def load_baseline(spec, out, sku):
+    """Returns (Run or None, description). Raises Stop(EXIT_CONFIG) on a bad baseline.
+    auto: the run of this SKU stored last in --out (by when it was stored, not by its clock),
+    else baselines/<sku>; deleting the newest run folder falls back to the one before it."""
     if spec == "none":
         return None, "none"
-    path = spec
     if spec == "auto":
-        key = history.latest_run_key(db, sku, run_key) if db else None
-        path = os.path.join(out, key) if key else os.path.join(ROOT, "baselines", sku)
+        path, run = latest_baseline(out, sku)
+        if run is not None:
+            return run, os.path.abspath(path)
+        path = os.path.join(ROOT, "baselines", sku, "results.json")
+        if not os.path.lexists(path):
+            return None, f"none (no earlier run for {sku} in {out} and no {os.path.relpath(path, ROOT)})"
+        run, _, _ = read_results_file(path, "baseline")
+        return run, os.path.abspath(path)
+    path = spec
     if os.path.isdir(path):
         path = os.path.join(path, "results.json")
-    if not os.path.exists(path):
-        if spec == "auto":
-            return None, f"none (no earlier run for {sku} and no {os.path.relpath(path, ROOT)})"
+    if not os.path.lexists(path):
         raise Stop(cmp.EXIT_CONFIG, f"bad baseline {spec}: no results.json at {path}")
-    try:
-        run, _, _ = model.read_results(path)
-    except model.ResultsError as e:
-        raise Stop(cmp.EXIT_CONFIG, f"bad baseline: {e}")
+    run, _, _ = read_results_file(path, "baseline")
     return run, os.path.abspath(path)
+
+
+def check_input_files(args, bundle, sku=None):
+    """Every file qualify will read must be a regular file: /dev/zero, a link to it or a FIFO
+    as the manifest, an expectations file or the history would fill the memory or hang.
+    Raises Stop(EXIT_CONFIG) naming the path."""
+    paths = [("bundle manifest", os.path.join(bundle, "manifest.json"))]
+    if sku is not None:
+        paths += [("expectations", os.path.join(args.expectations, n)) for n in ("common.txt", f"{sku}.txt")]
+        if not args.no_history and not history.is_url(args.history or ""):
+            paths.append(("history", args.history or os.path.join(args.out, "history.sqlite")))
+    for what, path in paths:
+        if not os.path.lexists(path):
+            continue  # absent is its reader's business (an optional file, or a clear message)
+        problem = validate.regular_file_problem(path)
+        if problem is None and what == "expectations" and os.path.getsize(path) > MAX_EXPECTATIONS_BYTES:
+            problem = f"larger than {MAX_EXPECTATIONS_BYTES >> 20} MiB, not read"
+        if problem:
+            raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {path} {problem}")
 
 
 def open_history(args):
@@ -205,17 +317,83 @@ def open_history(args):
                                     "run with --history OTHER.sqlite or --no-history")
 
 
+def path_part(text, default):
+    """text as one safe component of a folder name: letters, digits, '.', '-' only (no '/',
+    no '_', the run key's separator), at most 64 characters; fingerprint values come from a
+    binary's output and must never steer where qualify writes."""
+    part = re.sub(r"[^A-Za-z0-9.-]", "-", str(text or ""))[:64].strip(".") or default
+    return part
+
+
 def new_run_dir(out, fp, sku, driver, started):
-    host = re.sub(r"[^A-Za-z0-9.-]", "-", fp.get("host", "host"))
-    run_key = f"{started:%Y%m%d-%H%M%S}_{host}_{sku}_{driver or 'nodriver'}"
+    run_key = (f"{started:%Y%m%d-%H%M%S}_{path_part(fp.get('host'), 'host')}_"
+               f"{path_part(sku, 'unknown')}_{path_part(driver, 'nodriver')}")
     base_key, n = run_key, 1
-    while os.path.exists(os.path.join(out, run_key)):  # two runs in one second
+    while os.path.lexists(os.path.join(out, run_key)):  # two runs in one second
         n += 1
         run_key = f"{base_key}-{n}"
+    # The key is one component by construction; refuse anything that would still land outside.
+    real_out = os.path.realpath(out)
+    if os.path.dirname(os.path.realpath(os.path.join(out, run_key))) != real_out:
+        raise Stop(cmp.EXIT_CONFIG, f"run folder {run_key!r} would not be inside --out {out}")
     return run_key
 
 
-def make_plan(args):
+# A usable GPU, asked of the driver itself (no Bazel, no bundle, no CUDA toolkit): a machine
+# without one learns it in a second instead of after a build. A child process, so that a driver
+# that hangs in cuInit cannot hang qualify.
+_GPU_PROBE = r"""
+import ctypes, sys
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print(f"no NVIDIA driver: {e}"); sys.exit(1)
+def name(rc):
+    text = ctypes.c_char_p()
+    try:
+        cuda.cuGetErrorName(rc, ctypes.byref(text))
+    except AttributeError:
+        pass
+    return f"{rc} ({text.value.decode()})" if text.value else str(rc)
+rc = cuda.cuInit(0)
+if rc:
+    print(f"cuInit={name(rc)}"); sys.exit(1)
+n = ctypes.c_int(0)
+rc = cuda.cuDeviceGetCount(ctypes.byref(n))
+if rc or n.value < 1:
+    print(f"cuDeviceGetCount={name(rc)}, {n.value} device(s)"); sys.exit(1)
+print(f"{n.value} GPU(s)")
+"""
+GPU_PROBE_TIMEOUT_S = 20
+
+
+def probe_gpu():
+    """(True, 'N GPU(s)') or (False, why not): libcuda.so.1, cuInit, cuDeviceGetCount."""
+    try:
+        p = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True,
+                           timeout=GPU_PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, f"cuInit did not return within {GPU_PROBE_TIMEOUT_S} s"
+    except OSError as e:
+        return False, f"the GPU probe could not run ({e})"
+    line = (p.stdout.strip().splitlines() or [p.stderr.strip()[-200:] or "no answer"])[-1]
+    return p.returncode == 0, line
+
+
+def require_gpu_before_building(args):
+    """Without --bundle qualify builds first (minutes): check the GPU before that, unless
+    --allow-no-gpu. Raises Stop(EXIT_INFRA) with the reason."""
+    if args.bundle or args.allow_no_gpu:
+        return
+    ok, why = probe_gpu()
+    if not ok:
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine ({why}); "
+                                   "nothing was installed, built or run (--allow-no-gpu runs the "
+                                   "harness self-tests without one)")
+
+
+def check_arguments(args):
+    """Every argument that can be checked without the bundle; raises Stop(EXIT_CONFIG)."""
     if args.retries < 0 or not math.isfinite(args.time_scale) or args.time_scale <= 0:
         raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0 and --time-scale a number > 0")
     if args.mutation and (not args.mutation_budget > 0 or args.mutation_jobs < 1):
@@ -224,6 +402,27 @@ def make_plan(args):
         raise Stop(cmp.EXIT_CONFIG, f"--jobs must be from 1 to {runner.MAX_JOBS}")
     if args.seed is not None and not 0 <= args.seed < 2 ** 64:
         raise Stop(cmp.EXIT_CONFIG, "--seed must be between 0 and 2^64-1")
+    if args.baseline not in ("auto", "none") and not os.path.lexists(args.baseline):
+        raise Stop(cmp.EXIT_CONFIG, f"bad baseline {args.baseline}: no such file or folder")
+
+
+def preflight_only(args):
+    """tools/qualify's first step, before it installs or builds anything: the arguments, then
+    (when it would build) the GPU. Exit 0 when both are fine."""
+    check_arguments(args)
+    require_gpu_before_building(args)
+    return 0
+
+
+def make_plan(args):
+    check_arguments(args)
+    if not args.bundle:
+        require_gpu_before_building(args)
+    # A baseline named on the command line is read (every field's type checked) before the
+    # build and before any test runs: a bad one costs nothing.
+    named_baseline = None
+    if args.baseline not in ("auto", "none"):
+        named_baseline = load_baseline(args.baseline, args.out, None)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
@@ -239,6 +438,7 @@ def make_plan(args):
                              + (["--archs", args.archs] if args.archs else []))
         if rc != 0:
             raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})")
+    check_input_files(args, bundle)
     try:
         manifest = runner.load_manifest(bundle)
     except runner.UsageError as e:
@@ -251,15 +451,17 @@ def make_plan(args):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: {err}")
     if fp.get("device_status") != "usable" and not args.allow_no_gpu:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine "
-                                   f"({fp.get('device_status')}); nothing was run")
+                                   f"({fp.get('device_status')}); nothing was run (--allow-no-gpu "
+                                   "runs the harness self-tests without one)")
     sku = expect.sku_of(fp.get("gpu0_name", "none"))
     driver = fp.get("nvidia_driver", "")
+    check_input_files(args, bundle, sku)
     try:
         exps = expect.load(args.expectations, sku)
     except expect.ExpectationError as e:
         raise Stop(cmp.EXIT_CONFIG, f"bad expectations: {e}")
+    baseline, baseline_name = named_baseline or load_baseline(args.baseline, args.out, sku)
     db = open_history(args)
-    baseline, baseline_name = load_baseline(args.baseline, args.out, sku, db, "")
     targets = runner.select(manifest["targets"], TIERS[args.tier], "")
     if not targets:
         raise Stop(cmp.EXIT_NOTHING_RAN, f"nothing ran: no test binary matches the tier {args.tier}")
@@ -326,18 +528,59 @@ def retry_failures(plan, run, args):
 # ---------------------------------------------------------------------------------------------
 # publish
 
-def publish(plan, run, comp, info, args):
-    """Writes results.json, failures.csv, the history row and index.html; returns the report
-    path. A write that fails (full disk) raises OSError after what was written is complete."""
+def nothing_passed(run, comp):
+    """A run in which no case passed qualifies nothing, with a baseline or without one (the
+    first run of a new SKU, --baseline none, --allow-no-gpu on a machine without a GPU where
+    every case is NOT_SUPPORTED): such a verdict becomes NOTHING RAN (exit 4). Returns the
+    reason, or '' when some case passed or the verdict already blocks."""
+    if comp.exit_code not in (cmp.EXIT_QUALIFIED, cmp.EXIT_UPDATE):
+        return ""
+    if any(c.status.is_pass for c in run.cases):
+        return ""
+    counts = ", ".join(f"{k}={v}" for k, v in sorted(run.counts().items()) if v) or "no cases"
+    comp.exit_code = cmp.EXIT_NOTHING_RAN
+    return f"no case passed ({counts}): nothing was exercised, so nothing qualifies"
+
+
+def trends_with_this_run(plan, run, info):
+    """{metric: [(run_key, driver, value)]} for this run's metrics: the history's points, then
+    this run's own (the page is written before the run is stored, so that the history never
+    links a report that is not there yet)."""
+    trends = {}
+    names = sorted({n for c in run.cases for n in c.metrics})
+    if plan.db:
+        try:
+            for name in names:
+                trends[name] = list(history.trend(plan.db, name, plan.sku))
+        except (sqlite3.Error, ValueError, TypeError) as e:
+            say(f"warning: no trends from the history ({e})")
+    for name in names:
+        values = [c.metrics[name].value for c in run.cases if name in c.metrics and c.metrics[name].finite]
+        if values:
+            points = [t for t in trends.get(name, []) if t[0] != info["run_key"]]
+            points.append((info["run_key"], plan.driver, sum(values) / len(values)))
+            trends[name] = points[-20:]
+    return trends
+
+
+def publish(plan, run, comp, info, args, state):
+    """Writes results.json, the CI files, index.html, then the history row (which links
+    index.html, so the page comes first); returns the report path. A write that fails (full
+    disk) raises OSError after what was written is complete."""
     run_dir = plan.run_dir
     info["outputs"] = {"JUnit (final verdict per case)": ciout.JUNIT_NAME,
                        "deqp-runner results / failures": f"{ciout.RESULTS_CSV}, {ciout.FAILURES_CSV}",
                        "suggested expectation entries": EXPECTATIONS_UPDATE}
+    state["phase"] = "writing results"
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
     ciout.write(run_dir, run, comp)
     with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
+    state["phase"] = "rendering"
+    plan.trends = trends_with_this_run(plan, run, info)
+    page = write_report(plan, run, comp, info)
     if plan.db:
+        state["phase"] = "storing the history"
         try:
             # Everything the fleet report shows (label, tier, run folder, its report), as an import
             # of this run folder would store it.
@@ -345,10 +588,10 @@ def publish(plan, run, comp, info, args):
                           info["bundle"].get("commit", ""), comp.exit_code, info["verdict"],
                           label=info.get("label") or None, tier=info.get("tier"),
                           run_dir=os.path.abspath(run_dir),
-                          report=os.path.abspath(os.path.join(run_dir, "index.html")))
+                          report=os.path.abspath(page))
         except (sqlite3.Error, ValueError, TypeError) as e:
             say(f"warning: the history was not updated ({e}); results.json has the run")
-    page = write_report(plan, run, comp, info)
+    state["phase"] = "printing the summary"
     if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
         say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
     elif args.write_baseline:
@@ -360,19 +603,21 @@ def publish(plan, run, comp, info, args):
 
 
 def write_report(plan, run, comp, info):
-    """(Re)writes index.html from the run, its comparison and the history's trends."""
-    trends = {}
-    if plan.db:
-        try:
-            for name in history.metric_names(plan.db, plan.sku):
-                trends[name] = history.trend(plan.db, name, plan.sku)
-        except (sqlite3.Error, ValueError, TypeError) as e:
-            say(f"warning: no trends from the history ({e})")
-    html = htmlreport.render_qualification(run, info, comp, plan.baseline, trends,
+    """(Re)writes index.html from the run, its comparison and the trends, atomically (a signal
+    or a full disk leaves the previous page or none, never half a page)."""
+    if plan.trends is None:
+        plan.trends = trends_with_this_run(plan, run, info)
+    html = htmlreport.render_qualification(run, info, comp, plan.baseline, plan.trends,
                                            mutation=htmlreport.load_mutation(plan.run_dir))
     page = os.path.join(plan.run_dir, "index.html")
-    with open(page, "w", encoding="utf-8") as f:
-        f.write(html)
+    tmp = page + ".part"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(html)
+        os.replace(tmp, page)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
     return page
 
 
@@ -380,12 +625,54 @@ def write_report(plan, run, comp, info):
 # --mutation: the mutation score of the same bundle (tools/mutation), after the verdict is out.
 
 MUTATION_TOOL = os.path.join(ROOT, "tools", "mutation", "mutation.py")
+# Every process of the mutation run inherits this variable (mutation.py, its runners, their test
+# binaries under the fault shim, which run in sessions of their own): what is still alive with
+# it after mutation.py stopped is killed.
+KILL_TOKEN_ENV = "PAGELOCK_QUALIFY_TOKEN"
+MUTATION_STOP_S = 45  # how long mutation.py may take to stop its runners after SIGTERM
 
 
-def run_mutation(plan, run, comp, info, args):
+def kill_token_holders(token):
+    """SIGKILLs every live process whose environment carries KILL_TOKEN_ENV=token; returns how
+    many."""
+    needle = f"{KILL_TOKEN_ENV}={token}".encode()
+    killed = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            os.kill(int(pid), signal.SIGKILL)
+            killed += 1
+        except OSError:
+            continue
+    return killed
+
+
+def stop_mutation(proc, token):
+    """Stops mutation.py the way it stops on a signal (SIGTERM: it stops its runners, which stop
+    their binaries), then kills whatever of the run is left."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=MUTATION_STOP_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except OSError:
+        pass
+    for _ in range(3):  # a process forking while it is killed: look again
+        if not kill_token_holders(token):
+            break
+        time.sleep(0.1)
+
+
+def run_mutation(plan, run, comp, info, args, state):
     """Runs tools/mutation over the bundle into <run dir>/mutation/, then adds its score to
     results.json, the --json summary and the report. Whatever goes wrong here is a note: the
-    verdict, already written, never changes."""
+    verdict, already written, never changes. A signal stops the mutation run (nothing of it is
+    left running) and is raised on: qualify exits 7."""
     out = os.path.join(plan.run_dir, "mutation")
     doc_path = os.path.join(out, "mutation.json")
     cmd = [sys.executable, MUTATION_TOOL, plan.bundle, "--out", out,
@@ -393,22 +680,23 @@ def run_mutation(plan, run, comp, info, args):
            "--reference", os.path.join(plan.run_dir, "testlogs")]
     say(f"mutation: the fault catalogue over this bundle, under the fault shim (budget "
         f"{args.mutation_budget:g} s, {args.mutation_jobs} jobs) into {out}")
+    state["phase"] = "running the mutation score"
     note, rc = "", None
+    token = uuid.uuid4().hex
+    env = dict(os.environ, **{KILL_TOKEN_ENV: token})
     try:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "mutation.out"), "w") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            state["mutation"] = (proc, token)
             try:
                 # mutation.py stops its own runs 20 s after its budget; this is a backstop.
                 rc = proc.wait(timeout=args.mutation_budget + 300)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                stop_mutation(proc, token)
                 note = "the mutation tool ran past its budget and was stopped"
-            except Interrupted:
-                proc.terminate()
-                proc.wait()
-                note = "interrupted while the mutation tool ran"
+            state.pop("mutation", None)
+            kill_token_holders(token)  # a runner mutation.py lost track of
         if rc not in (None, 0):
             with open(os.path.join(out, "mutation.out"), errors="replace") as f:
                 tail = [l.strip() for l in f if l.strip()][-1:] or [""]
@@ -435,6 +723,7 @@ def run_mutation(plan, run, comp, info, args):
     info["mutation"] = mut
     SUMMARY["mutation"] = mut
     say(f"mutation score: {mut['line']}" + (f" (note: {note})" if note else ""))
+    state["phase"] = "writing the mutation score"
     try:
         model.write_results(os.path.join(plan.run_dir, "results.json"), run, info, comp)
         write_report(plan, run, comp, info)
@@ -460,18 +749,60 @@ def _kill_children():
 
 
 def _on_signal(signum, frame):
-    raise Interrupted(signal.Signals(signum).name)
+    if INTERRUPT["by"]:
+        return  # finishing after the first signal: this one changes nothing
+    raise interrupted(signal.Signals(signum).name)
 
 
-def main(argv=None):
+def finish_interrupted(plan, info, state):
+    """After a signal at any moment once the run folder exists: stops whatever runs, then writes
+    results.json with verdict INTERRUPTED (the finished cases, and the verdict reached if there
+    was one) before anything else, and brings index.html in line when there is one. Further
+    signals are ignored meanwhile (_on_signal). Returns exit 7."""
+    by, phase = INTERRUPT["by"] or "a signal", state.get("phase", "run")
+    if "mutation" in state:
+        stop_mutation(*state.pop("mutation"))
+    _kill_children()
+    run, comp = state.get("run"), state.get("comp")
+    testlogs = os.path.join(plan.run_dir, "testlogs")
+    if run is None:
+        try:
+            run = load_run(plan, testlogs) if os.path.isdir(testlogs) else model.Run(plan.fingerprint)
+        except Exception as e:  # noqa: BLE001 -- whatever the tree holds, the folder is marked
+            say(f"the finished cases could not be read ({type(e).__name__}: {e})")
+            run = model.Run(plan.fingerprint)
+    if comp is not None and "verdict" in info and info["verdict"] != "INTERRUPTED":
+        info["verdict_reached"] = info["verdict"]
+    info.update(verdict=cmp.VERDICTS[cmp.EXIT_INTERRUPTED][0], exit_code=cmp.EXIT_INTERRUPTED,
+                interrupted_by=by, interrupted_during=phase)
+    try:
+        model.write_results(os.path.join(plan.run_dir, "results.json"), run, info, comp)
+        say(f"interrupted by {by} while {phase}: {len(run.cases)} finished case(s) kept in "
+            f"{plan.run_dir} (results.json says INTERRUPTED)")
+        if comp is not None and os.path.exists(os.path.join(plan.run_dir, "index.html")):
+            comp.exit_code = cmp.EXIT_INTERRUPTED
+            write_report(plan, run, comp, info)
+    except (OSError, ValueError) as w:
+        say(f"interrupted by {by}; could not write the partial results: {w}")
+    say(f"verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
+    return cmp.EXIT_INTERRUPTED
+
+
+def main(argv=None, restore_signals=True):
+    """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
+    done the signals are ignored until the process exits, so a second signal arriving after the
+    run folder was marked cannot kill the process with 128+N instead of 7."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", help="prebuilt bundle (default: build one into build/bundle)")
     p.add_argument("--archs", help="--//tools:cuda_archs for the build, e.g. sm_90")
     p.add_argument("--tier", default="full", choices=sorted(TIERS))
-    p.add_argument("--out", default=os.path.join(ROOT, "runs"), help="where run directories go")
+    p.add_argument("--out", default=os.path.join(ROOT, "runs"),
+                   help="where run directories go (default: runs/ of the checkout)")
     p.add_argument("--expectations", default=os.path.join(ROOT, "expectations"))
     p.add_argument("--baseline", default="auto",
-                   help="auto (last run of this SKU, else baselines/<sku>), none, or a run dir/results.json")
+                   help="auto (the run of this SKU stored last in --out, by when it was stored, "
+                        "never by its clock; INTERRUPTED runs passed over; else baselines/<sku>), "
+                        "none, or a run dir/results.json (every field's type checked first)")
     p.add_argument("--history", help="SQLite file or postgresql:// URL (default OUT/history.sqlite)")
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
@@ -498,23 +829,33 @@ def main(argv=None):
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
+    # tools/qualify's first step: check the arguments (and the GPU, when it would build), then
+    # exit; it installs and builds only after this says 0.
+    p.add_argument("--preflight", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
     SUMMARY.clear()
-    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    INTERRUPT["by"] = None
+    old = {s: signal.signal(s, _on_signal) for s in SIGNALS}
     try:
-        code = _qualify(args, argv)
+        code = preflight_only(args) if args.preflight else _qualify(args, argv)
     except Stop as e:
         say(str(e))
         code = e.code
+        SUMMARY["message"] = str(e)  # --json: the reason, not only the code
     except Interrupted as e:
         _kill_children()
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
         code = cmp.EXIT_INTERRUPTED
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    if args.json:
+        if restore_signals:
+            for s, h in old.items():
+                signal.signal(s, h)
+        else:
+            # Python's own exit restores the default actions: ignore the signals outright.
+            for s in SIGNALS:
+                signal.signal(s, signal.SIG_IGN)
+    if args.json and not (args.preflight and code == 0):  # the real run prints the object
         print(json.dumps(dict({"tool": "qualify", "exit_code": code, "verdict": cmp.VERDICTS[code][0]},
                               **SUMMARY)))
     HUMAN.update(stream=None, json=False)
@@ -526,43 +867,49 @@ def _qualify(args, argv):
     started = datetime.datetime.now(datetime.timezone.utc)
     run_key = new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started)
     plan.run_dir = os.path.join(args.out, run_key)
-    try:
-        os.makedirs(plan.run_dir)
-    except OSError as e:
-        raise Stop(cmp.EXIT_CONFIG, f"cannot create the run folder {plan.run_dir}: {e.strerror}")
-    SUMMARY.update(run_dir=plan.run_dir)
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
             "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
             "command": " ".join(["tools/qualify"] + (argv if argv is not None else sys.argv[1:]))}
+    state = {"phase": "creating the run folder"}
+    try:
+        try:
+            os.makedirs(plan.run_dir)
+        except OSError as e:
+            raise Stop(cmp.EXIT_CONFIG, f"cannot create the run folder {plan.run_dir}: {e.strerror}")
+        SUMMARY.update(run_dir=plan.run_dir)
+        return _run_and_publish(plan, info, args, state)
+    except Interrupted:
+        if not os.path.isdir(plan.run_dir):
+            raise
+        return finish_interrupted(plan, info, state)
+
+
+def _run_and_publish(plan, info, args, state):
     say(f"{plan.fingerprint.get('gpu0_name', 'no GPU')} ({plan.sku}), driver {plan.driver or 'none'}, "
-        f"tier {args.tier}, seed {plan.seed}, run {run_key}")
+        f"tier {args.tier}, seed {plan.seed}, run {info['run_key']}")
     testlogs = os.path.join(plan.run_dir, "testlogs")
     try:
+        state["phase"] = "running the tests"
         _run_bundle(plan, testlogs, plan.targets, plan.filters, args.shuffle, args.time_scale, args.jobs)
+        state["phase"] = "retrying failed cases"
         run = load_run(plan, testlogs)
+        state["run"] = run
         retry_failures(plan, run, args)
-    except Interrupted as e:
-        _kill_children()
-        info.update(verdict=cmp.VERDICTS[cmp.EXIT_INTERRUPTED][0], exit_code=cmp.EXIT_INTERRUPTED,
-                    interrupted_by=str(e))
-        try:
-            partial = load_run(plan, testlogs) if os.path.isdir(testlogs) else model.Run(plan.fingerprint)
-            model.write_results(os.path.join(plan.run_dir, "results.json"), partial, info)
-            say(f"interrupted by {e}: {len(partial.cases)} finished case(s) kept in {plan.run_dir}")
-        except (OSError, ValueError) as w:
-            say(f"interrupted by {e}; could not write the partial results: {w}")
-        say(f"verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
-        return cmp.EXIT_INTERRUPTED
     except OSError as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
 
+    state["phase"] = "comparing"
     comp = cmp.compare(run, plan.expectations, plan.baseline)
+    why_not = nothing_passed(run, comp)
+    state["comp"] = comp
     verdict, _ = comp.verdict
     info.update(verdict=verdict, exit_code=comp.exit_code)
+    if why_not:
+        info["verdict_reason"] = why_not
     try:
-        page = publish(plan, run, comp, info, args)
+        page = publish(plan, run, comp, info, args, state)
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
                                    f"({e}); the verdict would have been {verdict}")
@@ -579,12 +926,14 @@ def _qualify(args, argv):
         say(f"{st} {key}: {why}")
     for e in comp.stale:
         say(f"stale expectation {e.source}: {e.kind} {e.pattern}")
+    if why_not:
+        say(why_not)
     if args.mutation:
-        run_mutation(plan, run, comp, info, args)
+        run_mutation(plan, run, comp, info, args, state)
     say(f"report: {page}")
     say(f"verdict: {verdict} (exit {comp.exit_code})")
     return comp.exit_code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(restore_signals=False))

@@ -3,10 +3,14 @@
 # without a GPU the device suites report NotSupported with the reason, and the harness's own
 # tests (fixtures, runner, report, qualify, browser) really run. Ends with the report tool's
 # summary of bazel-testlogs: counts by status and 'N passed, N failed, N skipped'.
+# It installs Chromium for the browser tests; the fleet tests' servers (PostgreSQL, Slurm,
+# munge) only with PAGELOCK_FLEET_TEST=1 (CI sets it), else those tests skip with the reason.
 # Extra arguments go to `bazel test` (e.g. --config=lab on a GPU machine).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-tools/install_deps.sh || exit $?
+deps=(--with-browser)
+[[ "${PAGELOCK_FLEET_TEST:-0}" == 1 ]] && deps+=(--with-fleet)
+tools/install_deps.sh "${deps[@]}" || exit $?
 bazel test //... "$@"
 rc=$?
 python3 reports/report.py bazel-testlogs/ || true

@@ -47,7 +47,12 @@ bundle's copy).
 
 Exit codes: 0 done (whatever the score); 1 the control run failed to run under the shim (or
 the shim found no real driver);
-2 bad usage (no bundle, unknown fault name, missing shim or catalogue).
+2 bad usage (no bundle, unknown fault name, missing shim or catalogue);
+7 interrupted by SIGINT, SIGTERM or SIGHUP: no run starts after the signal, every running
+  runner gets SIGTERM (it stops its test binaries, which run in sessions of their own, and
+  exits), and whatever is still alive after STOP_S (a runner, a binary under the shim) is
+  killed; nothing is left running and no mutation.json is written (a second signal repeats the
+  SIGTERM, which makes the runners SIGKILL their binaries).
 """
 
 import argparse
@@ -60,7 +65,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -73,6 +80,84 @@ GRACE_S = 20  # how long after --budget running runs may go on before they are s
 
 class UsageError(Exception):
     pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Signals: runners run in sessions of their own (so a terminal's Ctrl-C never reaches them, and
+# a runner can kill its binary's group), so mutation.py must stop them itself.
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_S = 30  # how long the runners may take to stop their binaries after SIGTERM
+TOKEN_ENV = "PAGELOCK_MUTATION_TOKEN"  # every process of this mutation run inherits it
+TOKEN = uuid.uuid4().hex
+STOPPING = threading.Event()
+RUNNERS = {}  # pid -> Popen of every runner running now
+# A runner is started and registered under it, never after STOPPING. Reentrant: the signal
+# handler takes it in the main thread, which may hold it already (a serial run starting).
+RUNNERS_LOCK = threading.RLock()
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived."""
+
+
+def _signal_runners(sig):
+    with RUNNERS_LOCK:
+        procs = list(RUNNERS.values())
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, sig)  # the runner's own session: the runner and its helpers
+        except OSError:
+            pass
+
+
+def _on_signal(signum, frame):
+    first = not STOPPING.is_set()
+    STOPPING.set()
+    _signal_runners(signal.SIGTERM)  # a second SIGTERM makes a runner SIGKILL its binaries
+    if first:
+        raise Interrupted(signal.Signals(signum).name)
+
+
+def kill_token_holders(token=None):
+    """SIGKILLs every live process (but this one) whose environment carries this run's token:
+    runners and the test binaries under the shim they started. Returns how many."""
+    needle = f"{TOKEN_ENV}={token or TOKEN}".encode()
+    killed = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            os.kill(int(pid), signal.SIGKILL)
+            killed += 1
+        except OSError:
+            continue
+    return killed
+
+
+def stop_everything(by):
+    """After a signal: waits up to STOP_S for the runners (SIGTERMed by the handler) to stop
+    their binaries and exit, then kills whatever of this run is still alive. Returns exit 7."""
+    STOPPING.set()
+    _signal_runners(signal.SIGTERM)
+    end = time.monotonic() + STOP_S
+    while time.monotonic() < end:
+        with RUNNERS_LOCK:
+            alive = [p for p in RUNNERS.values() if p.poll() is None]
+        if not alive:
+            break
+        time.sleep(0.05)
+    _signal_runners(signal.SIGKILL)
+    for _ in range(3):  # a process forking while it is killed: look again
+        if not kill_token_holders():
+            break
+        time.sleep(0.1)
+    print(f"mutation: interrupted by {by}; every runner and test binary of the run was stopped; "
+          "no mutation.json written", file=sys.stderr, flush=True)
+    return 7
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,16 +244,22 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
     cmd = [sys.executable, runner or os.path.join(bundle, "tools", "runner", "runner.py"),
            "--bundle", bundle, "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}",
            "--max-restarts", "1"]
+    env[TOKEN_ENV] = TOKEN  # what finds a binary its runner could not stop (stop_everything)
     start = time.monotonic()
     cut = hard_stop is not None and start + timeout_s > hard_stop
     if cut:
         timeout_s = max(1.0, hard_stop - start)
     with open(os.path.join(out_dir, "runner.out"), "w") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        with RUNNERS_LOCK:
+            if STOPPING.is_set():  # a signal came: no new run
+                return {"rc": None, "seconds": 0.0, "timed_out": False, "cut_by_budget": True,
+                        "interrupted": True}
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            RUNNERS[proc.pid] = proc
         timed_out = False
         try:
-            rc = proc.wait(timeout=timeout_s)
+            rc = _wait(proc, timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             # The runner starts each test binary in a session of its own, so killing the
@@ -184,8 +275,35 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
                 except ProcessLookupError:
                     pass
                 rc = proc.wait()
+        finally:
+            if proc.poll() is not None:
+                with RUNNERS_LOCK:
+                    RUNNERS.pop(proc.pid, None)
     return {"rc": rc, "seconds": round(time.monotonic() - start, 1),
             "timed_out": timed_out and not cut, "cut_by_budget": timed_out and cut}
+
+
+STOPPED_AT = []  # time.monotonic() of the first signal
+
+
+def _wait(proc, timeout_s):
+    """proc's exit status, waiting at most timeout_s (then TimeoutExpired). Once a signal came,
+    a runner that has not stopped STOP_S after it is killed with its group."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=max(0.01, min(0.25, end - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if STOPPING.is_set():
+                STOPPED_AT[:] = STOPPED_AT or [time.monotonic()]
+                if time.monotonic() > STOPPED_AT[0] + STOP_S:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    return proc.wait()
+            if time.monotonic() >= end:
+                raise
 
 
 def read_statuses(out_dir, rules=None):
@@ -468,6 +586,21 @@ def select_for_fault(fault, usable, census, target_rules, dur, sentinels, select
 
 
 def main(argv=None):
+    """Runs the mutation score; SIGINT, SIGTERM and SIGHUP stop it (exit 7, nothing left)."""
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {s: signal.signal(s, _on_signal) for s in SIGNALS}
+    STOPPING.clear()
+    try:
+        return _main(argv)
+    except Interrupted as e:
+        return stop_everything(str(e))
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+
+
+def _main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bundle", help="bundle folder (tools/bundle.py)")
     p.add_argument("--out", required=True, help="folder for mutation.json, mutation.html, runs/")

@@ -10,10 +10,15 @@
    that status in test.xml; every listed case has a result; no process of the run is left.
 2. Runs tools/qualify.py on the bundle and sends it SIGTERM once a case of its run is running.
    Checks: qualify exits with its INTERRUPTED code, no traceback; the run's runner.json says
-   INTERRUPTED; the case running in each stopped target (qualify runs --jobs 4 by default) is
+   INTERRUPTED; the case running in each stopped target (qualify runs --jobs 3 by default) is
    named (MISSING, "INTERRUPTED ... while this case was running"); every case that ended is
    kept; no process is left.
+3. Runs tools/qualify.py --mutation on the bundle and sends it SIGTERM once the mutation tool's
+   runners run test binaries under the fault shim (in sessions of their own). Checks: qualify
+   exits 7, no traceback; the run folder's results.json says INTERRUPTED; no process of the run
+   is left (qualify, mutation.py, its runners, their binaries). --skip-mutation leaves it out.
 Prints one PASS/FAIL line per check and `ps` of anything left; exits 0 when all pass.
+On CPU, tools/hostile_qualify_test.py runs check 3 on a bundle of fake binaries.
 """
 
 import argparse
@@ -24,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -179,7 +185,7 @@ def sigterm_qualify_check(args):
 
 
 def stopped_targets_check(out):
-    """qualify runs targets in parallel (--jobs, default 4): every target of the runs under out
+    """qualify runs targets in parallel (--jobs, default 3): every target of the runs under out
     whose binary was stopped names its running case, and none loses an ended case."""
     named_any = False
     for first in sorted(glob.glob(os.path.join(out, "*", "testlogs", "**", "attempt_1",
@@ -201,6 +207,74 @@ def stopped_targets_check(out):
     check(named_any, "2. at least one running case was stopped and named")
 
 
+def marked(marker, also=b""):
+    """Live processes (pid, command line) whose environment holds PAGELOCK_DONE_CHECK=marker
+    (and the bytes also)."""
+    needle = f"PAGELOCK_DONE_CHECK={marker}".encode()
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{p}/stat") as f:
+                state = f.read().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and needle in env.split(b"\0") and also in env:
+            found.append((int(p), cmd[:150]))
+    return found
+
+
+def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
+    """3. SIGTERM to qualify --mutation while the mutation tool's runners run test binaries under
+    the fault shim: exit 7 and nothing of the run left."""
+    out = os.path.join(args.out, "mutation_signal")
+    os.makedirs(out, exist_ok=True)
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, PAGELOCK_DONE_CHECK=marker)
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "qualify.py"),
+                             "--bundle", args.bundle, "--out", out, "--tier", "bat",
+                             "--baseline", "none", "--no-history", "--mutation",
+                             "--mutation-budget", "120", "--mutation-jobs", "2", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    # A test binary of a mutation run: it has the fault shim's variables and runs from a view.
+    end = time.monotonic() + getattr(args, "mutation_wait_s", 600)
+    binaries = []
+    while time.monotonic() < end and proc.poll() is None:
+        binaries = [p for p in marked(marker, b"PAGELOCK_FAULT=") if "/view/bin/" in p[1]]
+        if binaries:
+            break
+        time.sleep(0.05)
+    check(bool(binaries), f"3. the mutation run started test binaries under the shim ({len(binaries)})")
+    proc.send_signal(sig)
+    try:
+        text = proc.communicate(timeout=120)[0].decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        text = proc.communicate()[0].decode(errors="replace")
+    print("     qualify said: " + " | ".join(text.strip().splitlines()[-2:]))
+    check(proc.returncode == 7, f"3. qualify --mutation exits 7 on {sig.name} (got {proc.returncode})")
+    check("Traceback" not in text, "3. no traceback")
+    results = glob.glob(os.path.join(out, "*", "results.json"))
+    verdict = None
+    if results:
+        with open(results[0]) as f:
+            verdict = json.load(f).get("info", {}).get("verdict")
+    check(verdict == "INTERRUPTED", f"3. results.json says INTERRUPTED (got {verdict})")
+    time.sleep(0.5)
+    left = marked(marker)
+    check(not left, f"3. no process of the mutation run left behind: {left}")
+    for pid, _ in left:  # never leave them running, even when the check failed
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", required=True)
@@ -208,12 +282,16 @@ def main():
     p.add_argument("--target", default="//suites/hostalloc:hostalloc_test")
     p.add_argument("--kill-at", type=int, default=3, help="the case number to kill at (1-based)")
     p.add_argument("--skip-qualify", action="store_true")
+    p.add_argument("--skip-mutation", action="store_true",
+                   help="leave out check 3 (SIGTERM to qualify --mutation)")
     args = p.parse_args()
     args.bundle = os.path.abspath(args.bundle)
     args.out = os.path.abspath(args.out)
     sigkill_check(args)
     if not args.skip_qualify:
         sigterm_qualify_check(args)
+    if not args.skip_mutation:
+        mutation_signal_check(args)
     ps = subprocess.run(["ps", "-eo", "pid,pgid,stat,etime,args"], capture_output=True,
                         text=True).stdout.splitlines()
     mine = [line[:200] for line in ps[1:] if (os.path.join(args.bundle, "bin") in line or

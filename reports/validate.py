@@ -1,0 +1,207 @@
+"""Checks a results.json document (a baseline, an earlier run) before anything uses it.
+
+A field of the wrong type (a case whose "target" is 5, an int nvidia_driver, info.bundle given as
+a string) is named here, by its path in the document, so qualify can refuse the file with exit 2
+before any test runs instead of failing with a traceback after the whole tier ran.
+
+  problem = validate.results_problem(doc)   # None, or "run.cases[3].target: expected text, found 5"
+  doc = validate.read_json_file(path, max_bytes)   # refuses devices, FIFOs, oversized files
+
+Only the shape is checked (types of the fields the tools read); the values are model.py's job.
+"""
+
+import json
+import os
+import stat
+
+# Fields of a case record and the JSON types they may have (None: the field may be null).
+_TEXT = (str,)
+_NUMBER = (int, float)
+_CASE_FIELDS = {
+    "target": _TEXT, "suite": _TEXT, "name": _TEXT, "id": _TEXT, "status": _TEXT,
+    "message": _TEXT, "reason": _TEXT, "first_failure": _TEXT, "child": _TEXT, "health": _TEXT,
+    "seconds": _NUMBER, "run_seed": (str, int, type(None)), "seed": (str, int, type(None)),
+    "stress": (bool, type(None)), "attempts": (list,), "rules": (list,), "metrics": (dict,),
+    "budgets": (dict,), "observed": (dict,), "logs": (dict,), "properties": (dict,),
+}
+_REQUIRED_CASE_FIELDS = ("target", "suite", "name")
+_INFO_TEXT = ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
+              "command")
+_INFO_OBJECTS = ("bundle", "expectations", "outputs", "mutation")
+
+
+class InputError(Exception):
+    """A file that is not a usable input: the message names the file and why."""
+
+
+def _kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({value!r})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"text ({value[:40]!r})"
+    return f"a {'list' if isinstance(value, list) else 'object'}"
+
+
+def _want(types):
+    names = {str: "text", int: "a number", float: "a number", bool: "a boolean", list: "a list",
+             dict: "an object", type(None): "null"}
+    return " or ".join(dict.fromkeys(names[t] for t in types))
+
+
+def _is(value, types):
+    # JSON true/false are Python bools, which are ints too: a boolean is never a number here.
+    if isinstance(value, bool) and bool not in types:
+        return False
+    return isinstance(value, types)
+
+
+def _field(where, value, types):
+    if not _is(value, types):
+        return f"{where}: expected {_want(types)}, found {_kind(value)}"
+    return None
+
+
+def _case_problem(where, case):
+    if not isinstance(case, dict):
+        return f"{where}: expected an object, found {_kind(case)}"
+    for key in _REQUIRED_CASE_FIELDS:
+        if key not in case:
+            return f"{where}: no '{key}'"
+    for key, types in _CASE_FIELDS.items():
+        if key in case:
+            problem = _field(f"{where}.{key}", case[key], types)
+            if problem:
+                return problem
+    for i, a in enumerate(case.get("attempts", [])):
+        if not isinstance(a, str):
+            return f"{where}.attempts[{i}]: expected text, found {_kind(a)}"
+    for i, r in enumerate(case.get("rules", [])):
+        if not isinstance(r, str):
+            return f"{where}.rules[{i}]: expected text, found {_kind(r)}"
+    for group in ("metrics", "budgets"):
+        for name, m in case.get(group, {}).items():
+            if not isinstance(m, dict):
+                return f"{where}.{group}.{name}: expected an object, found {_kind(m)}"
+            for key, types in (("value", (int, float, str)), ("unit", _TEXT)):
+                if key in m:
+                    problem = _field(f"{where}.{group}.{name}.{key}", m[key], types)
+                    if problem:
+                        return problem
+    for group in ("logs", "observed"):
+        for name, text in case.get(group, {}).items():
+            if not isinstance(text, str):
+                return f"{where}.{group}.{name}: expected text, found {_kind(text)}"
+    return None
+
+
+def run_problem(run, where="run"):
+    """The first wrong-typed field of a run record ({"fingerprint", "cases", ...}), or None."""
+    if not isinstance(run, dict):
+        return f"{where}: expected an object, found {_kind(run)}"
+    if "format_version" in run:
+        problem = _field(f"{where}.format_version", run["format_version"], (int,))
+        if problem:
+            return problem
+    fp = run.get("fingerprint", {})
+    if not isinstance(fp, dict):
+        return f"{where}.fingerprint: expected an object, found {_kind(fp)}"
+    for key, value in fp.items():
+        # Every fingerprint value is text (qualify writes str(v)): a number here is a hand edit
+        # that compare and the history would misread.
+        if not isinstance(value, str):
+            return f"{where}.fingerprint.{key}: expected text, found {_kind(value)}"
+    cases = run.get("cases", [])
+    if not isinstance(cases, list):
+        return f"{where}.cases: expected a list, found {_kind(cases)}"
+    for i, case in enumerate(cases):
+        problem = _case_problem(f"{where}.cases[{i}]", case)
+        if problem:
+            return problem
+    problems = run.get("problems", [])
+    if not isinstance(problems, list):
+        return f"{where}.problems: expected a list, found {_kind(problems)}"
+    return None
+
+
+def results_problem(doc):
+    """The first wrong-typed field of a results.json document (info, run, comparison), or None."""
+    if not isinstance(doc, dict):
+        return f"expected a JSON object, found {_kind(doc)}"
+    if "format_version" in doc:
+        problem = _field("format_version", doc["format_version"], (int,))
+        if problem:
+            return problem
+    info = doc.get("info", {})
+    if not isinstance(info, dict):
+        return f"info: expected an object, found {_kind(info)}"
+    for key in _INFO_TEXT:
+        if key in info and info[key] is not None:
+            problem = _field(f"info.{key}", info[key], _TEXT)
+            if problem:
+                return problem
+    for key in _INFO_OBJECTS:
+        if key in info and info[key] is not None:
+            problem = _field(f"info.{key}", info[key], (dict,))
+            if problem:
+                return problem
+    if "exit_code" in info and info["exit_code"] is not None:
+        problem = _field("info.exit_code", info["exit_code"], (int,))
+        if problem:
+            return problem
+    comparison = doc.get("comparison", {})
+    if not isinstance(comparison, dict):
+        return f"comparison: expected an object, found {_kind(comparison)}"
+    for key, value in comparison.items():
+        if not isinstance(value, str):
+            return f"comparison.{key}: expected text, found {_kind(value)}"
+    run = doc.get("run", doc)
+    return run_problem(run, "run" if "run" in doc else "(top level)")
+
+
+def regular_file_problem(path):
+    """Why path cannot be read as an input file (a device such as /dev/zero, a FIFO, a socket or
+    a folder would hang the reader or fill the memory), or None. Links are followed: a link to
+    /dev/zero is /dev/zero."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+                else "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+        return f"is {kind}, not a regular file"
+    return None
+
+
+def read_json_file(path, max_bytes=None):
+    """The parsed JSON of a regular file. Raises InputError naming the path for a device, a FIFO,
+    a file over max_bytes, unreadable bytes or bad JSON. Never blocks on a FIFO: it is refused
+    before it is opened."""
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"{path}: {problem}")
+    if max_bytes is not None and os.path.getsize(path) > max_bytes:
+        raise InputError(f"{path}: larger than {max_bytes // (1 << 20)} MiB, not read")
+    try:
+        # O_NONBLOCK: should the file be swapped for a FIFO after the check, open() returns at
+        # once instead of waiting for a writer; reading it then gives nothing (bad JSON).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, encoding="utf-8") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError(f"{path}: not a regular file")
+            return json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: unreadable: {e.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not JSON: {e}")
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to read")

@@ -1,0 +1,621 @@
+"""qualify and the mutation tool against hostile moments and inputs (reliability review 3, issue
+21; issue 23 item 5), on bundles of tools/testdata/fakegt.py (a scriptable fake GoogleTest
+binary, no GPU needed):
+
+- a signal at every moment (comparing, rendering, storing the history, a second signal while
+  finishing, SIGHUP) leaves a run folder whose results.json says INTERRUPTED, exit 7, and a
+  history row never links a page that is not there;
+- SIGINT, SIGTERM and SIGHUP to mutation.py, or SIGTERM to qualify --mutation, stop every runner
+  and every test binary under the shim (they run in sessions of their own): exit 7, nothing left;
+- a run in which nothing passed never qualifies;
+- fingerprint values never steer where a run folder goes;
+- wrong-typed baselines, /dev/zero, links to it and FIFOs are exit 2 before any test runs;
+- --baseline auto takes the run stored last, and the one before when the newest folder is gone;
+- tools/qualify says "no usable GPU" in seconds before installing or building anything, and
+  install_deps.sh installs the fleet's servers and Chromium only when asked.
+"""
+
+import argparse
+import contextlib
+import datetime
+import glob
+import io
+import json
+import os
+import resource
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+from unittest import mock
+
+from reports import compare as cmp
+from reports import history
+from tools import qualify
+
+
+def repo_root():
+    srcdir = os.environ.get("TEST_SRCDIR")
+    if srcdir:
+        return os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "pagelock"))
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+ROOT = repo_root()
+FAKEGT = os.path.join(ROOT, "tools", "testdata", "fakegt.py")
+FAKE_SUITE = os.path.join(ROOT, "tools", "testdata", "fake_suite.py")
+SLEEP_UNDER_FAULT = {"cases": ["S.A", {"id": "S.B", "act": ["sleepif:PAGELOCK_FAULT:60"]}]}
+
+
+def marked(mark):
+    """Live processes whose environment holds FAKE_MARK=mark."""
+    needle = f"FAKE_MARK={mark}".encode()
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{p}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if needle in env and state != "Z":
+            found.append((int(p), cmd))
+    return found
+
+
+def make_bundle(dest, targets, timeout_s=20, with_tools=False):
+    """A bundle of fakegt.py copies, one per {name: spec}, labels //fake:<name>. with_tools: the
+    runner and reports/ inside (as tools/bundle.py ships them), a stand-in shim file and a
+    one-fault catalogue, enough for the mutation tool to start its runs."""
+    os.makedirs(os.path.join(dest, "bin"))
+    entries = []
+    for name, spec in targets.items():
+        path = os.path.join("bin", name)
+        shutil.copy(FAKEGT, os.path.join(dest, path))
+        os.chmod(os.path.join(dest, path), 0o755)
+        with open(os.path.join(dest, path + ".spec.json"), "w") as f:
+            json.dump(spec, f)
+        entries.append({"label": f"//fake:{name}", "path": path, "timeout_s": timeout_s,
+                        "tags": ["gpu", "tier_bat"]})
+    with open(os.path.join(dest, "manifest.json"), "w") as f:
+        json.dump({"info": {"commit": "fake"}, "targets": entries}, f)
+    if with_tools:
+        for pkg in ("tools/runner", "reports"):
+            os.makedirs(os.path.join(dest, pkg))
+            for n in os.listdir(os.path.join(ROOT, pkg)):
+                if n.endswith(".py") and not n.endswith("_test.py"):
+                    shutil.copy(os.path.join(ROOT, pkg, n), os.path.join(dest, pkg, n))
+        open(os.path.join(dest, "tools", "__init__.py"), "w").close()
+        os.makedirs(os.path.join(dest, "faults"))
+        # The fakes never load libcuda: any file stands in for the shim.
+        with open(os.path.join(dest, "faults", "libcuda.so.1"), "w") as f:
+            f.write("not a library\n")
+        with open(os.path.join(dest, "faults", "catalogue.tsv"), "w") as f:
+            f.write("name\trule\tfamily\tkind\tentries\tdescription\n"
+                    "htod_corrupts_last_byte\tR76\thostalloc\tdata\t\ta wrong last byte\n")
+    return dest
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.out = os.path.join(self.tmp, "runs")
+        self.exp = os.path.join(self.tmp, "expectations")
+        os.makedirs(self.exp)
+        self.mark = uuid.uuid4().hex
+        self.saved_env = dict(os.environ)
+        os.environ["FAKE_MARK"] = self.mark
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.saved_env)
+        for pid, _ in marked(self.mark):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def bundle(self, targets=None, name="bundle", **kw):
+        return make_bundle(os.path.join(self.tmp, name), targets or {"x": {"cases": ["S.A", "S.B"]}}, **kw)
+
+    def qualify(self, bundle, *extra, out=None):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            rc = qualify.main(["--bundle", bundle, "--out", out or self.out, "--expectations", self.exp,
+                               "--tier", "bat", "--retries", "0", *extra])
+        self.output = buf.getvalue()
+        return rc
+
+    def run_dirs(self, out=None):
+        return sorted(d for d in glob.glob(os.path.join(out or self.out, "2*")) if os.path.isdir(d))
+
+    def results(self, run_dir=None):
+        run_dir = run_dir or self.run_dirs()[-1]
+        with open(os.path.join(run_dir, "results.json")) as f:
+            return json.load(f)
+
+    def assert_history_links_only_pages_that_exist(self):
+        path = os.path.join(self.out, "history.sqlite")
+        if not os.path.exists(path):
+            return
+        db = sqlite3.connect(path)
+        rows = db.execute("SELECT run_key, report FROM runs").fetchall()
+        db.close()
+        for key, report in rows:
+            self.assertTrue(report is None or os.path.exists(report),
+                            f"history row {key} links {report}, which does not exist")
+
+    def assert_nothing_left(self):
+        deadline = time.monotonic() + 5
+        while marked(self.mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(marked(self.mark), [], "processes of the run were left behind")
+
+
+def signal_self_during(target, attribute, sig=signal.SIGTERM, every_call=False):
+    """Patches target.attribute so that calling it first sends sig to this process (the handler
+    runs inside the call): a signal at exactly that moment of qualify."""
+    original = getattr(target, attribute)
+    sent = []
+
+    def wrapper(*args, **kwargs):
+        if every_call or not sent:
+            sent.append(1)
+            os.kill(os.getpid(), sig)
+        return original(*args, **kwargs)
+    return mock.patch.object(target, attribute, wrapper)
+
+
+class SignalAtEveryMoment(Base):
+    """Row #4: a signal after the tests finished, or a second one, still marks the run."""
+
+    def assert_interrupted(self, rc, during):
+        self.assertEqual(rc, cmp.EXIT_INTERRUPTED, self.output)
+        self.assertNotIn("Traceback", self.output)
+        res = self.results()
+        self.assertEqual((res["info"]["verdict"], res["info"]["exit_code"]), ("INTERRUPTED", 7))
+        self.assertEqual(res["info"]["interrupted_during"], during)
+        self.assertEqual(len(res["run"]["cases"]), 2, "the finished cases are kept")
+        self.assert_history_links_only_pages_that_exist()
+        return res
+
+    def test_sigterm_while_comparing(self):
+        b = self.bundle()
+        with signal_self_during(qualify.cmp, "compare"):
+            rc = self.qualify(b, "--baseline", "none")
+        self.assert_interrupted(rc, "comparing")
+
+    def test_sigterm_while_rendering_leaves_no_history_row_to_a_missing_page(self):
+        b = self.bundle()
+        with signal_self_during(qualify.htmlreport, "render_qualification"):
+            rc = self.qualify(b, "--baseline", "none")
+        self.assert_interrupted(rc, "rendering")
+        self.assertFalse(os.path.exists(os.path.join(self.run_dirs()[-1], "index.html.part")))
+
+    def test_sigterm_while_storing_the_history(self):
+        b = self.bundle({"x": {"cases": ["S.A", "S.B=fail"]}})
+        with signal_self_during(qualify.history, "store"):
+            rc = self.qualify(b, "--baseline", "none")
+        res = self.assert_interrupted(rc, "storing the history")
+        self.assertEqual(res["info"]["verdict_reached"], "REGRESSIONS")
+        with open(os.path.join(self.run_dirs()[-1], "index.html")) as f:
+            self.assertIn("INTERRUPTED", f.read(), "the page agrees with results.json")
+
+    def test_a_second_signal_while_finishing_is_ignored(self):
+        b = self.bundle()
+        with signal_self_during(qualify.cmp, "compare"), \
+                signal_self_during(qualify.model, "write_results", every_call=True):
+            rc = self.qualify(b, "--baseline", "none")
+        self.assert_interrupted(rc, "comparing")
+
+    def test_sighup_outside_the_runner_is_handled(self):
+        b = self.bundle()
+        handled = []
+        original = qualify.cmp.compare
+
+        def compare(*args, **kwargs):
+            # Only send SIGHUP when qualify handles it: the default action would kill the test.
+            if signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                handled.append(1)
+                os.kill(os.getpid(), signal.SIGHUP)
+            return original(*args, **kwargs)
+        with mock.patch.object(qualify.cmp, "compare", compare):
+            rc = self.qualify(b, "--baseline", "none")
+        self.assertEqual(handled, [1], "qualify has no SIGHUP handler while it compares")
+        self.assert_interrupted(rc, "comparing")
+
+    def test_two_sigterms_50_ms_apart_during_the_run(self):
+        b = self.bundle({"x": {"cases": ["S.A", {"id": "S.B", "act": ["sleep:30"]}]}}, timeout_s=60)
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "qualify.py"), "--bundle", b,
+                                 "--out", self.out, "--expectations", self.exp, "--tier", "bat",
+                                 "--baseline", "none"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not [p for p in marked(self.mark) if "--gtest_output" in p[1]]:
+            time.sleep(0.05)
+        time.sleep(0.5)  # S.A has ended, S.B sleeps
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        self.output = proc.communicate(timeout=60)[0].decode(errors="replace")
+        self.assertEqual(proc.returncode, 7, self.output)
+        res = self.results()
+        self.assertEqual(res["info"]["verdict"], "INTERRUPTED", self.output)
+        self.assertIn("S.A", [f"{c['suite']}.{c['name']}" for c in res["run"]["cases"]])
+        self.assert_nothing_left()
+
+
+class MutationSignals(Base):
+    """Row #1: mutation.py and qualify --mutation stop on a signal, and nothing is left."""
+
+    def start_mutation(self, bundle):
+        shim = os.path.join(bundle, "faults")
+        return subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "mutation", "mutation.py"), bundle,
+                                 "--out", os.path.join(self.tmp, "mut"), "--shim", shim, "--jobs", "2",
+                                 "--budget", "100"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def wait_for_binaries_under_the_shim(self, proc, n=2):
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len([p for p in marked(self.mark) if "/view/bin/" in p[1]]) >= n:
+                return
+            time.sleep(0.05)
+        self.fail("the mutation run never started its test binaries")
+
+    def check_signal(self, sig):
+        b = self.bundle({"m1": SLEEP_UNDER_FAULT, "m2": SLEEP_UNDER_FAULT}, timeout_s=120, with_tools=True)
+        proc = self.start_mutation(b)
+        self.wait_for_binaries_under_the_shim(proc)
+        proc.send_signal(sig)
+        try:
+            out = proc.communicate(timeout=60)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.fail(f"mutation.py did not stop on {sig.name}")
+        self.assertEqual(proc.returncode, 7, out)
+        self.assertIn(f"interrupted by {sig.name}", out)
+        self.assertNotIn("Traceback", out)
+        self.assert_nothing_left()
+
+    def test_sigint_stops_mutation_py_and_its_runners(self):
+        self.check_signal(signal.SIGINT)
+
+    def test_sigterm_stops_mutation_py_and_its_runners(self):
+        self.check_signal(signal.SIGTERM)
+
+    def test_sighup_stops_mutation_py_and_its_runners(self):
+        self.check_signal(signal.SIGHUP)
+
+    def test_done_check_sigterm_to_qualify_mutation(self):
+        from tools.runner import done_check
+        b = self.bundle({"m1": SLEEP_UNDER_FAULT, "m2": SLEEP_UNDER_FAULT}, timeout_s=120, with_tools=True)
+        done_check.FAILED.clear()
+        with contextlib.redirect_stdout(io.StringIO()) as buf:
+            done_check.mutation_signal_check(argparse.Namespace(
+                bundle=b, out=os.path.join(self.tmp, "dc"), mutation_wait_s=90),
+                extra=("--expectations", self.exp))
+        self.assertEqual(done_check.FAILED, [], buf.getvalue())
+        self.assert_nothing_left()
+
+
+class NothingPassedNeverQualifies(Base):
+    """Row #2 (verdict): no case passed, so nothing was exercised."""
+
+    def test_every_case_not_supported_without_a_gpu_is_not_qualified(self):
+        b = os.path.join(self.tmp, "suite")
+        os.makedirs(os.path.join(b, "bin"))
+        shutil.copy(FAKE_SUITE, os.path.join(b, "bin", "s"))
+        os.chmod(os.path.join(b, "bin", "s"), 0o755)
+        with open(os.path.join(b, "manifest.json"), "w") as f:
+            json.dump({"info": {"commit": "t"}, "targets": [
+                {"label": "//selftest:s", "path": "bin/s", "timeout_s": 30, "tags": ["gpu", "tier_bat"]}]}, f)
+        os.environ["FAKE_DEVICE_STATUS"] = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
+        for baseline in ("none", "auto"):  # auto: the first run of a SKU with no baselines/<sku>
+            rc = self.qualify(b, "--allow-no-gpu", "--baseline", baseline)
+            self.assertEqual(rc, cmp.EXIT_NOTHING_RAN, self.output)
+            self.assertIn("no case passed", self.output)
+            self.assertEqual(self.results()["info"]["verdict"], "NOTHING RAN")
+
+    def test_only_expected_failures_is_not_qualified(self):
+        b = self.bundle({"x": {"cases": ["S.B=fail"]}})
+        with open(os.path.join(self.exp, "nvidia-h200.txt"), "w") as f:
+            f.write("fail fake:x/S.B status=FAIL bug=b1\n")
+        self.assertEqual(self.qualify(b, "--baseline", "none"), cmp.EXIT_NOTHING_RAN, self.output)
+
+    def test_an_infra_error_case_is_never_qualified(self):
+        # A target whose listing is empty is an INFRA_ERROR case (the runner); beside a pass.
+        b = self.bundle({"x": {"cases": ["S.A"]}})
+        real = qualify.load_run
+
+        def with_infra_error(plan, testlogs):
+            run = real(plan, testlogs)
+            broken = qualify.model.Case(qualify.model.CaseId("//fake:y", "(binary)", "y"),
+                                        qualify.model.Status.INFRA_ERROR, message="listed no case")
+            run.cases.append(broken)
+            return run
+        with mock.patch.object(qualify, "load_run", with_infra_error):
+            self.assertEqual(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, self.output)
+
+    def test_a_run_with_a_pass_still_qualifies(self):
+        self.assertEqual(self.qualify(self.bundle(), "--baseline", "none"), 0, self.output)
+
+
+class PathsFromTheFingerprint(Base):
+    """Row #5: a driver string with ../ never moves the run folder out of --out."""
+
+    def test_driver_with_dot_dot_stays_inside_out(self):
+        b = self.bundle({"x": {"cases": ["S.A"], "fp": {"nvidia_driver": "580/../../../escaped_run",
+                                                       "host": "../../h/../x"}}})
+        out = os.path.join(self.tmp, "q", "deep")
+        self.assertEqual(self.qualify(b, "--baseline", "none", out=out), 0, self.output)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escaped_run")))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "q", "escaped_run")))
+        dirs = self.run_dirs(out)
+        self.assertEqual(len(dirs), 1)
+        self.assertNotIn("/", os.path.relpath(dirs[0], out))
+        for dirpath, _, files in os.walk(self.tmp):
+            for f in files:
+                path = os.path.realpath(os.path.join(dirpath, f))
+                self.assertTrue(path.startswith(os.path.realpath(out) + os.sep) or
+                                not path.startswith(os.path.realpath(os.path.join(self.tmp, "q"))), path)
+
+    def test_path_part_leaves_one_safe_component(self):
+        for text in ("580/../../x", "..", "/", "a_b", "\n", "x" * 500, ""):
+            part = qualify.path_part(text, "d")
+            self.assertRegex(part, r"^[A-Za-z0-9-][A-Za-z0-9.-]{0,63}$", text)
+            self.assertNotIn(part, (".", ".."))
+
+
+class BadInputsBeforeAnyTest(Base):
+    """Rows #13 and #19: exit 2 naming the field or the path, before any test runs."""
+
+    def refused(self, rc, needle):
+        self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+        self.assertIn(needle, self.output)
+        self.assertNotIn("Traceback", self.output)
+        self.assertEqual(self.run_dirs(), [], "a run folder was created: tests ran")
+
+    def write(self, name, doc):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    def test_wrong_typed_baseline_fields_are_named(self):
+        b = self.bundle()
+        for doc, needle in [
+                ({"run": {"cases": [{"target": 5, "suite": "S", "name": "A", "status": "PASS"}]}},
+                 "run.cases[0].target"),
+                ({"run": {"fingerprint": {"nvidia_driver": 580}, "cases": []}}, "run.fingerprint.nvidia_driver"),
+                ({"info": {"bundle": "x"}, "run": {"cases": []}}, "info.bundle")]:
+            self.refused(self.qualify(b, "--baseline", self.write("bl.json", doc)), needle)
+
+    def test_wrong_typed_earlier_run_is_passed_over_by_auto(self):
+        # A SKU without a committed baselines/<sku>: passed over, the baseline is none.
+        b = self.bundle({"x": {"cases": ["S.A", "S.B"], "fp": {"gpu0_name": "Fake GPU 9"}}})
+        self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
+        first = self.run_dirs()[-1]
+        res = self.results(first)
+        res["run"]["cases"][0]["target"] = 5
+        with open(os.path.join(first, "results.json"), "w") as f:
+            json.dump(res, f)
+        self.assertEqual(self.qualify(b), 0, self.output)
+        self.assertIn("passes over", self.output)
+        self.assertIn("run.cases[0].target", self.output)
+
+    def run_limited(self, *args):
+        """qualify in a child with 2 GB of address space and 60 s: a reader of /dev/zero would
+        die of MemoryError, one of a FIFO would hang."""
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "qualify.py"), "--out", self.out,
+                            "--tier", "bat", *args], capture_output=True, text=True, timeout=60,
+                           preexec_fn=limit)
+        self.output = p.stdout + p.stderr
+        return p.returncode
+
+    def test_dev_zero_as_the_baseline(self):
+        b = self.bundle()
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "/dev/zero"),
+                     "/dev/zero")
+        self.assertIn("character device", self.output)
+
+    def test_expectations_linked_to_dev_zero(self):
+        b = self.bundle()
+        os.symlink("/dev/zero", os.path.join(self.exp, "nvidia-h200.txt"))
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
+                     os.path.join(self.exp, "nvidia-h200.txt"))
+
+    def test_fifos_as_expectations_baseline_and_manifest(self):
+        b = self.bundle()
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", fifo), fifo)
+        os.symlink(fifo, os.path.join(self.exp, "common.txt"))
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
+                     os.path.join(self.exp, "common.txt"))
+        os.unlink(os.path.join(self.exp, "common.txt"))
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none",
+                                      "--history", fifo), fifo)
+        os.unlink(os.path.join(b, "manifest.json"))
+        os.mkfifo(os.path.join(b, "manifest.json"))
+        self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
+                     os.path.join(b, "manifest.json"))
+
+
+class BaselineAuto(Base):
+    """Row #7 and §4c: the run stored last, whatever the clocks said; never silently none."""
+
+    def test_a_run_from_a_clock_a_day_behind_is_still_the_latest(self):
+        two = self.bundle({"x": {"cases": ["S.A", "S.B"]}}, name="two")
+        four = self.bundle({"x": {"cases": ["S.A", "S.B", "S.C", "S.D"]}}, name="four")
+        self.assertEqual(self.qualify(two, "--baseline", "none"), 0, self.output)
+        real = datetime.datetime
+
+        class DayBehind(real):
+            @classmethod
+            def now(cls, tz=None):
+                return real.now(tz) - datetime.timedelta(days=1)
+        time.sleep(0.05)
+        with mock.patch.object(qualify.datetime, "datetime", DayBehind):
+            self.assertEqual(self.qualify(four, "--baseline", "auto"), cmp.EXIT_QUALIFIED, self.output)
+        time.sleep(0.05)
+        # Against the four-case run stored last: two cases dropped.
+        self.assertEqual(self.qualify(two, "--baseline", "auto"), cmp.EXIT_COVERAGE_LOST, self.output)
+        self.assertEqual(self.results(max(self.run_dirs(), key=lambda d: os.path.getmtime(
+            os.path.join(d, "results.json"))))["summary"]["DROPPED"], 2)
+
+    def test_deleting_the_newest_run_folder_falls_back_to_the_one_before(self):
+        b = self.bundle()
+        self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
+        first = self.run_dirs()[-1]
+        time.sleep(0.05)
+        self.assertEqual(self.qualify(b), 0, self.output)
+        newest = [d for d in self.run_dirs() if d != first][-1]
+        shutil.rmtree(newest)
+        self.assertEqual(self.qualify(b), 0, self.output)
+        latest = max(self.run_dirs(), key=lambda d: os.path.getmtime(os.path.join(d, "results.json")))
+        self.assertEqual(self.results(latest)["info"]["baseline"],
+                         os.path.abspath(os.path.join(first, "results.json")))
+
+    def test_an_interrupted_run_is_never_the_baseline(self):
+        b = self.bundle()
+        self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
+        first = self.run_dirs()[-1]
+        time.sleep(0.05)
+        with signal_self_during(qualify.cmp, "compare"):
+            self.assertEqual(self.qualify(b, "--baseline", "none"), 7, self.output)
+        self.assertEqual(self.qualify(b), 0, self.output)
+        latest = max(self.run_dirs(), key=lambda d: os.path.getmtime(os.path.join(d, "results.json")))
+        self.assertEqual(self.results(latest)["info"]["baseline"],
+                         os.path.abspath(os.path.join(first, "results.json")))
+
+
+def copy_tree_for_the_wrapper(dest):
+    """tools/qualify with its Python, and install_deps.sh / bundle.py replaced by stand-ins that
+    leave a marker file: what the wrapper ran before it gave up is visible."""
+    for pkg in ("tools", "tools/runner", "reports"):
+        os.makedirs(os.path.join(dest, pkg), exist_ok=True)
+        for n in os.listdir(os.path.join(ROOT, pkg)):
+            src = os.path.join(ROOT, pkg, n)
+            if n.endswith(".py") and not n.endswith("_test.py") and os.path.isfile(src):
+                shutil.copy(src, os.path.join(dest, pkg, n))
+    shutil.copy(os.path.join(ROOT, "tools", "qualify"), os.path.join(dest, "tools", "qualify"))
+    os.chmod(os.path.join(dest, "tools", "qualify"), 0o755)
+    stand_ins = {"install_deps.sh": f"#!/bin/sh\necho ran > {dest}/install_deps.sh.ran\n",
+                 "bundle.py": f"open({dest + '/bundle.py.ran'!r}, 'w').close()\nraise SystemExit(1)\n"}
+    for name, text in stand_ins.items():
+        path = os.path.join(dest, "tools", name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+
+
+class Newcomer(Base):
+    """Issue 23 item 5: no GPU is said first, in seconds; nothing is installed for bad input."""
+
+    def wrapper(self, *args, env=None):
+        root = os.path.join(self.tmp, "tree")
+        if not os.path.isdir(root):
+            copy_tree_for_the_wrapper(root)
+        start = time.monotonic()
+        p = subprocess.run([os.path.join(root, "tools", "qualify"), *args], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, **(env or {})))
+        self.output = p.stdout + p.stderr
+        self.ran = sorted(n for n in os.listdir(root) if n.endswith(".ran"))
+        return p.returncode, time.monotonic() - start
+
+    def test_no_gpu_is_said_in_seconds_before_any_install_or_build(self):
+        ok, why = qualify.probe_gpu()
+        if ok:
+            self.skipTest(f"this machine has a GPU ({why})")
+        rc, seconds = self.wrapper("--out", self.out)
+        self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
+        self.assertIn("no usable GPU on this machine", self.output)
+        self.assertLess(seconds, 5.0)
+        self.assertEqual(self.ran, [], "installed or built before saying there is no GPU")
+        self.assertFalse(os.path.exists(self.out), "an empty --out was left")
+
+    def test_allow_no_gpu_still_goes_on_to_install_and_build(self):
+        rc, _ = self.wrapper("--out", self.out, "--allow-no-gpu")
+        self.assertEqual(self.ran, ["bundle.py.ran", "install_deps.sh.ran"], self.output)
+
+    def test_bad_arguments_fail_before_anything_is_installed(self):
+        for args in (["--bogus"], ["--tier", "bogus"], ["--retries", "abc"], ["--retries", "-1"],
+                     ["--baseline", os.path.join(self.tmp, "nope")]):
+            rc, _ = self.wrapper("--allow-no-gpu", *args)
+            self.assertEqual(rc, cmp.EXIT_CONFIG, (args, self.output))
+            self.assertEqual(self.ran, [], (args, "installed before rejecting the arguments"))
+
+    def test_tools_the_readme_runs_directly_are_executable(self):
+        for rel in ("tools/qualify", "tools/install_deps.sh", "tools/test.sh", ".ci/run",
+                    "tools/mutation/mutation.py", "tools/runner/done_check.py", "tools/qualify.py"):
+            path = os.path.join(ROOT, rel)
+            if os.path.exists(path):
+                self.assertTrue(os.stat(path).st_mode & stat.S_IXUSR, f"{rel} is not executable")
+
+
+class InstallDeps(Base):
+    """A lab machine gets only what qualification needs; CI asks for the rest."""
+
+    def packages(self, *args, env=None):
+        fake = os.path.join(self.tmp, "fakebin")
+        os.makedirs(fake, exist_ok=True)
+        log = os.path.join(self.tmp, "apt.log")
+        for name, body in (("dpkg-query", "exit 1"), ("apt-get", f'echo "$@" >> {log}'),
+                           ("sudo", 'exec "$@"'), ("bazel", "echo bazel 4.2.3")):
+            with open(os.path.join(fake, name), "w") as f:
+                f.write(f"#!/bin/sh\n{body}\n")
+            os.chmod(os.path.join(fake, name), 0o755)
+        cuda = os.path.join(self.tmp, "cuda")
+        os.makedirs(os.path.join(cuda, "bin"), exist_ok=True)
+        with open(os.path.join(cuda, "bin", "nvcc"), "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(os.path.join(cuda, "bin", "nvcc"), 0o755)
+        if os.path.exists(log):
+            os.unlink(log)
+        e = {k: v for k, v in os.environ.items() if not k.startswith("PAGELOCK_")}
+        e.update(PATH=fake + os.pathsep + os.environ["PATH"], CUDA_PATH=cuda, **(env or {}))
+        p = subprocess.run([os.path.join(ROOT, "tools", "install_deps.sh"), *args], env=e,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(log) as f:
+            return " ".join(l for l in f if l.startswith("install")).split()
+
+    def test_default_installs_no_fleet_server_and_no_browser(self):
+        got = self.packages()
+        self.assertIn("bazel-bootstrap", got)
+        for p in ("postgresql", "slurmctld", "slurmd", "munge", "chromium"):
+            self.assertNotIn(p, got)
+
+    def test_fleet_and_browser_only_when_asked(self):
+        self.assertIn("postgresql", self.packages("--with-fleet"))
+        self.assertIn("munge", self.packages(env={"PAGELOCK_FLEET_TEST": "1"}))
+        self.assertIn("chromium", self.packages("--with-browser"))
+        self.assertNotIn("postgresql", self.packages("--with-browser"))
+
+    def test_ci_asks_for_the_fleet_and_the_browser(self):
+        if not os.path.exists(os.path.join(ROOT, ".ci", "run")):
+            self.skipTest(".ci/run is not in this tree (Bazel's runfiles hold only tools/)")
+        with open(os.path.join(ROOT, ".ci", "run")) as f:
+            ci = f.read()
+        self.assertIn("PAGELOCK_FLEET_TEST=1", ci)
+        with open(os.path.join(ROOT, "tools", "test.sh")) as f:
+            test_sh = f.read()
+        self.assertIn("--with-browser", test_sh)
+        self.assertIn("--with-fleet", test_sh)
+
+
+if __name__ == "__main__":
+    unittest.main()
