@@ -246,9 +246,37 @@ def stored_runs(out, sku):
     return [path for _, _, path in sorted(found, reverse=True)]
 
 
-def latest_baseline(out, sku):
-    """(path, Run) of the run stored last for sku whose verdict was reached (an INTERRUPTED or
-    unreadable folder is passed over, with a note), or (None, None)."""
+def runtime_of(fingerprint):
+    """CUDART_VERSION the run's binaries were built with (an int), or None when unrecorded."""
+    try:
+        return int(str((fingerprint or {}).get("cuda_runtime_version", "")).strip())
+    except ValueError:
+        return None
+
+
+def runtime_name(version):
+    return f"{version // 1000}.{version % 1000 // 10}" if version else "unknown"
+
+
+def same_runtime(run, runtime):
+    """A baseline compares like with like: the documented rule profile and the APIs a suite can
+    reach follow the CUDA runtime, so a run of another runtime is never the baseline."""
+    theirs = runtime_of(run.fingerprint)
+    return runtime is None or theirs is None or theirs == runtime
+
+
+def reference_baseline(sku, runtime):
+    """baselines/<sku>/cuda-X.Y/results.json for a runtime that has its own, else
+    baselines/<sku>/results.json (the default toolkit's)."""
+    own = os.path.join(ROOT, "baselines", sku, f"cuda-{runtime_name(runtime)}", "results.json")
+    if runtime and os.path.lexists(own):
+        return own
+    return os.path.join(ROOT, "baselines", sku, "results.json")
+
+
+def latest_baseline(out, sku, runtime=None):
+    """(path, Run) of the run stored last for sku under the same CUDA runtime whose verdict was
+    reached (an INTERRUPTED or unreadable folder is passed over, with a note), or (None, None)."""
     for path in stored_runs(out, sku):
         try:
             run, info, _ = read_results_file(path, "earlier run")
@@ -259,24 +287,32 @@ def latest_baseline(out, sku):
             continue
         if info.get("exit_code") == cmp.EXIT_INTERRUPTED or info.get("verdict") == "INTERRUPTED":
             continue
+        if not same_runtime(run, runtime):
+            continue
         return path, run
     return None, None
 
 
-def load_baseline(spec, out, sku):
+def load_baseline(spec, out, sku, runtime=None):
     """Returns (Run or None, description). Raises Stop(EXIT_CONFIG) on a bad baseline.
-    auto: the run of this SKU stored last in --out (by when it was stored, not by its clock),
-    else baselines/<sku>; deleting the newest run folder falls back to the one before it."""
+    auto: the run of this SKU and CUDA runtime stored last in --out (by when it was stored, not
+    by its clock), else baselines/<sku>[/cuda-X.Y]; deleting the newest run folder falls back
+    to the one before it. A reference baseline of another runtime is no baseline."""
     if spec == "none":
         return None, "none"
     if spec == "auto":
-        path, run = latest_baseline(out, sku)
+        path, run = latest_baseline(out, sku, runtime)
         if run is not None:
             return run, os.path.abspath(path)
-        path = os.path.join(ROOT, "baselines", sku, "results.json")
+        path = reference_baseline(sku, runtime)
+        rel = os.path.relpath(path, ROOT)
         if not os.path.lexists(path):
-            return None, f"none (no earlier run for {sku} in {out} and no {os.path.relpath(path, ROOT)})"
+            return None, f"none (no earlier run for {sku} in {out} and no {rel})"
         run, _, _ = read_results_file(path, "baseline")
+        if not same_runtime(run, runtime):
+            return None, (f"none ({rel} is for CUDA runtime {runtime_name(runtime_of(run.fingerprint))}, "
+                          f"this run's is {runtime_name(runtime)}; --write-baseline writes "
+                          f"baselines/{sku}/cuda-{runtime_name(runtime)}/)")
         return run, os.path.abspath(path)
     path = spec
     if os.path.isdir(path):
@@ -460,7 +496,8 @@ def make_plan(args):
         exps = expect.load(args.expectations, sku)
     except expect.ExpectationError as e:
         raise Stop(cmp.EXIT_CONFIG, f"bad expectations: {e}")
-    baseline, baseline_name = named_baseline or load_baseline(args.baseline, args.out, sku)
+    baseline, baseline_name = named_baseline or load_baseline(args.baseline, args.out, sku,
+                                                              runtime_of(fp))
     db = open_history(args)
     targets = runner.select(manifest["targets"], TIERS[args.tier], "")
     if not targets:
@@ -595,11 +632,28 @@ def publish(plan, run, comp, info, args, state):
     if args.write_baseline and comp.exit_code != cmp.EXIT_QUALIFIED:
         say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
     elif args.write_baseline:
-        dest = os.path.join(ROOT, "baselines", plan.sku)
+        dest = baseline_dest(plan.sku, runtime_of(run.fingerprint))
         os.makedirs(dest, exist_ok=True)
         model.write_results(os.path.join(dest, "results.json"), run, info, comp)
         say(f"baseline written: {os.path.join(dest, 'results.json')} (commit it)")
     return page
+
+
+def baseline_dest(sku, runtime):
+    """baselines/<sku> when it is empty or holds this runtime's baseline, else a folder of the
+    runtime's own (baselines/<sku>/cuda-X.Y): one reference per runtime, never overwritten by
+    another runtime's run."""
+    default = os.path.join(ROOT, "baselines", sku)
+    path = os.path.join(default, "results.json")
+    if not os.path.lexists(path) or runtime is None:
+        return default
+    try:
+        run, _, _ = read_results_file(path, "baseline")
+    except Stop:
+        return default
+    if same_runtime(run, runtime):
+        return default
+    return os.path.join(default, f"cuda-{runtime_name(runtime)}")
 
 
 def write_report(plan, run, comp, info):

@@ -427,6 +427,58 @@ class VerdictTest(unittest.TestCase):
             self.assertRegex(qualify.__doc__, rf"\n  {code}  {re.escape(text)} ")
 
 
+
+class RuntimeBaselineTest(unittest.TestCase):
+    """One baseline per CUDA runtime (issue 20): a run never compares with another runtime's."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.out = os.path.join(self.root, "runs")
+        os.makedirs(self.out)
+        self.saved_root, qualify.ROOT = qualify.ROOT, self.root
+
+    def tearDown(self):
+        qualify.ROOT = self.saved_root
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def write(self, rel, runtime):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        run = model.Run({"cuda_runtime_version": str(runtime), "gpu0_name": "NVIDIA H200"}, [])
+        with open(path, "w") as f:
+            json.dump({"format_version": model.FORMAT_VERSION, "info": {"sku": "nvidia-h200"},
+                       "run": run.to_json()}, f)
+        return path
+
+    def test_the_default_baseline_of_another_runtime_is_no_baseline(self):
+        self.write("baselines/nvidia-h200/results.json", 13000)
+        run, name = qualify.load_baseline("auto", self.out, "nvidia-h200", 11080)
+        self.assertIsNone(run)
+        self.assertIn("is for CUDA runtime 13.0, this run's is 11.8", name)
+        run, _ = qualify.load_baseline("auto", self.out, "nvidia-h200", 13000)
+        self.assertIsNotNone(run)
+
+    def test_a_runtime_with_its_own_folder_takes_it(self):
+        self.write("baselines/nvidia-h200/results.json", 13000)
+        own = self.write("baselines/nvidia-h200/cuda-11.8/results.json", 11080)
+        run, name = qualify.load_baseline("auto", self.out, "nvidia-h200", 11080)
+        self.assertEqual(name, os.path.abspath(own))
+        self.assertEqual(qualify.runtime_of(run.fingerprint), 11080)
+
+    def test_an_earlier_run_of_another_runtime_is_passed_over(self):
+        older = self.write("runs/20261201-100000_h_nvidia-h200_580/results.json", 13000)
+        self.write("runs/20261201-110000_h_nvidia-h200_580/results.json", 11080)
+        os.utime(older, (1, 1))
+        path, run = qualify.latest_baseline(self.out, "nvidia-h200", 13000)
+        self.assertEqual(path, older)
+
+    def test_write_baseline_keeps_the_other_runtime_s_reference(self):
+        self.write("baselines/nvidia-h200/results.json", 13000)
+        self.assertEqual(qualify.baseline_dest("nvidia-h200", 11080),
+                         os.path.join(self.root, "baselines", "nvidia-h200", "cuda-11.8"))
+        self.assertEqual(qualify.baseline_dest("nvidia-h200", 13000),
+                         os.path.join(self.root, "baselines", "nvidia-h200"))
+
 class BrowserTest(unittest.TestCase):
     """Opens a generated report in headless Chromium: no console errors, the filters work."""
 
