@@ -1119,7 +1119,7 @@ def list_binary(binary, env, state=None, timeout_s=LIST_TIMEOUT_S, max_cases=Non
         return Listing([], problem=f"--gtest_list_tests named {counted[0]} cases, more than the "
                        f"cap of {cap} per binary ({MAX_CASES_ENV} or --max-cases); not run")
     if rc != 0 and not cases:
-        return Listing([], problem=f"--gtest_list_tests {describe_exit(rc, False, 0)[7:]}{said}")
+        return Listing([], problem=f"--gtest_list_tests {_ended(rc)}{said}")
     if not counted[0]:
         return Listing([], problem="--gtest_list_tests listed no case (it printed nothing, or "
                        f"closed its output early){said}")
@@ -1127,9 +1127,13 @@ def list_binary(binary, env, state=None, timeout_s=LIST_TIMEOUT_S, max_cases=Non
     if rc != 0:
         # The list may be short. What it names still runs, and the first launch runs the
         # binary's own selection, so a short list loses no case unless that launch crashes.
-        listing.warning = (f"--gtest_list_tests {describe_exit(rc, False, 0)[7:]} after listing "
+        listing.warning = (f"--gtest_list_tests {_ended(rc)} after listing "
                            f"{len(cases)} case(s): the list may be short{said}")
     return listing
+
+
+def _ended(rc):
+    return f"was killed by {_signame(-rc)}" if rc < 0 else f"exited with status {rc}"
 
 
 def list_cases(binary, gtest_filter, env, state=None, timeout_s=LIST_TIMEOUT_S, max_cases=None):
