@@ -46,7 +46,8 @@ def marked_pids(mark, but=()):
 
 class Base(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="hostile_runner_")
+        self.tmp = tempfile.TemporaryDirectory(prefix="hostile_runner_",
+                                               dir=os.environ.get("TEST_TMPDIR"))
         self.dir = self.tmp.name
         self.bundle = os.path.join(self.dir, "bundle")
         self.out = os.path.join(self.dir, "out")
@@ -173,6 +174,17 @@ class EnvironmentAndListing(Base):
 # #3: many cases, the cap, SIGTERM
 
 class ManyCases(Base):
+    def test_a_failure_of_a_case_the_listing_missed_is_not_blamed_on_the_binary(self):
+        # The listing names Huge.c_* only; the run is S.A, S.B (fails), S.C. The exit status 1
+        # is S.B's, not "(binary) FAIL ... although no case of that launch failed".
+        self.make_bundle({"t": {"list": "huge", "count_list": 5}})
+        rc, out, err = self.run_runner(timeout=30)
+        self.assertEqual(rc, 3, err)
+        st = self.statuses()
+        self.assertEqual(st["S.B"], "FAIL")
+        self.assertNotIn("(binary).t", st)
+        self.assertEqual(st["Huge.c_0000000"], "MISSING")
+
     def test_a_listing_over_the_cap_is_refused_naming_the_count(self):
         self.make_bundle({"t": {"list": "huge", "count_list": 5000}})
         rc, out, err = self.run_runner("--max-cases", "1000", timeout=30)

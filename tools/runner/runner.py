@@ -22,7 +22,25 @@ Bazel's runs and the bundle's. Nothing a binary finished is lost, however it end
 - the case list of a restart goes to the binary in chunks that fit in one argument;
 - test.log is capped (the head and the tail are kept, the cut is stated); listings are streamed;
 - when the binary ends, whatever it left behind in its process group, or any process that
-  inherited the runner's token in its environment, is killed.
+  inherited the runner's token in its environment, is killed; the runner is a child subreaper
+  (prctl), so a daemon that left the group and dropped its environment re-parents to it and is
+  killed and reaped too;
+- nothing in the caller's environment changes which cases run: GTEST_* and TESTBRIDGE_* (and
+  Bazel's shard variables) are cleared for the binaries and recorded in runner.json
+  (environment_cleared);
+- the cases come from one unfiltered --gtest_list_tests; a filter (--gtest_filter, qualify's
+  retries and skips) is applied in Python and the cases go to the binary as exact names in
+  chunks, so no filter is ever too long for one argument, and a name holding '-' or ':' runs
+  (as a '?' pattern, keeping only the results asked for). A listing that names no case, fails
+  or times out is an INFRA_ERROR "(binary).setup" of the target, never a target silently not
+  run; one that names more than PAGELOCK_MAX_CASES_PER_BINARY (--max-cases, default 250000)
+  cases is an INFRA_ERROR naming the count, and is not run;
+- a failure message of any size is kept with its head and tail and the cut stated (in the
+  XML, or a journal line over 1 MiB), never turned into a CRASH;
+- an earlier --out is replaced without following a link out of it; manifest.json and an
+  earlier runner.json must be regular files (a FIFO or /dev/zero is exit 2); runner.json is
+  written atomically, and on a full disk the last record is written in place (never left
+  RUNNING); --time-scale must be from 0.001 to 10000 (inf, nan, 0 or 1e-300 are exit 2).
 SIGTERM, SIGINT or SIGHUP to the runner stops the running tests' process groups (SIGTERM, then
 SIGKILL after a grace period), writes what has finished (test.xml of each target, with the
 running case named, and runner.json with status INTERRUPTED) and exits 7.
@@ -35,8 +53,10 @@ CUDA_VISIBLE_DEVICES) can only report NotSupported, so it runs with the others. 
 records jobs, the GPU count used for that, and, per target, start_s/end_s (seconds after the
 start) and exclusive.
 
-Progress: `[k/N] elapsed target: running case` redrawn on a terminal, one plain line per target
-otherwise; a notice when a binary passes half its time limit. With --jobs > 1, k counts finished
+Progress: `[k/N] elapsed target: running case` redrawn in place on a terminal (cut to the
+terminal's width, so it never wraps), one plain line per target otherwise; a notice when a
+binary passes half its time limit. At the end, each failing case is listed on one line: status,
+target, case, a one-line reason and its test.log. With --jobs > 1, k counts finished
 targets and the terminal line names the running ones (up to 3, then "+n"). Driver-side evidence:
 new kernel log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached
 to the case that was running (property kernel_log); test.xml's pagelock_kernel_log says whether
@@ -1005,6 +1025,17 @@ def chunk_cases(cases, limit=FILTER_MAX_CHARS):
     return out
 
 
+def first_chunk(cases, limit=FILTER_MAX_CHARS):
+    """The first group of chunk_cases(cases), without walking the rest of a long list."""
+    out, size = [], 0
+    for c in cases:
+        if out and size + len(c) + 1 > limit:
+            break
+        out.append(c)
+        size += len(c) + 1
+    return out
+
+
 _SUITE_LINE = re.compile(r"^(\S+)\.\s*(#.*)?$")
 _CASE_LINE = re.compile(r"^  (\S+)\s*(#.*)?$")
 _DISABLED = re.compile(r"^(.*/)?DISABLED_")  # GoogleTest's kDisableTestFilter, on suite or name
@@ -1444,7 +1475,7 @@ def _run_launches(binary, label, tdir, expected, selection, user_filter, env, ti
         if launch == 0 and own_selection:
             batch, gfilter, exact = remaining, user_filter, False
         else:
-            batch = chunk_cases(remaining)[0]
+            batch = first_chunk(remaining)
             gfilter, exact = ":".join(exact_pattern(c) for c in batch), True
         launch += 1
         adir = os.path.join(tdir, "test.outputs", f"attempt_{launch}")
@@ -1486,10 +1517,12 @@ def _run_launches(binary, label, tdir, expected, selection, user_filter, env, ti
         new = dict(finished)
         if xml_cases:
             new.update(xml_cases)  # the binary's own XML has the full detail
+        added = []  # the cases this launch reported, listed or not
         for case_id, el in new.items():
             # An exact chunk keeps only the cases it asked for: a '?' pattern may match others.
             if case_id not in done and (not exact or case_id in expected_set):
                 done[case_id] = _cap_messages(el)
+                added.append(case_id)
         if running and (running in done or (exact and running not in expected_set)):
             running = None
         normal = rc in (0, 1) and not timed_out and not state.signal and xml_cases is not None
@@ -1516,7 +1549,7 @@ def _run_launches(binary, label, tdir, expected, selection, user_filter, env, ti
             entry["kernel_log_lines"] = entry.get("kernel_log_lines", 0) + len(lines)
         progress = len(done) > before
         def ran_failed():  # only asked where the exit status needs it: one parse per case
-            return any(_failed(done[c]) for c in batch if c in done)
+            return any(_failed(done[c]) for c in added)
 
         if rc == EXIT_POISONED and not timed_out and not state.signal:
             entry["poisoned"] = True
@@ -1698,7 +1731,11 @@ def fresh_target_dir(out, label):
                 _remove(path)
                 st = None
             if st is None:
-                os.mkdir(path)
+                try:
+                    os.mkdir(path)
+                except FileExistsError:  # a parallel target of the same package made it
+                    if leaf or not stat.S_ISDIR(os.lstat(path).st_mode):
+                        raise
         os.mkdir(os.path.join(path, "test.outputs"))
     except OSError as e:
         raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
@@ -2029,6 +2066,8 @@ def main(argv=None):
     if r.status in ("BAD_BUNDLE", "NOTHING_SELECTED", "OUTPUT_ERROR", "INTERRUPTED"):
         print(f"runner: {r.message}", file=sys.stderr)
     if args.json:
+        for text in failure_lines(r.targets):
+            print(text, file=sys.stderr)  # stdout is the one JSON object
         print(json.dumps({"tool": "runner", "status": r.status, "exit_code": r.exit_code,
                           "message": r.message, "seed": r.seed, "out": r.out, "counts": r.counts,
                           "targets": [{"label": t.label, "counts": t.counts, "restarts": t.restarts,
