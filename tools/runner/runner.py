@@ -78,7 +78,6 @@ Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 import argparse
 import ctypes
 import dataclasses
-import errno
 import json
 import math
 import os
@@ -123,7 +122,6 @@ LOG_TAIL_BYTES = 4 << 20  # ... and this much of its end
 # counted past the cap, never held.
 MAX_CASES_PER_BINARY = 250000
 MAX_CASES_ENV = "PAGELOCK_MAX_CASES_PER_BINARY"
-LIST_MAX_CASES = MAX_CASES_PER_BINARY  # the old name
 LIST_MAX_LINE = 65536
 # --time-scale outside this range removes every limit (inf) or makes every limit 0 s (1e-300).
 TIME_SCALE_MIN, TIME_SCALE_MAX = 1e-3, 1e4
@@ -853,19 +851,35 @@ def kill_orphans(state):
         if state.children:
             return 0
         mine = os.getsid(0)
+        dying = []
         for pid, sid in _children_of(me):
             if sid == mine:
                 continue  # the caller's own children (qualify's), never the binaries'
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
+                dying.append(pid)
             except OSError:
                 continue
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        _reap(dying)
     return killed
+
+
+def _reap(pids, wait_s=2.0):
+    """Reaps killed orphans, waiting at most wait_s: one stuck in the kernel (a driver call) is
+    left as it is, and reaped by a later sweep."""
+    deadline = time.monotonic() + wait_s
+    while pids:
+        for pid in list(pids):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                pids.remove(pid)
+        if not pids or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def _killpg(pgid, sig):
@@ -990,43 +1004,9 @@ def _signame(sig):
 # ---------------------------------------------------------------------------------------------
 # Case lists and filters
 
-def split_filter(gtest_filter, limit=FILTER_MAX_CHARS):
-    """Splits a gtest filter whose positive part is too long for one argument into filters
-    whose union selects the same cases."""
-    if len(gtest_filter) <= limit:
-        return [gtest_filter]
-    pos, sep, neg = gtest_filter.partition("-")
-    neg = sep + neg
-    room = max(1000, limit - len(neg))
-    out, cur = [], []
-    size = 0
-    for p in (pos or "*").split(":"):
-        if cur and size + len(p) + 1 > room:
-            out.append(":".join(cur) + neg)
-            cur, size = [], 0
-        cur.append(p)
-        size += len(p) + 1
-    if cur:
-        out.append(":".join(cur) + neg)
-    return out
-
-
-def chunk_cases(cases, limit=FILTER_MAX_CHARS):
-    """Exact case names in groups whose filter fits in one argument."""
-    out, cur, size = [], [], 0
-    for c in cases:
-        if cur and size + len(c) + 1 > limit:
-            out.append(cur)
-            cur, size = [], 0
-        cur.append(c)
-        size += len(c) + 1
-    if cur:
-        out.append(cur)
-    return out
-
-
 def first_chunk(cases, limit=FILTER_MAX_CHARS):
-    """The first group of chunk_cases(cases), without walking the rest of a long list."""
+    """The first of the groups of exact case names whose filter fits in one argument, without
+    walking the rest of a long list."""
     out, size = [], 0
     for c in cases:
         if out and size + len(c) + 1 > limit:
@@ -2012,9 +1992,12 @@ def main(argv=None):
     p.add_argument("--tags", default="-stress,-selftest",
                    help="Bazel-style tag filter, e.g. 'gpu,-stress' (default: -stress,-selftest)")
     p.add_argument("--targets", default="", help="regex on target labels")
-    p.add_argument("--gtest_filter", default="", help="passed to every binary")
+    p.add_argument("--gtest_filter", default="",
+                   help="selects the cases of every binary (GoogleTest's syntax; the "
+                   "environment's GTEST_FILTER is never used)")
     p.add_argument("--time-scale", type=float, default=1.0,
-                   help="multiplies every time limit (also exported as PAGELOCK_TIME_SCALE)")
+                   help="multiplies every time limit (also exported as PAGELOCK_TIME_SCALE); "
+                   f"from {TIME_SCALE_MIN:g} to {TIME_SCALE_MAX:g}")
     p.add_argument("--max-restarts", type=int, default=5,
                    help="restarts of one binary after crashes or timeouts (default 5)")
     p.add_argument("--seed", type=int, default=None,
