@@ -228,6 +228,19 @@ class ManyCases(Base):
         self.assertLess(time.monotonic() - t0, 12)
         self.assertEqual(self.runner_json()["status"], "INTERRUPTED")
 
+    def test_sigterm_while_a_huge_listing_streams_is_honoured_at_once(self):
+        # A guard: the listing parse stops on the flag, and the listing is killed.
+        self.make_bundle({"t": {"list": "huge", "count_list": 20000000}})
+        p = self.start()
+        time.sleep(1.5)
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail("SIGTERM during the listing was not honoured within 10 s")
+        self.assertEqual(p.returncode, runner.EXIT_INTERRUPTED)
+        self.assertEqual(self.runner_json()["status"], "INTERRUPTED")
+
     def test_merging_is_linear_in_the_cases(self):
         # 200,000 results merged in well under the old runner's 98 s for 100,000.
         names = [f"S.c{i}" for i in range(200000)]
@@ -307,6 +320,14 @@ class Filters(Base):
         said = self.run_api({"//fake:t": "S.a-b:S.x:y:S.zz"})
         self.assertIn("FAILURES", said)
         self.assertEqual(self.statuses(), {"S.a-b": "FAIL", "S.x:y": "FAIL", "S.zz": "FAIL"})
+
+    def test_a_name_with_a_wildcard_character_retries_that_case_alone(self):
+        # 'S.q?' as a gtest pattern also matches 'S.qx', which the retry did not ask for.
+        self.make_bundle({"t": {"cases": [{"id": "S.q?", "act": ["fail"]}, "S.qx", "S.r*",
+                                          "S.rest"]}})
+        said = self.run_api({"//fake:t": "S.q?:S.r*"})
+        self.assertIn("FAILURES", said)
+        self.assertEqual(self.statuses(), {"S.q?": "FAIL", "S.r*": "PASS"})
 
     def test_a_restart_after_a_crash_runs_names_with_filter_characters(self):
         self.make_bundle({"t": {"cases": ["S.crash=crash", {"id": "S.a-b"}, {"id": "S.c:d"},

@@ -1173,7 +1173,9 @@ class CaseFilter:
 
     def __init__(self, text, names):
         self.text = text or ""
-        self.literal = False  # an exact name held a character the binary would misread
+        # An exact name held a character the binary would read as filter syntax: the cases
+        # then go in exact chunks, and only their results are kept.
+        self.literal = False
         pos_exact, pos_glob, neg_exact, neg_glob = set(), [], set(), []
         listed = set(names)
         joins = 1 + max((n.count(":") for n in listed if ":" in n), default=0)
@@ -1188,7 +1190,7 @@ class CaseFilter:
                     break
             if hit is not None:
                 name, i = hit
-                self.literal = self.literal or "-" in name or ":" in name
+                self.literal = self.literal or any(ch in name for ch in "-:*?")
                 (neg_exact if negative else pos_exact).add(name)
                 continue
             piece = pieces[i]
