@@ -751,17 +751,25 @@ class Progress:
                     self.line(f"notice: {s.label} passed half its time limit "
                               f"({now - s.launch_start:.0f} of {s.limit:.0f} s); {what}")
             if self.tty:
-                shown = [f"{s.label}: {s.case} ({now - s.case_since:.0f} s)" if s.case else s.label
-                         for s in slots[:self.SHOWN_RUNNING]]
-                more = len(slots) - len(shown)
-                text = printable(f"{self.prefix()} {', '.join(shown)}" +
-                                 (f" +{more}" if more > 0 else ""))
-                # One row less than the terminal is wide: a line that wraps cannot be redrawn.
+                # One column less than the terminal is wide: a line that wraps cannot be
+                # redrawn. Too long, the labels lose their package first, then the end is cut.
                 width = self.width()
-                if len(text) > width - 1:
+                for short in (False, True):
+                    text = self._status_text(slots, now, short)
+                    if len(text) <= width - 1:
+                        break
+                else:
                     text = text[:max(1, width - 2)] + "\u2026"
                 self._write("\r\033[K" + text)
                 self.drawn = True
+
+    def _status_text(self, slots, now, short_labels):
+        def name(label):
+            return "\u2026" + label[label.index(":"):] if short_labels and ":" in label else label
+        shown = [f"{name(s.label)}: {s.case} ({now - s.case_since:.0f} s)" if s.case
+                 else name(s.label) for s in slots[:self.SHOWN_RUNNING]]
+        more = len(slots) - len(shown)
+        return printable(f"{self.prefix()} {', '.join(shown)}" + (f" +{more}" if more > 0 else ""))
 
     def width(self):
         """The terminal's width now (it may have been resized), 80 where it cannot be read."""
