@@ -470,6 +470,27 @@ class Inputs(Base):
         self.assertEqual(info["status"], "OUTPUT_ERROR")
         self.assertIn("No space left", info["message"])
 
+    def test_a_real_full_disk_never_leaves_runner_json_running(self):
+        # Review B24: an 8 MiB output on a small tmpfs. Needs root and mount(2); skipped else.
+        mnt = os.path.join(self.dir, "mnt")
+        os.makedirs(mnt)
+        if os.geteuid() != 0 or subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt],
+                capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here")
+        try:
+            self.make_bundle({"big": {"cases": ["S.A=flood:8", "S.B"]},
+                              "small": {"cases": ["S.C"]}})
+            self.out = os.path.join(mnt, "o")
+            rc, out, err = self.run_runner()
+            info = self.runner_json()
+        finally:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("No space left on device", err)
+        self.assertEqual(info["status"], "OUTPUT_ERROR")
+        self.assertIn("No space left on device", info["message"])
+
     def test_a_case_name_with_a_newline_stays_on_one_line_everywhere(self):
         self.make_bundle({"t": {"cases": [{"id": "S.line1\nline2", "act": ["fail"]}, "S.B"]}})
         rc, out, err = self.run_runner()
