@@ -184,6 +184,9 @@ class ManyCases(Base):
         self.assertEqual(st["S.B"], "FAIL")
         self.assertNotIn("(binary).t", st)
         self.assertEqual(st["Huge.c_0000000"], "MISSING")
+        problems = self.runner_json()["targets"][0]["problems"]
+        self.assertTrue(any("3 case(s) ran that the listing did not name" in p for p in problems),
+                        problems)
 
     def test_a_listing_over_the_cap_is_refused_naming_the_count(self):
         self.make_bundle({"t": {"list": "huge", "count_list": 5000}})

@@ -1396,6 +1396,11 @@ def _run_target(bundle, target, out_root, cfg, seed, state):
         _run_launches(binary, label, tdir, expected, selection, user_filter, env, timeout_s, cfg,
                       seed, state, tlog, done, result, binary_problems, kernel_between,
                       root_attrs)
+        listed = set(expected)
+        unlisted = [c for c in done if c not in listed and not c.startswith("(binary)")]
+        if unlisted:  # the listing was short or changed: said, the results are kept
+            result.problems.append(f"{len(unlisted)} case(s) ran that the listing did not name "
+                                   f"(was it cut short?), e.g. {printable(unlisted[0])[:200]}")
         if binary_problems:
             worst = max((s for s, _ in binary_problems),
                         key=["FAIL", "TIMEOUT", "CRASH"].index)
