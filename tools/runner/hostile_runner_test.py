@@ -1,0 +1,549 @@
+"""The runner under hostile input, round 3 (reliability review 3, issue 21; issue 23 item 3).
+
+Each test builds a bundle of fake GoogleTest binaries (testdata/fakegt.py, the review's
+scriptable fake: its docstring lists the spec keys) in a temporary folder and runs the runner
+on it in a child process with a time limit, so a hang fails the test instead of blocking it.
+Every process a fake starts carries FAKE_MARK=<this test's mark>; tearDown kills any left."""
+
+import io
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import xml.etree.ElementTree as ET
+from unittest import mock
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+from tools.runner import runner  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+RUNNER = os.path.join(HERE, "runner.py")
+FAKE = os.path.join(HERE, "testdata", "fakegt.py")
+
+
+def marked_pids(mark, but=()):
+    """Processes whose environment carries FAKE_MARK=mark (but not those in `but`)."""
+    needle = f"FAKE_MARK={mark}".encode()
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid() or int(p) in but:
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="hostile_runner_",
+                                               dir=os.environ.get("TEST_TMPDIR"))
+        self.dir = self.tmp.name
+        self.bundle = os.path.join(self.dir, "bundle")
+        self.out = os.path.join(self.dir, "out")
+        self.mark = f"hrt-{os.getpid()}-{time.monotonic_ns()}"
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for pid in marked_pids(self.mark):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.tmp.cleanup()
+
+    def make_bundle(self, targets, timeout=20, pkg="fake"):
+        """targets: {name: fakegt spec}. One target //pkg:name per entry."""
+        os.makedirs(os.path.join(self.bundle, "bin"), exist_ok=True)
+        entries = []
+        for name, spec in targets.items():
+            path = os.path.join("bin", name)
+            os.symlink(FAKE, os.path.join(self.bundle, path))
+            with open(os.path.join(self.bundle, path + ".spec.json"), "w") as f:
+                json.dump(spec, f)
+            entries.append({"label": f"//{pkg}:{name}", "path": path, "timeout_s": timeout,
+                            "tags": []})
+        with open(os.path.join(self.bundle, "manifest.json"), "w") as f:
+            json.dump({"info": {"commit": "test"}, "targets": entries}, f)
+
+    def env(self, **extra):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GTEST_")}
+        env["FAKE_MARK"] = self.mark
+        env.update(extra)
+        return env
+
+    def start(self, *args, env=None, bundle=None):
+        cmd = [sys.executable, RUNNER, "--bundle", bundle or self.bundle, "--out", self.out,
+               "--tags", "", "--kernel-log", "", *args]
+        p = subprocess.Popen(cmd, env=env or self.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, errors="replace",
+                             start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def run_runner(self, *args, env=None, timeout=60, bundle=None):
+        p = self.start(*args, env=env, bundle=bundle)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            self.fail(f"the runner did not finish within {timeout} s: {args}")
+        return p.returncode, out, err
+
+    def runner_json(self):
+        with open(os.path.join(self.out, "runner.json")) as f:
+            return json.load(f)
+
+    def cases(self, name="t", pkg="fake"):
+        """{case id: (status, message)} from a target's merged test.xml."""
+        from reports import testlogs
+        root = ET.parse(os.path.join(self.out, pkg, name, "test.xml")).getroot()
+        out = {}
+        for el in root.iter("testcase"):
+            c = testlogs.case_from_element(f"//{pkg}:{name}", el)
+            out[f"{c.suite}.{c.name}"] = (c.status, c.message)
+        return out
+
+    def statuses(self, name="t", pkg="fake"):
+        return {k: v[0] for k, v in self.cases(name, pkg).items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# #2: the environment and the listing
+
+class EnvironmentAndListing(Base):
+    def test_gtest_variables_in_the_callers_environment_change_nothing_and_are_recorded(self):
+        self.make_bundle({"t": {}})  # S.A, S.B=fail, S.C
+        rc, out, err = self.run_runner(env=self.env(GTEST_FILTER="S.A", GTEST_REPEAT="3",
+                                                    GTEST_TOTAL_SHARDS="2", GTEST_SHARD_INDEX="1",
+                                                    TESTBRIDGE_TEST_ONLY="S.A"))
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(self.statuses(), {"S.A": "PASS", "S.B": "FAIL", "S.C": "PASS"})
+        cleared = self.runner_json()["environment_cleared"]
+        self.assertEqual(cleared["GTEST_FILTER"], "S.A")
+        for name in ("GTEST_REPEAT", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX",
+                     "TESTBRIDGE_TEST_ONLY"):
+            self.assertIn(name, cleared)
+
+    def test_a_listing_that_is_empty_or_closes_its_output_is_an_infrastructure_error(self):
+        self.make_bundle({"none": {"list": "none"}, "closeout": {"list": "closeout"},
+                          "good": {"cases": ["S.A"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        for name in ("none", "closeout"):
+            st = self.cases(name)
+            self.assertEqual(st["(binary).setup"][0], "INFRA_ERROR")
+            self.assertIn("listed no case", st["(binary).setup"][1])
+        self.assertEqual(self.statuses("good"), {"S.A": "PASS"})
+
+    def test_a_listing_that_exits_non_zero_is_an_infrastructure_error_and_its_cases_run(self):
+        self.make_bundle({"t": {"cases": ["S.A", "S.B"]}})
+        wrapper = os.path.join(self.bundle, "bin", "t")
+        real = wrapper + ".real"
+        os.rename(wrapper, real)
+        os.rename(wrapper + ".spec.json", real + ".spec.json")
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\ncase "$*" in *--gtest_list_tests*) "{real}" "$@"; exit 3;; esac\n'
+                    f'exec "{real}" "$@"\n')
+        os.chmod(wrapper, 0o755)
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        st = self.cases()
+        self.assertEqual(st["(binary).setup"][0], "INFRA_ERROR")
+        self.assertIn("exited with status 3 after listing 2 case(s)", st["(binary).setup"][1])
+        self.assertEqual(st["S.A"][0], "PASS")
+        self.assertEqual(st["S.B"][0], "PASS")
+
+
+# ---------------------------------------------------------------------------------------------
+# #3: many cases, the cap, SIGTERM
+
+class ManyCases(Base):
+    def test_a_failure_of_a_case_the_listing_missed_is_not_blamed_on_the_binary(self):
+        # The listing names Huge.c_* only; the run is S.A, S.B (fails), S.C. The exit status 1
+        # is S.B's, not "(binary) FAIL ... although no case of that launch failed".
+        self.make_bundle({"t": {"list": "huge", "count_list": 5}})
+        rc, out, err = self.run_runner(timeout=30)
+        self.assertEqual(rc, 3, err)
+        st = self.statuses()
+        self.assertEqual(st["S.B"], "FAIL")
+        self.assertNotIn("(binary).t", st)
+        self.assertEqual(st["Huge.c_0000000"], "MISSING")
+        problems = self.runner_json()["targets"][0]["problems"]
+        self.assertTrue(any("3 case(s) ran that the listing did not name" in p for p in problems),
+                        problems)
+
+    def test_a_listing_over_the_cap_is_refused_naming_the_count(self):
+        self.make_bundle({"t": {"list": "huge", "count_list": 5000}})
+        rc, out, err = self.run_runner("--max-cases", "1000", timeout=30)
+        self.assertEqual(rc, 3, err)
+        st = self.cases()
+        self.assertEqual(list(st), ["(binary).setup"])
+        self.assertEqual(st["(binary).setup"][0], "INFRA_ERROR")
+        self.assertIn("named 5000 cases, more than the cap of 1000", st["(binary).setup"][1])
+        self.assertEqual(self.runner_json()["config"]["max_cases"], 1000)
+
+    def test_the_cap_can_come_from_the_environment_and_a_bad_one_is_bad_usage(self):
+        self.make_bundle({"t": {"list": "huge", "count_list": 3000}})
+        rc, out, err = self.run_runner(env=self.env(PAGELOCK_MAX_CASES_PER_BINARY="2999"))
+        self.assertEqual(rc, 3, err)
+        self.assertIn("named 3000 cases", self.cases()["(binary).setup"][1])
+        rc, out, err = self.run_runner("--max-cases", "0")
+        self.assertEqual(rc, 2)
+        self.assertIn("--max-cases", err)
+
+    def test_sigterm_after_a_binary_of_many_cases_ended_is_honoured_at_once(self):
+        # The merge of 60,000 results took the old runner about 15 s (quadratic), during which
+        # SIGTERM did nothing.
+        n = 60000
+        self.make_bundle({"t": {"cases": [], "count": n}}, timeout=120)
+        p = self.start()
+        xml = os.path.join(self.out, "fake", "t", "test.outputs", "attempt_1", "gtest.xml")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and p.poll() is None:
+            if os.path.exists(xml) and not marked_pids(self.mark, but=(p.pid,)):
+                break  # the binary wrote its XML and exited: the runner is merging
+            time.sleep(0.05)
+        else:
+            self.fail("the fake binary did not finish")
+        t0 = time.monotonic()
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.communicate(timeout=12)
+        except subprocess.TimeoutExpired:
+            self.fail("SIGTERM was not honoured within 12 s")
+        self.assertIn(p.returncode, (runner.EXIT_INTERRUPTED,), p.returncode)
+        self.assertLess(time.monotonic() - t0, 12)
+        self.assertEqual(self.runner_json()["status"], "INTERRUPTED")
+
+    def test_sigterm_while_a_huge_listing_streams_is_honoured_at_once(self):
+        # A guard: the listing parse stops on the flag, and the listing is killed.
+        self.make_bundle({"t": {"list": "huge", "count_list": 20000000}})
+        p = self.start()
+        time.sleep(1.5)
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail("SIGTERM during the listing was not honoured within 10 s")
+        self.assertEqual(p.returncode, runner.EXIT_INTERRUPTED)
+        self.assertEqual(self.runner_json()["status"], "INTERRUPTED")
+
+    def test_merging_is_linear_in_the_cases(self):
+        # 200,000 results merged in well under the old runner's 98 s for 100,000.
+        names = [f"S.c{i}" for i in range(200000)]
+        f = runner.CaseFilter("-" + ":".join(names[::2]), names)
+        t0 = time.monotonic()
+        kept = f.select(names)
+        self.assertEqual(len(kept), 100000)
+        self.assertLess(time.monotonic() - t0, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# #6: replacing an earlier --out
+
+class EarlierOutput(Base):
+    def prepare(self, old_labels):
+        os.makedirs(self.out)
+        victim = os.path.join(self.dir, "victim")
+        os.makedirs(os.path.join(victim, "t"))
+        with open(os.path.join(victim, "t", "precious.txt"), "w") as f:
+            f.write("keep me")
+        os.symlink("../victim", os.path.join(self.out, "fake"))
+        with open(os.path.join(self.out, "runner.json"), "w") as f:
+            json.dump({"targets": [{"label": x} for x in old_labels], "not_run": []}, f)
+        return victim
+
+    def test_a_symlinked_package_folder_of_the_earlier_output_is_never_followed(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        victim = self.prepare(["//fake:t"])
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(os.path.exists(os.path.join(victim, "t", "precious.txt")))
+        self.assertEqual(os.listdir(victim), ["t"])
+        self.assertFalse(os.path.islink(os.path.join(self.out, "fake")))
+        self.assertEqual(self.statuses(), {"S.A": "PASS"})
+
+    def test_a_link_in_the_way_of_a_new_target_is_replaced_not_written_through(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        victim = self.prepare(["//other:x"])
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(os.listdir(os.path.join(victim, "t")), ["precious.txt"])
+        self.assertEqual(self.statuses(), {"S.A": "PASS"})
+
+
+# ---------------------------------------------------------------------------------------------
+# #10 and #16: filters
+
+class Filters(Base):
+    def run_api(self, filters, timeout=60):
+        """runner.run with per-target filters, in a child process (the runner installs signal
+        handlers and makes its process a subreaper)."""
+        code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
+                "from tools.runner import runner;"
+                "r = runner.run(runner.RunConfig(bundle=sys.argv[2], out=sys.argv[3],"
+                " filters=json.load(sys.stdin), kernel_log='', quiet=True));"
+                "print(r.status, r.message)")
+        p = subprocess.run([sys.executable, "-c", code, ROOT, self.bundle, self.out],
+                           input=json.dumps(filters), env=self.env(), capture_output=True,
+                           text=True, timeout=timeout)
+        return p.stdout + p.stderr
+
+    def test_a_skip_filter_longer_than_one_argument_runs_the_other_cases(self):
+        # qualify's `skip fake:t/Many.*` over 3,000 names of 100+ characters: 330 KB of
+        # negative filter, which the old runner passed whole ("Argument list too long").
+        self.make_bundle({"t": {"cases": ["S.Crash=crash", "S.Pass"], "count": 3000,
+                                "pad": 100}})
+        names = [f"Many.c_{i:06d}" + "x" * 100 for i in range(3000)]
+        said = self.run_api({"//fake:t": "-" + ":".join(names)})
+        self.assertIn("FAILURES", said)
+        self.assertEqual(self.statuses(), {"S.Crash": "CRASH", "S.Pass": "PASS"})
+
+    def test_a_name_with_a_dash_or_colon_does_not_break_the_retry_filter_of_its_target(self):
+        # qualify retries 'S.a-b', 'S.x:y' and 'S.zz' with model.gtest_filters: 'S.a-b:S.x:y:S.zz'.
+        self.make_bundle({"t": {"cases": [{"id": "S.a-b", "act": ["fail"]},
+                                          {"id": "S.x:y", "act": ["fail"]},
+                                          "S.zz=fail", "S.a", "S.b"]}})
+        said = self.run_api({"//fake:t": "S.a-b:S.x:y:S.zz"})
+        self.assertIn("FAILURES", said)
+        self.assertEqual(self.statuses(), {"S.a-b": "FAIL", "S.x:y": "FAIL", "S.zz": "FAIL"})
+
+    def test_a_name_with_a_wildcard_character_retries_that_case_alone(self):
+        # 'S.q?' as a gtest pattern also matches 'S.qx', which the retry did not ask for.
+        self.make_bundle({"t": {"cases": [{"id": "S.q?", "act": ["fail"]}, "S.qx", "S.r*",
+                                          "S.rest"]}})
+        said = self.run_api({"//fake:t": "S.q?:S.r*"})
+        self.assertIn("FAILURES", said)
+        self.assertEqual(self.statuses(), {"S.q?": "FAIL", "S.r*": "PASS"})
+
+    def test_a_restart_after_a_crash_runs_names_with_filter_characters(self):
+        self.make_bundle({"t": {"cases": ["S.crash=crash", {"id": "S.a-b"}, {"id": "S.c:d"},
+                                          "S.e"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(self.statuses(), {"S.crash": "CRASH", "S.a-b": "PASS", "S.c:d": "PASS",
+                                           "S.e": "PASS"})
+
+    def test_gtest_filter_semantics_hold_for_ordinary_names(self):
+        names = ["A.x", "A.y", "B.x", "B.DISABLED_z", "C.q"]
+        self.assertEqual(runner.CaseFilter("A.*:B.*-*.y:B.DISABLED_z", names).select(names),
+                         ["A.x", "B.x"])
+        self.assertEqual(runner.CaseFilter("-A.*", names).select(names),
+                         ["B.x", "B.DISABLED_z", "C.q"])
+        self.assertEqual(runner.CaseFilter("?.x", names).select(names), ["A.x", "B.x"])
+        self.assertEqual(runner.CaseFilter("", names).select(names), names)
+        self.assertEqual(runner.exact_pattern("S.a-b:c"), "S.a?b?c")
+
+
+# ---------------------------------------------------------------------------------------------
+# #11: a daemon that drops its environment
+
+class EscapedDescendants(Base):
+    def test_a_daemon_with_a_clean_environment_does_not_survive_the_runner(self):
+        # double fork + setsid + execve("/bin/sleep", env={FAKE_MARK}): no token to find it by.
+        self.make_bundle({"t": {"cases": ["S.daemon=daemon", "S.B"], "scrub_env": True}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 0, err)
+        left = marked_pids(self.mark)
+        self.assertEqual(left, [], "a daemon outlived the runner")
+
+
+# ---------------------------------------------------------------------------------------------
+# #12: failure messages of any size
+
+class BigMessages(Base):
+    def test_a_journal_line_over_1_mib_keeps_the_failure_and_its_message_cut(self):
+        # No XML, so the journal is the only record: its 2 MB end event was skipped, and the
+        # FAIL became a CRASH "while running this case" plus a false (binary) FAIL.
+        self.make_bundle({"t": {"cases": ["S.A", "S.Big=msg:2000000", "S.C"],
+                                "at_exit": "noxml"}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        st = self.cases()
+        self.assertEqual({k: v[0] for k, v in st.items()},
+                         {"S.A": "PASS", "S.Big": "FAIL", "S.C": "PASS"})
+        msg = st["S.Big"][1]
+        self.assertIn("bytes cut by the pagelock runner", msg)
+        self.assertTrue(msg.startswith("MMMM") and msg.rstrip().endswith("MMMM"))
+        self.assertLess(len(msg), 100000)
+
+    def test_a_long_message_in_the_xml_is_cut_with_the_cut_stated(self):
+        self.make_bundle({"t": {"cases": ["S.Big=msg:3000000"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        self.assertLess(os.path.getsize(os.path.join(self.out, "fake", "t", "test.xml")), 200000)
+        status, msg = self.cases()["S.Big"]
+        self.assertEqual(status, "FAIL")
+        self.assertIn("bytes cut by the pagelock runner", msg)
+
+    def test_shorten_event_keeps_status_properties_and_both_ends(self):
+        line = json.dumps({"event": "end", "case": "S.Big", "status": "FAIL", "seconds": 0.5,
+                           "message": "head" + "M" * 100000 + "tail\"\\",
+                           "properties": {"k": "v"}}, separators=(",", ":")).encode()
+        ev = json.loads(runner.shorten_event(line[:1000], line[-1000:], len(line) - 2000))
+        self.assertEqual((ev["event"], ev["case"], ev["status"]), ("end", "S.Big", "FAIL"))
+        self.assertEqual(ev["properties"], {"k": "v"})
+        self.assertTrue(ev["message"].startswith("headMMM"))
+        self.assertTrue(ev["message"].endswith("MMMtail\"\\"))
+        self.assertIn(f"[... {len(line) - 2000} bytes cut", ev["message"])
+
+
+# ---------------------------------------------------------------------------------------------
+# #17: time scales that remove every limit
+
+class TimeScale(Base):
+    def test_time_scales_that_remove_or_zero_every_limit_are_bad_usage(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        for scale in ("inf", "-inf", "nan", "0", "-1", "1e-300", "1e300"):
+            rc, out, err = self.run_runner("--time-scale", scale, timeout=20)
+            self.assertEqual(rc, 2, f"--time-scale {scale}: {err}")
+            self.assertIn("--time-scale", err)
+            self.assertFalse(os.path.exists(self.out))
+
+    def test_the_api_refuses_them_too(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        r = runner.run(runner.RunConfig(bundle=self.bundle, out=self.out,
+                                        time_scale=float("inf"), quiet=True, kernel_log=""))
+        self.assertEqual((r.status, r.exit_code), ("BAD_BUNDLE", 2))
+
+
+# ---------------------------------------------------------------------------------------------
+# #19: full disk, inputs that are not files, names with a newline
+
+class Inputs(Base):
+    def test_a_fifo_or_dev_zero_as_the_manifest_is_refused_with_exit_two(self):
+        os.makedirs(self.bundle)
+        os.mkfifo(os.path.join(self.bundle, "manifest.json"))
+        rc, out, err = self.run_runner(timeout=15)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("a FIFO", err)
+        os.unlink(os.path.join(self.bundle, "manifest.json"))
+        os.symlink("/dev/zero", os.path.join(self.bundle, "manifest.json"))
+        rc, out, err = self.run_runner(timeout=15)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("a character device", err)
+
+    def test_dev_zero_as_the_kernel_log_is_refused_with_exit_two(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        cmd = [sys.executable, RUNNER, "--bundle", self.bundle, "--out", self.out, "--tags", "",
+               "--kernel-log", "/dev/zero"]
+        p = subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("/dev/zero", p.stderr)
+
+    def test_an_earlier_runner_json_that_is_a_fifo_is_refused_not_waited_on(self):
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        os.makedirs(self.out)
+        os.mkfifo(os.path.join(self.out, "runner.json"))
+        rc, out, err = self.run_runner(timeout=15)
+        self.assertEqual(rc, 2, err)
+
+    def test_a_full_disk_never_leaves_runner_json_running(self):
+        self.make_bundle({"t": {"cases": ["S.A", "S.B"]}})
+        real = runner.write_atomic
+        calls = []
+
+        def full_after_the_first(path, write):
+            calls.append(path)
+            if len(calls) > 1:
+                raise runner.OutputError(f"cannot write {path}: No space left on device")
+            return real(path, write)
+
+        with mock.patch.object(runner, "write_atomic", full_after_the_first):
+            r = runner.run(runner.RunConfig(bundle=self.bundle, out=self.out, quiet=True,
+                                            kernel_log="", env={"FAKE_MARK": self.mark}))
+        self.assertEqual((r.status, r.exit_code), ("OUTPUT_ERROR", 1))
+        info = self.runner_json()
+        self.assertEqual(info["status"], "OUTPUT_ERROR")
+        self.assertIn("No space left", info["message"])
+
+    def test_a_real_full_disk_never_leaves_runner_json_running(self):
+        # Review B24: an 8 MiB output on a small tmpfs. Needs root and mount(2); skipped else.
+        mnt = os.path.join(self.dir, "mnt")
+        os.makedirs(mnt)
+        if os.geteuid() != 0 or subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt],
+                capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here")
+        try:
+            self.make_bundle({"big": {"cases": ["S.A=flood:8", "S.B"]},
+                              "small": {"cases": ["S.C"]}})
+            self.out = os.path.join(mnt, "o")
+            rc, out, err = self.run_runner()
+            info = self.runner_json()
+        finally:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("No space left on device", err)
+        self.assertEqual(info["status"], "OUTPUT_ERROR")
+        self.assertIn("No space left on device", info["message"])
+
+    def test_a_case_name_with_a_newline_stays_on_one_line_everywhere(self):
+        self.make_bundle({"t": {"cases": [{"id": "S.line1\nline2", "act": ["fail"]}, "S.B"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        self.assertNotIn("\nline2", out)
+        self.assertIn("S.line1\\nline2", out)  # in the failure list, escaped
+        self.assertIn("S.line1\nline2", self.statuses())  # test.xml keeps the name
+        self.assertEqual(self.runner_json()["status"], "FAILURES")
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 23 item 3: the terminal
+
+class Terminal(Base):
+    def test_the_redrawn_line_fits_the_terminal_and_is_cleared_in_place(self):
+        stream = io.StringIO()
+        t = [0.0]
+        p = runner.Progress(2, stream=stream, tty=True, clock=lambda: t[0], columns=40)
+        p.target_started("//suites/very/long/package/name:with_a_long_target_name_test")
+        for _ in range(3):
+            t[0] += 1.5
+            p.tick()
+        p.done()
+        frames = stream.getvalue().split("\r\033[K")
+        self.assertGreater(len(frames), 2)
+        for frame in frames:
+            self.assertLessEqual(len(frame), 39, repr(frame))
+            self.assertNotIn("\n", frame)
+
+    def test_without_a_terminal_plain_lines_and_no_redraws(self):
+        stream = io.StringIO()
+        p = runner.Progress(1, stream=stream, tty=False)
+        p.target_started("//a:b")
+        p.tick(force=True)
+        p.target_ended("//a:b: PASS=1")
+        self.assertNotIn("\r", stream.getvalue())
+        self.assertEqual(len(stream.getvalue().splitlines()), 2)
+
+    def test_the_end_of_a_run_lists_each_failure_with_its_reason_and_log(self):
+        self.make_bundle({"t": {}, "u": {"cases": ["S.Crash=crash", "S.ok"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        log_t = os.path.join(self.out, "fake", "t", "test.log")
+        log_u = os.path.join(self.out, "fake", "u", "test.log")
+        self.assertIn("runner: 2 failing case(s):", out)
+        self.assertIn(f"FAIL          //fake:t S.B: deliberate failure of S.B  [log: {log_t}]",
+                      out)
+        self.assertRegex(out, r"CRASH +//fake:u S\.Crash: CRASH: the binary was killed by "
+                         r"SIGSEGV while running this case  \[log: " + log_u)
+
+
+if __name__ == "__main__":
+    unittest.main()
