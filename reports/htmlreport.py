@@ -161,6 +161,8 @@ def _render_elsewhere(func, args, kwargs):
 
 _BOILER = re.compile(r"^(Failure|Google Test trace:|Stack trace:|\[\s*FAILED\s*\].*)$")
 _LOC = re.compile(r"^\S+:\d+(:\s*(Failure)?)?$")
+MESSAGE_SHOWN = 200  # characters of a one-line reason shown before it is cut (at a word, with '…')
+
 
 def first_line(message):
     """The first line of a failure message that is not just a 'file:line' location."""
@@ -170,14 +172,20 @@ def first_line(message):
     return message.strip()
 
 
+def meaningful_lines(message):
+    """The message's lines without gtest's locations ('file:line: Failure') and boilerplate."""
+    lines = [l.rstrip() for l in message.splitlines()]
+    return [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
+
+
 def headline(message):
     """The one meaningful line of a failure message: the assertion's own text, with gtest's
     boilerplate ('Expected equality of these values:', 'Value of:', file:line) folded into one
-    sentence, and the test's own streamed explanation kept when there is one."""
-    lines = [l.rstrip() for l in message.splitlines()]
-    lines = [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
+    sentence, and the test's own streamed explanation kept when there is one. Whole: the page
+    cuts it for display (cut_at_word) and keeps the whole text one click away."""
+    lines = meaningful_lines(message)
     if not lines:
-        return message.strip()[:300]
+        return message.strip()
     first = lines[0].strip()
     rest = lines[1:]
     said = ""
@@ -205,10 +213,72 @@ def headline(message):
     elif re.match(r"^Expected: \(.*\) (==|!=|<|<=|>|>=) \(.*\), actual: ", first):
         said, tail = first[len("Expected: "):], [l.strip() for l in rest if l.strip()]
     else:
-        return first[:300]
+        return first
     # A message streamed with << follows the values: it says why, so it leads.
     tail = [t for t in tail if not t.startswith("Which is:")]
-    return (f"{tail[0]} — {said}" if tail else said)[:300]
+    return f"{tail[0]} — {said}" if tail else said
+
+
+def cut_at_word(text, limit=MESSAGE_SHOWN):
+    """text when it fits, else its longest prefix ending at a word boundary within limit,
+    followed by an ellipsis (never a word cut in two, as '— o' was)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > limit // 2 else text[:limit]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
+# A cause is a rule and a message with its values left out: two cases failing for one reason
+# differ only in numbers, addresses, bytes and sizes.
+_NORMALISE = [(re.compile(p), r) for p, r in (
+    (r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4,12}){2,}\b", "<uuid>"),  # GPU UUIDs
+    (r"\b0x[0-9a-fA-F]+\b", "<hex>"),  # addresses, bit masks
+    (r"\\x[0-9a-fA-F]{2}", "<byte>"),  # gtest's '\xEE' for a byte
+    (r"\b\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes?)\b", "<size>"),
+    (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "<n>"),
+    (r"'[^']{1,2}'", "<char>"),  # a printable byte gtest quotes
+)]
+
+
+def normalise_message(text):
+    """The message a cause is keyed on: numbers, addresses, hex, bytes and sizes left out."""
+    for rx, repl in _NORMALISE:
+        text = rx.sub(repl, text)
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules (suites/rules.tsv): every rule id the page shows carries its sentence.
+
+RULES_TSV = os.path.join(os.path.dirname(HERE), "suites", "rules.tsv")
+_RULES = {}
+
+
+def rules_table(path=None):
+    """{rule id: (family, sentence)} from suites/rules.tsv; {} when it cannot be read (the ids
+    are then shown bare)."""
+    path = path or RULES_TSV
+    if path not in _RULES:
+        table = {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                header = f.readline().rstrip("\n").split("\t")
+                for line in f:
+                    row = dict(zip(header, line.rstrip("\n").split("\t")))
+                    if row.get("id"):
+                        table[row["id"]] = (row.get("family", ""), row.get("rule", ""))
+        except OSError:
+            pass
+        _RULES[path] = table
+    return _RULES[path]
+
+
+def rule_refs(ids, rules):
+    """[(id, sentence)] for the page: a rule the table lacks is shown as 'not in suites/rules.tsv'."""
+    return [(i, rules[i][1] if i in rules else "not in suites/rules.tsv") for i in ids]
 
 
 def _param_of(case):
@@ -229,7 +299,7 @@ def _case_json(c, comp, prefixes, run_seed):
         d["c"] = str(comp)
     if c.message:
         d["m"] = c.message
-        d["h"] = headline(c.message)
+        d["h"] = c.reason or headline(c.message)
     if c.reason:
         d["rs"] = c.reason
     if c.status.is_fail or c.status == model.Status.WARN or c.flaky or (comp and str(comp) not in ("NEW", "FIXED")):
@@ -275,17 +345,23 @@ def _json_text(obj):
 # ---------------------------------------------------------------------------------------------
 # The first screen: what changed and why (changes.html.j2)
 
+def reason_line(case):
+    """A case's one-line reason: the model's reason when it has one, else the meaningful line
+    of its failure message, else (a retry passed) its failed attempt's."""
+    if case.reason:
+        return case.reason
+    if case.message:
+        return headline(case.message)
+    if case.first_failure:
+        return "failed attempt: " + headline(case.first_failure)
+    return ""
+
+
 def _change_row(kind, now, cid, case, note="", baseline_status=None):
-    """One row of the changes table. kind: comparison status (or raw status without one)."""
-    msg = ""
-    if case is not None:
-        msg = headline(case.message) if case.message else (case.reason or "")
-        if not msg and case.first_failure:
-            msg = "failed attempt: " + headline(case.first_failure)
-    if not msg:
-        msg = note
+    """One affected case of a cause. kind: comparison status (or raw status without one)."""
+    msg = (reason_line(case) if case is not None else "") or note
     r = {"kind": kind, "now": now, "cid": cid, "linked": case is not None, "msg": msg, "note": note,
-         "baseline_status": baseline_status, "rule": ",".join(case.rules) if case else "",
+         "baseline_status": baseline_status, "rules": list(case.rules) if case else [],
          "attempts": " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else "",
          "klog": "", "klog_more": "", "replay": ""}
     klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
@@ -300,32 +376,58 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
     return r
 
 
-def _group(rows, title):
-    """The first CHANGES_SHOWN rows; the rest fold."""
-    return {"shown": rows[:CHANGES_SHOWN], "folded": rows[CHANGES_SHOWN:], "title": title}
+GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 1440x900)
 
 
-def changes_context(run, comp=None, baseline=None):
-    """Regressions, coverage lost, dropped, crashes, timeouts, new flakes, unexpected passes;
-    the rest of the differences (expected failures, known flakes, fixed, new) folded."""
+def cause_groups(rows, rules):
+    """Rows of one change kind grouped by cause: the rule ids and the message with its values
+    left out. Most cases first; each group keeps its rows in order, the first one leading."""
+    groups = {}
+    for r in rows:
+        key = (r["kind"], tuple(r["rules"]), normalise_message(r["msg"]))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (kind, ids, _), members in groups.items():
+        first = members[0]
+        text = " ".join(first["msg"].split())
+        out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
+                    "msg_cut": cut_at_word(text), "first": first, "rows": members,
+                    "replay": next((m["replay"] for m in members if m["replay"]), "")})
+    out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
+    return out
+
+
+def _fold(groups):
+    return {"shown": groups[:GROUPS_SHOWN], "folded": groups[GROUPS_SHOWN:],
+            "folded_cases": sum(g["count"] for g in groups[GROUPS_SHOWN:])}
+
+
+def changes_context(run, comp=None, baseline=None, rules=None):
+    """Causes of the regressions, coverage lost, dropped, crashes, timeouts, new flakes and
+    unexpected passes, most serious kind first; the rest of the differences (expected failures,
+    known flakes, fixed, new) folded, grouped the same way."""
+    rules = rules_table() if rules is None else rules
     by_id = run.by_id()
-    groups, other = [], []
+    kinds, other = [], []
     listed = set()
     if comp is not None:
         machine = [_change_row(str(s), None, key, None, why) for key, s, why in comp.machine]
         if machine:
-            groups.append({"shown": machine, "folded": [], "title": "machine"})
+            kinds.append(machine)
         base = baseline.by_id() if baseline else {}
+        by_change = {}
+        for cid, s in sorted(comp.status.items()):
+            if cid in by_id:
+                by_change.setdefault(str(s), []).append(cid)
         for st in model.Change:  # most serious first
             group = []
-            for cid, s in sorted(comp.status.items()):
-                if s == st and cid in by_id:
-                    c = by_id[cid]
-                    r = _change_row(str(s), str(c.status), cid, c, comp.notes.get(cid, ""),
-                                    str(base[cid].status) if cid in base and st in (
-                                        model.Change.COVERAGE_LOST, model.Change.FIXED) else None)
-                    listed.add(cid)
-                    (group if st.blocks else other).append(r)
+            for cid in by_change.get(str(st), ()):
+                c = by_id[cid]
+                r = _change_row(str(st), str(c.status), cid, c, comp.notes.get(cid, ""),
+                                str(base[cid].status) if cid in base and st in (
+                                    model.Change.COVERAGE_LOST, model.Change.FIXED) else None)
+                listed.add(cid)
+                (group if st.blocks else other).append(r)
             if st == model.Change.DROPPED:
                 for cid in comp.dropped:
                     prev = base.get(cid)
@@ -336,7 +438,7 @@ def changes_context(run, comp=None, baseline=None):
                                     str(prev.status) if prev else None)
                     (other if covered else group).append(r)
             if group:
-                groups.append(_group(group, str(st)))
+                kinds.append(group)
     # Crashes and timeouts always show, even when an expectation covers them.
     for kind in (model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING,
                  model.Status.FAIL):
@@ -346,9 +448,12 @@ def changes_context(run, comp=None, baseline=None):
                              comp.notes.get(c.id, "") if comp else "")
                  for c in sorted(run.cases, key=lambda c: c.id) if c.status == kind and c.id not in listed]
         if group:
-            groups.append(_group(group, str(kind)))
-    return {"compared": comp is not None, "change_groups": groups, "other_changes": other,
-            "kernel_log_note": kernel_log_note(run)}
+            kinds.append(group)
+    causes = [g for rows in kinds for g in cause_groups(rows, rules)]
+    others = cause_groups(other, rules)
+    return {"compared": comp is not None, "causes": _fold(causes), "n_causes": len(causes),
+            "n_changed": sum(g["count"] for g in causes), "other_causes": others,
+            "n_other": sum(g["count"] for g in others), "kernel_log_note": kernel_log_note(run)}
 
 
 def kernel_log_note(run):
@@ -456,29 +561,44 @@ def mutation_context(doc, case_ids=()):
 # ---------------------------------------------------------------------------------------------
 # The page
 
+def rules_cited(cases, rules):
+    """The Rules section: every rule a case of the run cites, with how many of its cases failed."""
+    failing, cited = {}, set()
+    for c in cases:
+        cited.update(c.rules)
+        if c.status.is_fail:
+            for r in c.rules:
+                failing[r] = failing.get(r, 0) + 1
+    def order(r):  # R01 < R10 < S01: family letter, then number
+        m = re.match(r"([A-Za-z]+)(\d+)$", r)
+        return (m.group(1), int(m.group(2)), r) if m else (r, 0, r)
+    return [{"id": r, "family": rules.get(r, ("", ""))[0],
+             "text": rules[r][1] if r in rules else "not in suites/rules.tsv", "failing": failing.get(r, 0)}
+            for r in sorted(cited, key=order)]
+
+
 def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=(), mutation=None):
+           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
     folded_sections go right after the changes (HTML from run_info_section), extra_sections
-    after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation)."""
+    after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
+    title is the page's first line; page_title the browser tab's (default: title). rules:
+    {id: (family, sentence)} (default: suites/rules.tsv)."""
     if _jinja() is None:
         return _render_elsewhere("render", (run,), dict(
             title=title, verdict=verdict, extra_sections=list(extra_sections), seed=seed, comp=comp,
-            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation))
+            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation,
+            page_title=page_title, rules=rules))
+    rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
     seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
     counts = run.counts()
-    ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
-    prefixes = {}
-    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
-    data = {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
-            "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
-            "prefixes": list(prefixes), "cases": rows}
+    cited = rules_cited(run.cases, rules)
     ctx = {
-        "title": title, "css": _markup(css()), "verdict": verdict,
+        "title": title, "page_title": page_title or title, "css": _markup(css()), "verdict": verdict,
         "summary": model.format_counts(counts).splitlines()[-1], "n_cases": len(run.cases), "seed": seed,
         "mutation_line": mutation_line(mutation) if mutation and "error" not in mutation else "",
         "raw_counts": [(s, counts[s]) for s in model.STATUSES if counts.get(s)],
@@ -489,12 +609,23 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "mutation": mutation_context(mutation, (c.id for c in run.cases)),
         "filter_statuses": [s for s in model.STATUSES if counts.get(s)],
         "filter_changes": sorted({str(v) for v in comp_status.values()}),
-        "case_data": _json_text(data),
+        "case_data": _json_text(case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})),
+        "rules_cited": cited,
     }
-    ctx.update(changes_context(run, comp, baseline))
+    ctx.update(changes_context(run, comp, baseline, rules))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))
     return _template("page.html.j2", **ctx)
+
+
+def case_data(run, comp_status, seed, rule_text):
+    """What the page's JavaScript pages through: every case, most serious first."""
+    ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
+    prefixes = {}
+    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
+    return {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
+            "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
+            "prefixes": list(prefixes), "rules": rule_text, "cases": rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +695,31 @@ def render_qualification(run, info, comp, baseline, trends, mutation=None):
     if _jinja() is None:
         return _render_elsewhere("render_qualification", (run, info, comp, baseline, trends),
                                  {"mutation": mutation})
-    fp = run.fingerprint
-    title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
+    title, page_title = qualification_titles(run, info, comp)
     return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
-                  extra_sections=[metrics_section(run, trends)], mutation=mutation)
+                  extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title)
+
+
+def _cuda_version(v):
+    """'13000' (CUDA's integer) -> '13.0'; anything else as it is."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{n // 1000}.{n % 1000 // 10}"
+
+
+def qualification_titles(run, info, comp):
+    """(first line, browser tab title). The first line says what is under test: the change
+    (--label), GPU, driver, CUDA runtime. The tab says verdict, date, host and SKU, so a
+    morning's tabs and bookmarks tell the nights apart."""
+    fp = run.fingerprint
+    what = [fp.get("gpu0_name") or "no GPU", "driver " + fp.get("nvidia_driver", "?")]
+    if fp.get("cuda_runtime_version"):
+        what.append("CUDA runtime " + _cuda_version(fp["cuda_runtime_version"]))
+    label = info.get("label", "")
+    title = "pagelock qualification: " + (f"{label} — " if label else "") + ", ".join(what)
+    date = str(info.get("started_at", ""))[:10] or str(info.get("run_key", ""))[:8]
+    tab = [comp.verdict[0], date, fp.get("host", ""), info.get("sku", "") or fp.get("gpu0_name", ""), label]
+    return title, " · ".join(x for x in tab if x) + " — pagelock qualification"

@@ -17,6 +17,10 @@
   function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls;
     if (text !== undefined) e.textContent = text; return e; }
   function badge(s){ var b = el('span', 'st st-' + (D.known.indexOf(s) >= 0 ? s : 'other'), s); return b; }
+  // The whole text is under 'details'; the row shows it up to a word, then an ellipsis.
+  function cutAtWord(t, n){ t = t.replace(/\s+/g, ' ').trim(); if (t.length <= n) return t;
+    var c = t.slice(0, n + 1), sp = c.lastIndexOf(' ');
+    return (sp > n / 2 ? c.slice(0, sp) : t.slice(0, n)).replace(/[ ,;:\u2014-]+$/, '') + '\u2026'; }
   function caseLink(id){ return location.href.split('#')[0] + '#case=' + encodeURIComponent(id); }
   function copy(text, btn){
     var done = function(){ var o = btn.textContent; btn.textContent = 'copied'; setTimeout(function(){ btn.textContent = o; }, 1200); };
@@ -52,8 +56,13 @@
     if (c.rp) { var cr = el('button', '', 'copy replay command'); cr.dataset.copy = c.rp; tools.appendChild(cr); }
     var more = el('button', '', 'details'); more.setAttribute('aria-expanded', open ? 'true' : 'false');
     tools.appendChild(more); idc.appendChild(tools);
-    var txt = el('td', '', (c.h || c.rs || '').slice(0, 300));
-    if (c.ru && c.ru.length) txt.appendChild(el('div', 'small', 'rules ' + c.ru.join(',')));
+    var txt = el('td', '', cutAtWord(c.h || c.rs || '', 300));
+    if (c.ru && c.ru.length) {
+      var rl = el('div', 'small', 'rules ');
+      c.ru.forEach(function(r){ var a = el('a', 'rule mono', r); a.href = '#rule-' + r;
+        a.title = r + ': ' + ((D.rules || {})[r] || 'not in suites/rules.tsv'); rl.appendChild(a); });
+      txt.appendChild(rl);
+    }
     tr.appendChild(st); tr.appendChild(idc); tr.appendChild(el('td', '', (+c.s).toFixed(3))); tr.appendChild(txt);
     var frag = document.createDocumentFragment(); frag.appendChild(tr);
     var d = null;
@@ -108,6 +117,7 @@
   }
   function readHash(){
     var h = location.hash.slice(1), p = new URLSearchParams(h);
+    if (h.indexOf('rule-') === 0) return;  // an anchor in the Rules section: the browser scrolls to it
     if (p.has('case')) { if (showCase(p.get('case'))) return; }
     active = {}; (p.get('s') || '').split(',').forEach(function(s){ if (s) active[s] = true; });
     search.value = p.get('q') || ''; setButtons(); filter();
@@ -176,11 +186,22 @@
     out.after_clear = +document.getElementById('shown').textContent;
     out.rows_in_dom = document.querySelectorAll('tr.case').length;
     window.scrollTo(0, 0);
-    var chg = document.querySelector('#changes tr.chg');
+    var chg = document.querySelector('#changes tr.grp');
     function where(sel){ var e = chg && chg.querySelector(sel);
       return e ? {text: e.textContent, bottom: e.getBoundingClientRect().bottom + window.scrollY} : null; }
     out.first_change = chg ? {rule: where('.rule'), msg: where('.msg'), replay: where('.replay'),
-                              link: where('a')} : null;
+                              link: where('.first')} : null;
+    out.groups = [].map.call(document.querySelectorAll('#changes > tbody > tr.grp, #changes > tr.grp'), function(g){
+      var r = g.getBoundingClientRect(), m = g.querySelector('.msg'), n = g.querySelector('.count');
+      return {kind: g.querySelector('td.k').textContent, count: n ? +n.textContent : 0,
+              rules: [].map.call(g.querySelectorAll('a.rule'), function(a){ return a.title; }),
+              msg: m ? m.textContent : '', top: r.top + window.scrollY, bottom: r.bottom + window.scrollY};
+    });
+    out.overlaps = [];  // a badge wider than its cell would cover its neighbour
+    document.querySelectorAll('td .st').forEach(function(b){
+      var td = b.closest('td'), br = b.getBoundingClientRect(), tr = td.getBoundingClientRect();
+      if (br.width && br.right > tr.right + 0.5) out.overlaps.push(b.textContent);
+    });
     document.querySelectorAll('details.mx').forEach(function(d){ d.open = true; buildMatrix(d); });
     out.matrix_cells = document.querySelectorAll('table.matrix a').length;
     out.scroll_width = document.documentElement.scrollWidth;
