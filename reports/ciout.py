@@ -37,6 +37,7 @@ failing case is unexpected. (expectations-update.txt proposes the entries to add
 import csv
 import io
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from reports import model
@@ -78,8 +79,12 @@ def deqp_status(case, change=None):
 
 def results_csv(run, comp=None):
     status = comp.status if comp is not None else {}
-    return _csv_lines((c.id, deqp_status(c, status.get(c.id)), f"{c.seconds:.3f}")
-                      for c in sorted(run.cases, key=lambda c: c.id))
+    return _csv_lines((cid, deqp_status(c, status.get(cid)), f"{c.seconds:.3f}") for cid, c in _by_id(run))
+
+
+def _by_id(run):
+    """[(id, case)] sorted by id, each id computed once."""
+    return sorted(((c.id, c) for c in run.cases), key=lambda ic: ic[0])
 
 
 def unexpected_status(case, change):
@@ -100,10 +105,10 @@ def failures_csv(run, comp=None):
     """The unexpected results, `case,status`, no header (deqp-runner's failures.csv)."""
     status = comp.status if comp is not None else {}
     rows = []
-    for c in sorted(run.cases, key=lambda c: c.id):
-        st = unexpected_status(c, status.get(c.id) if comp is not None else None)
+    for cid, c in _by_id(run):
+        st = unexpected_status(c, status.get(cid) if comp is not None else None)
         if st:
-            rows.append((c.id, st))
+            rows.append((cid, st))
     if comp is not None:
         covered = set(comp.dropped_covered)
         rows += [(cid, "Missing") for cid in sorted(comp.dropped) if cid not in covered]
@@ -141,14 +146,28 @@ def _message_glob(message):
     line (expectations match message= against the raw message, not the headline), with digits
     and glob characters wildcarded so the same failure with other values still matches, and
     no spaces (an entry is split on them)."""
-    import re
-    from reports.htmlreport import meaningful_lines
-    lines = meaningful_lines(message)
-    if not lines:
+    said = _verbatim_reason(message)
+    if not said:
         return ""
-    words = re.sub(r"[0-9*?\[\]]+", "*", lines[0]).split()[:6]
+    words = re.sub(r"[0-9*?\[\]]+", "*", said).split()[:6]
     glob = re.sub(r"\*+", "*", "*".join(words))
     return f"*{glob}*".replace("**", "*") if glob else ""
+
+
+_GTEST_WORDS = ("Expected equality of these values:", "Value of:", "Expected:", "Which is:", "Actual:")
+
+
+def _verbatim_reason(message):
+    """The reason as the raw message has it: the test's own streamed explanation (headline's
+    lead), else the first line that is not gtest's wording."""
+    from reports.htmlreport import meaningful_lines
+    lead = headline(message).split(" — ", 1)[0].strip()
+    if lead and lead in message and not lead.startswith(_GTEST_WORDS):
+        return lead
+    for line in meaningful_lines(message):
+        if not line.strip().startswith(_GTEST_WORDS) and not line.startswith("  "):
+            return line.strip()
+    return ""
 
 
 def one_line(case):
@@ -165,9 +184,12 @@ def _without_status(text, status):
     return text
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
 def _clean(text):
     """XML 1.0 cannot carry most control characters: a test's raw output is shown, not lost."""
-    return "".join(ch if ch in "\t\n\r" or ord(ch) >= 0x20 else f"\\x{ord(ch):02x}" for ch in str(text))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def _out(case, extra=""):
@@ -278,20 +300,20 @@ def junit_xml(run, comp=None, name="pagelock", info=None):
     status = comp.status if comp is not None else {}
     notes = comp.notes if comp is not None else {}
     doc = _Doc(name, run, info)
-    for c in sorted(run.cases, key=lambda c: c.id):
-        ch = status.get(c.id)
+    for cid, c in _by_id(run):
+        ch = status.get(cid)
         ch = Change(str(ch)) if ch is not None else None
         classname = f"{c.target[2:]}.{c.suite}".replace("/", ".").replace(":", ".")
-        msg = _without_status(one_line(c), c.status)
+        msg = _without_status(one_line(c), c.status) if c.message or c.reason or c.first_failure else ""
         prefix = f"[{ch}] " if ch else ""
         if ch in (Change.EXPECTED_FAIL, Change.KNOWN_COVERAGE_LOSS):
             doc.case(c.target, classname, c.name, c.seconds, "skipped",
-                     f"{ch}: {c.status} as expected ({notes.get(c.id, 'no bug link')})"
+                     f"{ch}: {c.status} as expected ({notes.get(cid, 'no bug link')})"
                      + (f": {msg}" if msg else ""), c.message, _out(c))
         elif ch == Change.COVERAGE_LOST:
             doc.case(c.target, classname, c.name, c.seconds, "failure",
                      f"{prefix}{c.status} now, exercised in the baseline: {msg}",
-                     notes.get(c.id, ""), _out(c))
+                     notes.get(cid, ""), _out(c))
         elif c.status.is_fail and ch not in (Change.KNOWN_FLAKE,):
             kind = "failure" if c.status == Status.FAIL else "error"
             doc.case(c.target, classname, c.name, c.seconds, kind, f"{prefix}{c.status}: {msg}", c.message,
@@ -301,11 +323,12 @@ def junit_xml(run, comp=None, name="pagelock", info=None):
         else:
             extra = ""
             if ch == Change.UNEXPECTED_PASS:
-                extra = f"UNEXPECTED_PASS: a fail expectation says it fails ({notes.get(c.id, '')}); update it"
-            elif ch in (Change.FLAKE, Change.KNOWN_FLAKE) or c.flaky:
+                extra = f"UNEXPECTED_PASS: a fail expectation says it fails ({notes.get(cid, '')}); update it"
+            elif ch in (Change.FLAKE, Change.KNOWN_FLAKE) or (len(c.attempts) > 1 and c.flaky):
                 extra = f"{ch or 'FLAKE'}: failed, then passed on retry"
+            flaky = len(c.attempts) > 1 and c.flaky
             doc.case(c.target, classname, c.name, c.seconds, out=_out(c, extra) if (extra or c.logs) else "",
-                     reruns=_attempt_elements(c, False) if c.flaky else ())
+                     reruns=_attempt_elements(c, False) if flaky else ())
     if comp is not None:
         _dropped_and_machine(doc, comp)
     return doc.text()

@@ -54,6 +54,11 @@ SHORT = {"PASS": "ok", "WARN": "warn", "NOT_SUPPORTED": "n/s", "SKIP": "skip", "
          "TIMEOUT": "T/O", "CRASH": "CRASH", "INFRA_ERROR": "INFRA", "MISSING": "miss"}
 
 PAGE_SIZE = 100  # case rows per page
+# Above this many cases the page embeds its first page of cases apart from all of them, which the
+# browser parses only when a filter, search, page or case link needs them: measured in headless
+# Chromium (2 shared cores), 100,000 cases are ready in 0.9 s when parsed at load, 1,000,000 in
+# 8.2 s; lazily, the million-case page is ready in 0.9 s and its first filter takes 6-12 s.
+EAGER_CASES = 200000
 CHANGES_SHOWN = 12  # rows of one kind on the first screen before the rest folds
 MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
 MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
@@ -243,6 +248,19 @@ _NORMALISE = [(re.compile(p), r) for p, r in (
 )]
 
 
+def _without_param_words(text, cid):
+    """The message with the case's parameter words left out: 'Pinned MemcpyAsync D2H ...' of
+    '.../Pinned_MemcpyAsync' and 'Pageable MemcpyAsync D2H ...' of '.../Pageable_MemcpyAsync'
+    are one cause."""
+    name = cid.rsplit(".", 1)[-1]
+    if "/" not in name:
+        return text
+    for word in re.split(r"[_\W]+", name.rsplit("/", 1)[1]):
+        if len(word) >= 3:
+            text = re.sub(r"\b" + re.escape(word) + r"\b", "<param>", text, flags=re.IGNORECASE)
+    return text
+
+
 def normalise_message(text):
     """The message a cause is keyed on: numbers, addresses, hex, bytes and sizes left out."""
     for rx, repl in _NORMALISE:
@@ -281,13 +299,6 @@ def rule_refs(ids, rules):
     return [(i, rules[i][1] if i in rules else "not in suites/rules.tsv") for i in ids]
 
 
-def _param_of(case):
-    """The flag-combination part of a parameterized case name ('.../portable_mapped')."""
-    if "/" in case.name:
-        return case.name.rsplit("/", 1)[1]
-    return None
-
-
 def _case_json(c, comp, prefixes, run_seed):
     """The compact record the page's JavaScript decodes: [prefix index, rest of the id, raw
     status, seconds, rules, case seed, {other fields, empty ones left out} or 0]. 10,000 cases
@@ -302,7 +313,8 @@ def _case_json(c, comp, prefixes, run_seed):
         d["h"] = c.reason or headline(c.message)
     if c.reason:
         d["rs"] = c.reason
-    if c.status.is_fail or c.status == model.Status.WARN or c.flaky or (comp and str(comp) not in ("NEW", "FIXED")):
+    if c.status in _FAILING or c.status == model.Status.WARN or len(c.attempts) > 1 or \
+            (comp and str(comp) not in ("NEW", "FIXED")):
         d["rp"] = c.replay_command()
     if c.first_failure:
         d["ff"] = c.first_failure
@@ -384,7 +396,7 @@ def cause_groups(rows, rules):
     left out. Most cases first; each group keeps its rows in order, the first one leading."""
     groups = {}
     for r in rows:
-        key = (r["kind"], tuple(r["rules"]), normalise_message(r["msg"]))
+        key = (r["kind"], tuple(r["rules"]), normalise_message(_without_param_words(r["msg"], r["cid"])))
         groups.setdefault(key, []).append(r)
     out = []
     for (kind, ids, _), members in groups.items():
@@ -439,14 +451,16 @@ def changes_context(run, comp=None, baseline=None, rules=None):
                     (other if covered else group).append(r)
             if group:
                 kinds.append(group)
-    # Crashes and timeouts always show, even when an expectation covers them.
-    for kind in (model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING,
-                 model.Status.FAIL):
-        if comp is not None and kind == model.Status.FAIL:
-            break  # with a comparison, plain failures are regressions or expected
-        group = [_change_row(str(comp.status.get(c.id, kind)) if comp else str(kind), str(c.status), c.id, c,
-                             comp.notes.get(c.id, "") if comp else "")
-                 for c in sorted(run.cases, key=lambda c: c.id) if c.status == kind and c.id not in listed]
+    # Crashes and timeouts always show, even when an expectation covers them; with a comparison,
+    # plain failures are regressions or expected.
+    shown = [model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING]
+    if comp is None:
+        shown.append(model.Status.FAIL)
+    failing = sorted(((c.id, c) for c in run.cases if c.status in shown), key=lambda ic: ic[0])
+    for kind in shown:
+        group = [_change_row(str(comp.status.get(cid, kind)) if comp else str(kind), str(c.status), cid, c,
+                             comp.notes.get(cid, "") if comp else "")
+                 for cid, c in failing if c.status == kind and cid not in listed]
         if group:
             kinds.append(group)
     causes = [g for rows in kinds for g in cause_groups(rows, rules)]
@@ -480,18 +494,25 @@ def machine_context(run):
             "device_attrs": [(k, fp[k]) for k in sorted(k for k in fp if attr.match(k))]}
 
 
+_FAILING = frozenset(s for s in model.Status if s.is_fail)
+
+
 def matrix_context(cases):
     """Test x parameter (flag combination) matrix of worst status, one folded table per suite
     family with only the columns that family uses (the page's JavaScript fills it when opened)."""
     fams = {}
     for c in cases:
-        p = _param_of(c)
-        if p is None:
+        cid = c.cid
+        test, slash, p = cid.case.rpartition("/")
+        if not slash:
             continue
-        f = fams.setdefault(c.family, {"rows": set(), "params": set(), "bad": 0})
-        f["rows"].add(f"{c.suite.split('/')[-1]}.{c.name.rsplit('/', 1)[0]}")
+        family = cid.target[2:].split(":", 1)[0].rsplit("/", 1)[-1]  # Case.family, without the views
+        f = fams.get(family)
+        if f is None:
+            f = fams[family] = {"rows": set(), "params": set(), "bad": 0}
+        f["rows"].add(f"{cid.suite.rsplit('/', 1)[-1]}.{test}")
         f["params"].add(p)
-        f["bad"] += c.status.is_fail
+        f["bad"] += c.status in _FAILING
     return {"families": [{"name": fam, "rows": len(fams[fam]["rows"]), "params": len(fams[fam]["params"]),
                           "bad": fams[fam]["bad"]} for fam in sorted(fams)],
             "short_labels": list(SHORT.items())}
@@ -609,9 +630,15 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "mutation": mutation_context(mutation, (c.id for c in run.cases)),
         "filter_statuses": [s for s in model.STATUSES if counts.get(s)],
         "filter_changes": sorted({str(v) for v in comp_status.values()}),
-        "case_data": _json_text(case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})),
+        "n_lazy": len(run.cases) if len(run.cases) > EAGER_CASES else 0,
         "rules_cited": cited,
     }
+    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
+    if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
+        every = data["cases"]
+        data.update(cases=every[:PAGE_SIZE], lazy=True, total=len(every))
+        ctx["case_data_all"] = _json_text(every)
+    ctx["case_data"] = _json_text(data)
     ctx.update(changes_context(run, comp, baseline, rules))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))

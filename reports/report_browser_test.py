@@ -262,6 +262,33 @@ def distinct_bytes(png):
     return len(set(zlib.decompress(idat)))
 
 
+class LazyCasesTest(unittest.TestCase):
+    """Above htmlreport.EAGER_CASES the page embeds its first page apart from every case and
+    parses them all only when asked (a million cases: ready in about 1 s instead of 8)."""
+
+    def test_a_lazy_page_shows_its_first_page_and_filters_searches_and_links_over_every_case(self):
+        from unittest import mock
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        run = testsupport.big(1000)
+        with mock.patch.object(htmlreport, "EAGER_CASES", 500):
+            page = os.path.join(tmp, "lazy.html")
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(htmlreport.render(run, title="lazy"))
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("id='case-data-all'", text)
+        self.assertIn("1,000 cases: the first page is shown at once", text)
+        seen, console, _ = open_page(page)
+        self.assertEqual(console, [])
+        self.assertTrue(seen["lazy"])
+        self.assertEqual(seen["total"], 1000)
+        self.assertEqual(seen["filters"]["FAIL"], 2)  # every case, not the first page's
+        self.assertEqual(seen["search"]["shown"], 1)
+        self.assertEqual(seen["after_clear"], 1000)
+        self.assertTrue(seen["anchor"]["found"] and seen["anchor"]["expanded"], seen["anchor"])
+        self.assertEqual(seen["matrix_cells"], 1000)
+
+
 class ScreenshotToolTest(unittest.TestCase):
     def test_writes_a_1440x900_png_of_the_first_screen_and_refuses_bad_input(self):
         chromium()

@@ -2,14 +2,30 @@
   var T0 = performance.now();
   var D = JSON.parse(document.getElementById('case-data').textContent);
   var byId = {};
-  var cases = D.cases.map(function(a){
-    var c = a[6] || {};
-    c.i = D.prefixes[a[0]] + a[1]; c.r = a[2]; c.s = a[3]; c.ru = a[4] ? a[4].split(',') : [];
-    c.x = c.x || [];
-    if (a[5]) c.x.unshift(['seed', 'case ' + a[5] + ', run ' + (D.runSeed || '?')]);
-    byId[c.i] = c;
-    return c;
-  });
+  function decode(list){
+    byId = {};
+    return list.map(function(a){
+      var c = a[6] || {};
+      c.i = D.prefixes[a[0]] + a[1]; c.r = a[2]; c.s = a[3]; c.ru = a[4] ? a[4].split(',') : [];
+      c.x = c.x || [];
+      if (a[5]) c.x.unshift(['seed', 'case ' + a[5] + ', run ' + (D.runSeed || '?')]);
+      byId[c.i] = c;
+      return c;
+    });
+  }
+  // A very large run (D.lazy) embeds its first page here and every case in #case-data-all,
+  // parsed only when a filter, a search, another page or a case link needs it: the first
+  // screen does not wait for a million cases.
+  var cases = decode(D.cases), all = !D.lazy;
+  function ensureAll(){
+    if (all) return;
+    var note = document.getElementById('lazy-note');
+    if (note) note.textContent = 'loading all ' + D.total + ' cases…';
+    var t = performance.now();
+    cases = decode(JSON.parse(document.getElementById('case-data-all').textContent));
+    all = true; shown = cases;
+    if (note) note.textContent = 'all ' + cases.length + ' cases loaded in ' + Math.round(performance.now() - t) + ' ms';
+  }
   var T1 = performance.now();
   var active = {}, page = 0, focus = null, shown = cases;
   var tbody = document.getElementById('case-rows');
@@ -75,6 +91,7 @@
   }
   function filter(){
     var q = search.value.toLowerCase(), any = Object.keys(active).length > 0;
+    if (q || any || page > 0) ensureAll();
     shown = cases.filter(function(c){
       if (q && c.t === undefined)  // built on the first search: the page loads faster
         c.t = [c.i, c.r, c.c || '', c.h || '', c.m || '', c.rs || '', c.ru.join(',')].join(' ').toLowerCase();
@@ -82,13 +99,14 @@
     });
   }
   function draw(){
-    var pages = Math.max(1, Math.ceil(shown.length / D.pageSize));
+    var total = all ? shown.length : D.total;
+    var pages = Math.max(1, Math.ceil(total / D.pageSize));
     page = Math.min(Math.max(0, page), pages - 1);
     tbody.textContent = '';
     var frag = document.createDocumentFragment();
     shown.slice(page * D.pageSize, (page + 1) * D.pageSize).forEach(function(c){ frag.appendChild(row(c, c === focus)); });
     tbody.appendChild(frag);
-    document.getElementById('shown').textContent = shown.length;
+    document.getElementById('shown').textContent = total;
     document.getElementById('pageinfo').textContent = 'page ' + (page + 1) + ' of ' + pages;
     document.getElementById('prev').disabled = page === 0;
     document.getElementById('next').disabled = page >= pages - 1;
@@ -107,6 +125,7 @@
       b.setAttribute('aria-pressed', active[b.dataset.status] ? 'true' : 'false'); });
   }
   function showCase(id){
+    if (!byId[id]) ensureAll();
     var c = byId[id];
     if (!c) return false;
     active = {}; search.value = ''; setButtons(); filter();
@@ -120,7 +139,9 @@
     if (h.indexOf('rule-') === 0) return;  // an anchor in the Rules section: the browser scrolls to it
     if (p.has('case')) { if (showCase(p.get('case'))) return; }
     active = {}; (p.get('s') || '').split(',').forEach(function(s){ if (s) active[s] = true; });
-    search.value = p.get('q') || ''; setButtons(); filter();
+    search.value = p.get('q') || ''; setButtons();
+    if ((parseInt(p.get('p'), 10) || 1) > 1) ensureAll();
+    filter();
     page = (parseInt(p.get('p'), 10) || 1) - 1; focus = null; draw();
   }
   document.querySelectorAll('#filters button[data-status]').forEach(function(b){
@@ -135,11 +156,12 @@
   });
   search.addEventListener('input', function(){ update(); });
   document.getElementById('prev').addEventListener('click', function(){ page--; update(true); });
-  document.getElementById('next').addEventListener('click', function(){ page++; update(true); });
+  document.getElementById('next').addEventListener('click', function(){ ensureAll(); page++; update(true); });
   var SHORT = D.short, SEV = D.severity;
   function family(c){ var pkg = c.i.split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
   function buildMatrix(det){
     var box = det.querySelector('.scroll'); if (box.firstChild) return;
+    ensureAll();
     var fam = det.dataset.family, rows = [], params = [], cells = {};
     cases.forEach(function(c){
       if (family(c) !== fam) return;
@@ -172,8 +194,9 @@
   window.addEventListener('hashchange', readHash);
   readHash();
   var ready = performance.now();
+  window.pagelockReady = {ready_ms: ready, script_start_ms: T0, parsed_ms: T1, cases: cases.length};
   if (location.hash === '#selftest') {
-    var out = {total: cases.length, ready_ms: ready, script_start_ms: T0, indexed_ms: T1, filters: {}};
+    var out = {total: all ? cases.length : D.total, lazy: !all, ready_ms: ready, script_start_ms: T0, indexed_ms: T1, filters: {}};
     document.querySelectorAll('#filters button[data-status]').forEach(function(b){
       b.click(); out.filters[b.dataset.status] = +document.getElementById('shown').textContent;
       out.pressed_ok = (out.pressed_ok !== false) && b.getAttribute('aria-pressed') === 'true';
