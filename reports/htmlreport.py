@@ -4,14 +4,20 @@ escaped, and a first screen that answers "what changed and why".
 The page is rendered by Jinja2 (Debian's python3-jinja2, autoescape on) from
 reports/templates/*.html.j2; this module prepares plain data for them (report.css and report.js
 are included verbatim). Rendering is deterministic: the same run gives the same bytes (the
-golden-file test in report_test.py holds it to reports/testdata/golden_*.html).
+golden-file test in report_test.py holds it to reports/testdata/golden/*.html).
 
-Page order (the morning review, issue 8): verdict (and the mutation score when the run folder
-has one); one line of raw counts and, labelled apart, the counts against expectations and
-baseline; the changes (regressions, coverage lost, crashes, timeouts, flakes), each with rule,
-the meaningful line of the message, attempts, a link to the case and its replay command; then,
-folded, the run and the machine; the mutation section; the matrix grouped per suite; all cases,
-paged by JavaScript from one JSON block (10,000 cases load in well under a second); metrics.
+Page order (the morning review, issues 8 and 23): the first line says what is under test (the
+--label, GPU, driver, CUDA runtime; the browser tab: verdict, date, host, SKU); the verdict (and
+the mutation score when the run folder has one); one line of raw counts and, labelled apart, the
+counts against expectations and baseline; what changed, one cause a line: the cases that changed
+for one reason (the same rule ids and the same message once numbers, addresses, bytes, sizes and
+the case's parameter words are left out) are one group with its count, the rules' sentences
+(suites/rules.tsv) on hover, the message cut at a word (the whole text one click away), the cases
+folded and the first one's replay command -- 10 causes fit a 1440x900 screen; then, folded, the
+run and the machine; the mutation section; the matrix grouped per suite; all cases, paged by
+JavaScript from one JSON block (10,000 cases load in well under a second; above EAGER_CASES the
+first page is apart and every case is parsed when a filter, search, page or link needs it);
+the rules the cases cite; metrics.
 
 URL state: `#case=<id>` opens one case; `#s=FAIL,REGRESSION&q=text&p=2` keeps the filters,
 search and page. `#selftest` makes the page exercise itself and write what it saw into
@@ -59,7 +65,6 @@ PAGE_SIZE = 100  # case rows per page
 # Chromium (2 shared cores), 100,000 cases are ready in 0.9 s when parsed at load, 1,000,000 in
 # 8.2 s; lazily, the million-case page is ready in 0.9 s and its first filter takes 6-12 s.
 EAGER_CASES = 200000
-CHANGES_SHOWN = 12  # rows of one kind on the first screen before the rest folds
 MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
 MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
 

@@ -233,6 +233,17 @@ class CausesTest(unittest.TestCase):
         self.assertEqual(seen["overlaps"], [])
         self.assertLessEqual(seen["scroll_width"], seen["inner_width"], "the page scrolls sideways")
 
+    def test_the_widest_badges_fit_their_cells_at_1280x720(self):
+        from reports import model
+        run, comp, base = one_fault_run(6, causes=3, lost_coverage=True)
+        failing = [c.id for c in run.cases if c.status.is_fail]
+        comp.status[failing[0]] = model.Change.UNEXPECTED_PASS
+        comp.status[failing[1]] = model.Change.KNOWN_COVERAGE_LOSS
+        page = self.page(run, comp, base, "wide-badges.html")
+        seen, console, _ = open_page(page, size="1280,720")
+        self.assertEqual(console, [])
+        self.assertEqual(seen["overlaps"], [], "a badge is wider than its cell (clipped or covering its neighbour)")
+
     def test_a_long_message_is_cut_at_a_word_and_the_whole_text_is_one_click_away(self):
         run, comp, base = one_fault_run(1, causes=1)
         reg = next(c for c in run.cases if c.status.is_fail)

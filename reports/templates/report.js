@@ -223,7 +223,7 @@
     out.overlaps = [];  // a badge wider than its cell would cover its neighbour
     document.querySelectorAll('td .st').forEach(function(b){
       var td = b.closest('td'), br = b.getBoundingClientRect(), tr = td.getBoundingClientRect();
-      if (br.width && br.right > tr.right + 0.5) out.overlaps.push(b.textContent);
+      if (br.width && (br.right > tr.right + 0.5 || b.scrollWidth > b.clientWidth + 0.5)) out.overlaps.push(b.textContent + ' ' + Math.round(b.scrollWidth) + '>' + Math.round(b.clientWidth) + ' in ' + Math.round(tr.width));
     });
     document.querySelectorAll('details.mx').forEach(function(d){ d.open = true; buildMatrix(d); });
     out.matrix_cells = document.querySelectorAll('table.matrix a').length;
