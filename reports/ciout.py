@@ -206,12 +206,17 @@ def _out(case, extra=""):
     return "\n".join(parts)
 
 
+ALWAYS = ("gpu", "driver", "cuda_runtime_version")  # 'unknown' when the run did not record them
+
+
 def _suite_properties(run, info):
+    """GPU, driver, CUDA runtime and seed always ('unknown' when not recorded: a run from
+    bazel-testlogs without a fingerprint), then what else is known."""
     fp = run.fingerprint
-    props = [(name, fp[key]) for name, key in SUITE_PROPERTIES if fp.get(key)]
+    props = [(name, fp.get(key) or "unknown") for name, key in SUITE_PROPERTIES
+             if fp.get(key) or name in ALWAYS]
     seed = (info or {}).get("seed") or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
-    if seed:
-        props.append(("seed", str(seed)))
+    props.append(("seed", str(seed) if seed else "unknown"))
     commit = ((info or {}).get("bundle") or {}).get("commit")
     if commit:
         props.append(("harness_commit", commit))
@@ -232,7 +237,7 @@ class _Doc:
     def suite(self, target):
         if target not in self.suites:
             s = ET.SubElement(self.root, "testsuite", name=target[2:] if target.startswith("//") else target)
-            if self.properties:
+            if self.properties:  # always: GPU, driver, runtime and seed at least
                 props = ET.SubElement(s, "properties")
                 for k, v in self.properties:
                     ET.SubElement(props, "property", name=k, value=_clean(v))

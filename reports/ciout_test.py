@@ -108,6 +108,10 @@ class JunitTest(unittest.TestCase):
         props = {p.get("name"): p.get("value") for p in ET.fromstring(ciout.junit_xml(run)).iter("property")}
         self.assertEqual(props["cuda_runtime_version"], "13000")
         self.assertEqual(props["seed"], "7")  # the fingerprint's seed without qualify's info
+        bare = ET.fromstring(ciout.junit_xml(model.Run({}, [testsupport.case("A", "PASS")])))
+        props = {p.get("name"): p.get("value") for p in bare.find("testsuite").find("properties")}
+        self.assertEqual(props, {"gpu": "unknown", "driver": "unknown", "cuda_runtime_version": "unknown",
+                                 "seed": "unknown"})
 
     def test_crash_and_timeout_are_errors_not_failures(self):
         run = model.Run({}, [testsupport.case("Crashes", "CRASH", "killed by SIGSEGV"),
