@@ -1,17 +1,26 @@
 (function(){
   var T0 = performance.now();
   var D = JSON.parse(document.getElementById('case-data').textContent);
-  var byId = {};
+  // Decoding stays light (a million cases): the id, rules and extra lines of a case are built
+  // when a row, a search or a link first needs them.
+  var index = null;
   function decode(list){
-    byId = {};
+    index = null;
     return list.map(function(a){
       var c = a[6] || {};
-      c.i = D.prefixes[a[0]] + a[1]; c.r = a[2]; c.s = a[3]; c.ru = a[4] ? a[4].split(',') : [];
-      c.x = c.x || [];
-      if (a[5]) c.x.unshift(['seed', 'case ' + a[5] + ', run ' + (D.runSeed || '?')]);
-      byId[c.i] = c;
+      c.p = a[0]; c.n = a[1]; c.r = a[2]; c.s = a[3]; c.rw = a[4]; c.sd = a[5];
       return c;
     });
+  }
+  function idOf(c){ return c.i || (c.i = D.prefixes[c.p] + c.n); }
+  function rulesOf(c){ return c.rw ? c.rw.split(',') : []; }
+  function extrasOf(c){
+    var x = c.sd ? [['seed', 'case ' + c.sd + ', run ' + (D.runSeed || '?')]] : [];
+    return x.concat(c.x || []);
+  }
+  function find(id){
+    if (!index) { index = {}; cases.forEach(function(c){ index[idOf(c)] = c; }); }
+    return index[id];
   }
   // A very large run (D.lazy) embeds its first page here and every case in #case-data-all,
   // parsed only when a filter, a search, another page or a case link needs it: the first
@@ -58,24 +67,25 @@
     add('message', c.m, true);
     if (c.rp) add('replay', c.rp, true);
     if (c.ff) add('first failure', c.ff, true);
-    c.x.forEach(function(kv){ td.appendChild(el('div', 'mono', kv[0] + ' = ' + kv[1])); });
+    extrasOf(c).forEach(function(kv){ td.appendChild(el('div', 'mono', kv[0] + ' = ' + kv[1])); });
     Object.keys(c.lg || {}).forEach(function(k){ add(k, c.lg[k], true); });
     var tr = el('tr', 'detail'); tr.appendChild(td); return tr;
   }
   function row(c, open){
-    var tr = el('tr', 'case'); tr.id = 'case=' + c.i;
+    var id = idOf(c), tr = el('tr', 'case'); tr.id = 'case=' + id;
     var st = el('td'); st.appendChild(badge(c.r));
     if (c.c && c.c !== c.r) st.appendChild(badge(c.c));
-    var idc = el('td', 'mono'); var a = el('a', '', c.i); a.href = '#case=' + encodeURIComponent(c.i); idc.appendChild(a);
+    var idc = el('td', 'mono'); var a = el('a', '', id); a.href = '#case=' + encodeURIComponent(id); idc.appendChild(a);
     var tools = el('div');
-    var cl = el('button', '', 'copy link'); cl.dataset.copyLink = c.i; tools.appendChild(cl);
+    var cl = el('button', '', 'copy link'); cl.dataset.copyLink = id; tools.appendChild(cl);
     if (c.rp) { var cr = el('button', '', 'copy replay command'); cr.dataset.copy = c.rp; tools.appendChild(cr); }
     var more = el('button', '', 'details'); more.setAttribute('aria-expanded', open ? 'true' : 'false');
     tools.appendChild(more); idc.appendChild(tools);
     var txt = el('td', '', cutAtWord(c.h || c.rs || '', 300));
-    if (c.ru && c.ru.length) {
+    var ru = rulesOf(c);
+    if (ru.length) {
       var rl = el('div', 'small', 'rules ');
-      c.ru.forEach(function(r){ var a = el('a', 'rule mono', r); a.href = '#rule-' + r;
+      ru.forEach(function(r){ var a = el('a', 'rule mono', r); a.href = '#rule-' + r;
         a.title = r + ': ' + ((D.rules || {})[r] || 'not in suites/rules.tsv'); rl.appendChild(a); });
       txt.appendChild(rl);
     }
@@ -94,7 +104,7 @@
     if (q || any || page > 0) ensureAll();
     shown = cases.filter(function(c){
       if (q && c.t === undefined)  // built on the first search: the page loads faster
-        c.t = [c.i, c.r, c.c || '', c.h || '', c.m || '', c.rs || '', c.ru.join(',')].join(' ').toLowerCase();
+        c.t = [idOf(c), c.r, c.c || '', c.h || '', c.m || '', c.rs || '', c.rw || ''].join(' ').toLowerCase();
       return (!any || active[c.r] || (c.c && active[c.c])) && (!q || c.t.indexOf(q) >= 0);
     });
   }
@@ -125,8 +135,8 @@
       b.setAttribute('aria-pressed', active[b.dataset.status] ? 'true' : 'false'); });
   }
   function showCase(id){
-    if (!byId[id]) ensureAll();
-    var c = byId[id];
+    if (!find(id)) ensureAll();
+    var c = find(id);
     if (!c) return false;
     active = {}; search.value = ''; setButtons(); filter();
     page = Math.floor(shown.indexOf(c) / D.pageSize); focus = c; draw();
@@ -158,14 +168,14 @@
   document.getElementById('prev').addEventListener('click', function(){ page--; update(true); });
   document.getElementById('next').addEventListener('click', function(){ ensureAll(); page++; update(true); });
   var SHORT = D.short, SEV = D.severity;
-  function family(c){ var pkg = c.i.split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
+  function family(c){ var pkg = idOf(c).split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
   function buildMatrix(det){
     var box = det.querySelector('.scroll'); if (box.firstChild) return;
     ensureAll();
     var fam = det.dataset.family, rows = [], params = [], cells = {};
     cases.forEach(function(c){
       if (family(c) !== fam) return;
-      var gname = c.i.slice(c.i.indexOf('/', c.i.indexOf(':')) + 1);
+      var ci = idOf(c), gname = ci.slice(ci.indexOf('/', ci.indexOf(':')) + 1);
       var di = gname.indexOf('.'), suite = gname.slice(0, di), name = gname.slice(di + 1);
       var ps = name.lastIndexOf('/'); if (ps < 0) return;
       var r = suite.slice(suite.lastIndexOf('/') + 1) + '.' + name.slice(0, ps), p = name.slice(ps + 1);
@@ -180,7 +190,7 @@
       var tr = el('tr'); tr.appendChild(el('td', 't mono', r));
       params.forEach(function(p){
         var td = el('td'), c = cells[r][p];
-        if (c) { var a = el('a'); a.href = '#case=' + encodeURIComponent(c.i); a.title = c.r + ' ' + c.i;
+        if (c) { var a = el('a'); a.href = '#case=' + encodeURIComponent(idOf(c)); a.title = c.r + ' ' + idOf(c);
           var b = badge(c.r); b.textContent = SHORT[c.r] || c.r; a.appendChild(b); td.appendChild(a); }
         tr.appendChild(td);
       });
@@ -202,7 +212,7 @@
       out.pressed_ok = (out.pressed_ok !== false) && b.getAttribute('aria-pressed') === 'true';
       b.click();
     });
-    var q = cases.length ? cases[0].i : '';
+    var q = cases.length ? idOf(cases[0]) : '';
     search.value = q; search.dispatchEvent(new Event('input'));
     out.search = {query: q, shown: +document.getElementById('shown').textContent, hash: location.hash};
     document.getElementById('clear').click();
@@ -232,8 +242,8 @@
     out.inner_height = window.innerHeight;
     var last = cases[cases.length - 1];
     if (last) {
-      var ok = showCase(last.i), tr = document.getElementById('case=' + last.i);
-      out.anchor = {id: last.i, found: ok && !!tr, expanded: !!(tr && tr.nextSibling && tr.nextSibling.className === 'detail')};
+      var ok = showCase(idOf(last)), tr = document.getElementById('case=' + idOf(last));
+      out.anchor = {id: idOf(last), found: ok && !!tr, expanded: !!(tr && tr.nextSibling && tr.nextSibling.className === 'detail')};
     }
     var pre = el('pre', '', JSON.stringify(out)); pre.id = 'selftest';
     document.body.appendChild(pre);
