@@ -299,9 +299,19 @@ def rules_table(path=None):
     return _RULES[path]
 
 
+NO_RULES = "rule text unavailable: suites/rules.tsv was not found beside the report tool"
+
+
+def rule_text(rule_id, rules):
+    """The rule's sentence; what is missing when the table lacks it (or there is no table)."""
+    if rule_id in rules:
+        return rules[rule_id][1]
+    return "not in suites/rules.tsv" if rules else NO_RULES
+
+
 def rule_refs(ids, rules):
-    """[(id, sentence)] for the page: a rule the table lacks is shown as 'not in suites/rules.tsv'."""
-    return [(i, rules[i][1] if i in rules else "not in suites/rules.tsv") for i in ids]
+    """[(id, sentence)] for the page."""
+    return [(i, rule_text(i, rules)) for i in ids]
 
 
 def _case_json(c, comp, prefixes, run_seed):
@@ -599,7 +609,7 @@ def rules_cited(cases, rules):
         m = re.match(r"([A-Za-z]+)(\d+)$", r)
         return (m.group(1), int(m.group(2)), r) if m else (r, 0, r)
     return [{"id": r, "family": rules.get(r, ("", ""))[0],
-             "text": rules[r][1] if r in rules else "not in suites/rules.tsv", "failing": failing.get(r, 0)}
+             "text": rule_text(r, rules), "failing": failing.get(r, 0)}
             for r in sorted(cited, key=order)]
 
 

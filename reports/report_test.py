@@ -327,6 +327,10 @@ class CauseTest(unittest.TestCase):
         self.assertEqual(groups[1]["rules"], [("R04", "not in suites/rules.tsv")])
         self.assertTrue(groups[0]["replay"].startswith("bazel test "))
 
+    def test_without_rules_tsv_the_page_says_so_rather_than_blaming_the_rule(self):
+        self.assertEqual(htmlreport.rules_table(os.path.join(TESTDATA, "absent.tsv")), {})
+        self.assertEqual(htmlreport.rule_refs(["R14"], {}), [("R14", htmlreport.NO_RULES)])
+
     def test_cut_at_a_word_with_an_ellipsis(self):
         text = "problems: worker 1: 1 bytes wrong after a round trip " * 6
         cut = htmlreport.cut_at_word(text, 100)
