@@ -582,7 +582,7 @@ def mutation_context(doc, case_ids=()):
         for c in (r.get("caught_by") or []) + (r.get("handled_cases") or []):
             cases.append({"case": c.get("case", ""), "control": c.get("control", ""), "fault": c.get("fault", ""),
                           "linked": c.get("case") in ids,
-                          "why": headline(c["message"]) if c.get("message") else c.get("reason", "")})
+                          "why": cut_at_word(headline(c["message"])) if c.get("message") else c.get("reason", "")})
         faults.append({"name": r.get("name", ""), "verdict": r.get("verdict", ""), "rule": r.get("rule", ""),
                        "description": r.get("description", ""), "cases": cases,
                        "why": why or ("unexplained" if r.get("verdict") == "SURVIVED" else "")})
