@@ -208,22 +208,4 @@ def compare(run, expectations=None, baseline=None):
     return comp
 
 
-def failures_csv(run, comp):
-    """The failing cases in `fail` expectation syntax: a drop-in starting point for updating."""
-    lines = ["# failures of this run, in expectations syntax (add bug= links before committing)"]
-    for c in run.cases:
-        st = comp.status.get(c.id)
-        if c.status.is_fail and st != Change.KNOWN_FLAKE:
-            first = c.message.splitlines()[0][:100] if c.message else ""
-            lines.append(f"fail {c.id} status={c.status} bug=TODO  # {first}")
-        if st == Change.FLAKE:
-            lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
-        if st == Change.COVERAGE_LOST:
-            lines.append(f"coverage {c.id} bug=TODO  # {comp.notes.get(c.id, '')}")
-    for i in comp.dropped:
-        if i not in comp.dropped_covered:
-            lines.append(f"coverage {i} bug=TODO  # dropped: in the baseline, not in this run")
-    for key, st, why in comp.machine:
-        if st == Change.COVERAGE_LOST and key != FINGERPRINT_PREFIX + "device_status":
-            lines.append(f"coverage {key} bug=TODO  # {why}")
-    return "\n".join(lines) + "\n"
+from reports.ciout import expectations_update as failures_csv  # noqa: E402,F401 (expectations-update.txt; moved to ciout)
