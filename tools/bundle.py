@@ -196,7 +196,9 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
                      if n.endswith(".py") and not n.endswith("_test.py"))
     reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
-    for rel in ["tools/__init__.py", "tools/nvbandwidth_compare.py"] + runner_files() + reports:
+    # suites/rules.tsv: the report shows each rule's text beside its id.
+    for rel in (["tools/__init__.py", "tools/nvbandwidth_compare.py", "suites/rules.tsv"]
+                + runner_files() + reports):
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
     add_fault_layer(out, os.path.join(bin_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))

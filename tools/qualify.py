@@ -610,7 +610,7 @@ def publish(plan, run, comp, info, args, state):
                        "suggested expectation entries": EXPECTATIONS_UPDATE}
     state["phase"] = "writing results"
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
-    ciout.write(run_dir, run, comp)
+    ciout.write(run_dir, run, comp, info)
     with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
     state["phase"] = "rendering"
@@ -896,9 +896,10 @@ def main(argv=None, restore_signals=True):
     except Stop as e:
         say(str(e))
         code = e.code
-        SUMMARY["message"] = str(e)  # --json: the reason, not only the code
+        SUMMARY["message"] = SUMMARY["error"] = str(e)  # --json: the reason, not only the code
     except Interrupted as e:
         _kill_children()
+        SUMMARY["error"] = f"interrupted by {e}"
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
         code = cmp.EXIT_INTERRUPTED
     finally:
