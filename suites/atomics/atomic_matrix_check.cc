@@ -347,6 +347,7 @@ cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const 
   return e;
 }
 
+#if CUDART_VERSION >= 13000
 cudaAtomicOperation CapabilityOperation(OpType o) {
   switch (o.op) {
     case AtomicOp::kAdd:
@@ -364,6 +365,21 @@ cudaAtomicOperation CapabilityOperation(OpType o) {
   }
 }
 
+#endif
+
+#if CUDART_VERSION < 13000
+// An 11.x/12.x runtime has attr 86 only: 1 promises every op native, 0 none (the 13.0 partial
+// attribute and per-operation query do not exist there).
+AtomicPromise HostAtomicPromise(OpType, int device) {
+  AtomicPromise p;
+  const int all = Probe().devices.at(device).Attr(cudaDevAttrHostNativeAtomicSupported);
+  p.native = all == 1;
+  p.why = "device " + std::to_string(device) + ": cudaDevAttrHostNativeAtomicSupported=" +
+          std::to_string(all) + " (CUDART_VERSION=" + std::to_string(CUDART_VERSION) +
+          ": no per-operation capability query before 13.0)";
+  return p;
+}
+#else
 AtomicPromise HostAtomicPromise(OpType o, int device) {
   AtomicPromise p;
   const DeviceInfo& d = Probe().devices.at(device);
@@ -393,6 +409,7 @@ AtomicPromise HostAtomicPromise(OpType o, int device) {
   p.why = why.str();
   return p;
 }
+#endif
 
 }  // namespace pagelock
 

@@ -110,7 +110,9 @@ struct AtomicPromise {
   cudaError_t query = cudaSuccess;  // the capability query's result
 };
 AtomicPromise HostAtomicPromise(OpType o, int device);
+#if CUDART_VERSION >= 13000  // the per-operation capability query is a 13.0 runtime API
 cudaAtomicOperation CapabilityOperation(OpType o);
+#endif
 
 }  // namespace pagelock
 

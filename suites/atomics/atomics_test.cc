@@ -52,6 +52,8 @@ class MappedAtomicsTest : public GpuTest {
 
 TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
   PAGELOCK_RULE("R82");
+  PAGELOCK_REQUIRE(RequireRuntimeApi(13000, "cudaDeviceGetHostAtomicCapabilities"));
+#if CUDART_VERSION >= 13000
   const cudaAtomicOperation ops[] = {cudaAtomicOperationIntegerAdd, cudaAtomicOperationCAS,
                                      cudaAtomicOperationExchange, cudaAtomicOperationFloatAdd};
   unsigned caps[4] = {0xdead, 0xdead, 0xdead, 0xdead};
@@ -77,6 +79,7 @@ TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaDeviceGetHostAtomicCapabilities(caps, ops, 0, 0));
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaDeviceGetHostAtomicCapabilities(nullptr, ops, 4, 0));
   EXPECT_CUDA_ERROR(cudaErrorInvalidDevice, cudaDeviceGetHostAtomicCapabilities(caps, ops, 4, 1 << 20));
+#endif
 }
 
 TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {

@@ -56,10 +56,12 @@ PAGELOCK_SCENARIO(SetFlags) {
 }
 
 PAGELOCK_SCENARIO(InitDeviceWithFlags) {
+#if CUDART_VERSION >= 12000
   report.Error("init", cudaInitDevice(0, cudaDeviceScheduleBlockingSync, cudaInitDeviceFlagsAreValid));
   report.Error("set_device", cudaSetDevice(0));
   ReportFlags(report, "get_flags");
   report.Error("init_bad_device", cudaInitDevice(1 << 20, 0, 0));
+#endif
 }
 
 PAGELOCK_SCENARIO(PrimaryContextSetFlagsWhileActive) {
@@ -171,10 +173,19 @@ TEST_F(DeviceFlagsTest, GetDeviceFlagsBeforeInitialisationSucceeds) {
   EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & ~0xffu, 0u) << "only cudaDeviceMask bits";
 }
 
+// cudaDeviceSyncMemops (0x80) is a 12.x flag; its value is ABI, so an 11.x build names it too
+// and reports the case NotSupported.
+#ifdef cudaDeviceSyncMemops
+constexpr unsigned kDeviceSyncMemops = cudaDeviceSyncMemops;
+#else
+constexpr unsigned kDeviceSyncMemops = 0x80;
+#endif
+
 class SchedulingFlagTest : public DeviceFlagsTest, public ::testing::WithParamInterface<unsigned> {};
 
 TEST_P(SchedulingFlagTest, ValidFlagIsAcceptedAndReportedBack) {
   PAGELOCK_RULE("R59,R62,R63,R65");
+  if (GetParam() == kDeviceSyncMemops) PAGELOCK_REQUIRE(RequireRuntimeApi(12000, "cudaDeviceSyncMemops"));
   ChildResult r = Run("SetFlags", std::to_string(GetParam()));
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("set_flags"), ErrName(cudaSuccess));
@@ -182,8 +193,8 @@ TEST_P(SchedulingFlagTest, ValidFlagIsAcceptedAndReportedBack) {
   const unsigned got = std::stoul(r.Get("get_flags_value"));
   Observe("get_flags_value", got);
   EXPECT_EQ(got & cudaDeviceScheduleMask, GetParam() & cudaDeviceScheduleMask);
-  if (GetParam() & cudaDeviceSyncMemops) {
-    EXPECT_EQ(got & cudaDeviceSyncMemops, cudaDeviceSyncMemops);
+  if (GetParam() & kDeviceSyncMemops) {
+    EXPECT_EQ(got & kDeviceSyncMemops, kDeviceSyncMemops);
   }
 }
 
@@ -191,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
     Flags, SchedulingFlagTest,
     ::testing::Values(cudaDeviceScheduleAuto, cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
                       cudaDeviceScheduleBlockingSync, cudaDeviceMapHost | cudaDeviceScheduleSpin,
-                      cudaDeviceLmemResizeToMax, cudaDeviceSyncMemops),
+                      cudaDeviceLmemResizeToMax, kDeviceSyncMemops),
     [](const auto& info) {
       switch (info.param) {
         case cudaDeviceScheduleAuto: return std::string("auto");
@@ -199,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(
         case cudaDeviceScheduleYield: return std::string("yield");
         case cudaDeviceScheduleBlockingSync: return std::string("blocking_sync");
         case cudaDeviceLmemResizeToMax: return std::string("lmem_resize_to_max");
-        case cudaDeviceSyncMemops: return std::string("sync_memops");
+        case kDeviceSyncMemops: return std::string("sync_memops");
         default: return std::string("map_host_spin");
       }
     });
@@ -232,6 +243,7 @@ INSTANTIATE_TEST_SUITE_P(Flags, InvalidDeviceFlagTest,
 
 TEST_F(DeviceFlagsTest, InitDeviceAppliesItsFlags) {
   PAGELOCK_RULE("R67");
+  PAGELOCK_REQUIRE(RequireRuntimeApi(12000, "cudaInitDevice"));
   ChildResult r = Run("InitDeviceWithFlags");
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("init"), ErrName(cudaSuccess));
