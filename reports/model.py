@@ -218,27 +218,41 @@ class PatternSet:
 
     def __init__(self, patterns):
         self.exact = {}  # pattern -> [index]
-        self.same = {}  # a wildcard pattern -> [index of every copy of it]
+        same = {}  # a wildcard pattern -> [index of every copy of it]
         for i, p in enumerate(patterns):
-            (self.exact if len(_GLOB_PART.split(p)) == 1 else self.same).setdefault(p, []).append(i)
-        # Below, i is the number of a distinct wildcard pattern; self.same lists its copies.
-        self.patterns = list(self.same)
-        self.copies = [self.same[p] for p in self.patterns]
+            wild = "*" in p or "?" in p or "[" in p
+            (same if wild else self.exact).setdefault(p, []).append(i)
+        # Below, i is the number of a distinct wildcard pattern; self.copies[i] its indices.
+        self.patterns = list(same)
+        self.copies = list(same.values())
         self.by_piece = {}  # three characters -> [i]
         self.rest = []  # the patterns with no literal piece
         self.compiled = {}  # i -> regex, filled as patterns are tried
-        pieces_of = {}
+        # What a text must hold for pattern i to match it, checked before any regex is built:
+        # its literal head and tail, and every literal piece between its wildcards.
+        self.must = []
+        pieces_of = []
         counts = {}
+        split = _GLOB_PART.split
         for i, p in enumerate(self.patterns):
-            literals = _GLOB_PART.split(p)
+            literals = split(p)
+            if len(literals) == 1:  # a '[' without its ']' is a literal: an exact name after all
+                self.exact.setdefault(p, []).extend(self.copies[i])
+                pieces_of.append(None)
+                self.must.append(None)
+                continue
+            self.must.append((literals[0], literals[-1], [lit for lit in literals[1:-1] if lit]))
             pieces = {lit[k:k + 3] for lit in literals for k in range(len(lit) - 2)}
-            pieces_of[i] = pieces
+            pieces_of.append(pieces)
             for piece in pieces:
                 counts[piece] = counts.get(piece, 0) + 1
-        for i, pieces in pieces_of.items():
+        for lst in self.exact.values():
+            lst.sort()
+        rarity = counts.__getitem__
+        for i, pieces in enumerate(pieces_of):
             if pieces:
-                self.by_piece.setdefault(min(pieces, key=lambda g: (counts[g], g)), []).append(i)
-            else:
+                self.by_piece.setdefault(min(pieces, key=rarity), []).append(i)
+            elif pieces is not None:
                 self.rest.append(i)
         self.rest_blocks = None
 
@@ -249,13 +263,18 @@ class PatternSet:
         return rx
 
     def _candidates(self, text):
+        """The patterns filed under a piece of text that could match it, by their literals."""
         seen = set()
         for k in range(len(text) - 2):
             piece = text[k:k + 3]
             if piece in seen:
                 continue
             seen.add(piece)
-            yield from self.by_piece.get(piece, ())
+            for i in self.by_piece.get(piece, ()):
+                head, tail, middle = self.must[i]
+                if text.startswith(head) and text.endswith(tail) and \
+                        len(head) + len(tail) <= len(text) and all(m in text for m in middle):
+                    yield i
 
     def _rest_hits(self, text, first_only=False):
         if self.rest_blocks is None:

@@ -558,7 +558,8 @@ def _qualify(args, argv):
     except OSError as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
 
-    comp = cmp.compare(run, plan.expectations, plan.baseline)
+    comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
+                       known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
     verdict, _ = comp.verdict
     info.update(verdict=verdict, exit_code=comp.exit_code)
     try:
