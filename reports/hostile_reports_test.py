@@ -170,6 +170,28 @@ class LargeXmlTest(TmpDir):
         self.assertIsNone(why)
         self.assertEqual(len(cases_read), 300)
 
+    def test_a_journal_line_over_1_mib_keeps_its_case_and_a_cut_message(self):
+        """The binary died before its XML: the journal holds a 3 MB failure message."""
+        msg = "x.cc:1\nFailed\nhuge: " + "A\"\\" * 1000000 + "THE END"
+        journal = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in [
+            {"event": "start", "case": "S.Big", "time": 1},
+            {"event": "end", "case": "S.Big", "status": "FAIL", "seconds": 1.5, "message": msg,
+             "properties": {"pagelock.rules": "R01"}},
+            {"event": "start", "case": "S.Next", "time": 2},
+            {"event": "end", "case": "S.Next", "status": "PASS", "seconds": 0.1, "message": "",
+             "properties": {}}])
+        self.write("tl/suites/a/a_test/test.log", "killed\n")
+        self.write(f"tl/suites/a/a_test/test.outputs/{testlogs.JOURNAL_NAME}", journal)
+        run = model.load_testlogs(os.path.join(self.dir, "tl"))
+        by = {c.name: c for c in run.cases}
+        self.assertEqual(str(by["Big"].status), "FAIL")
+        self.assertEqual(str(by["Next"].status), "PASS")
+        self.assertTrue(by["Big"].message.startswith("x.cc:1\nhuge: A\"\\"), by["Big"].message[:40])
+        self.assertTrue(by["Big"].message.endswith("THE END"))
+        self.assertIn("its message is cut here", by["Big"].message)
+        self.assertLess(len(by["Big"].message), testlogs.MESSAGE_MAX_CHARS + 500)
+        self.assertEqual(by["Big"].rules, ["R01"])
+
     def test_a_real_file_over_64_mib_is_read(self):
         """The review's shape (one test.xml over 64 MiB): its cases, not one CRASH."""
         if not os.environ.get("PAGELOCK_SLOW_TESTS"):

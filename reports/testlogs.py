@@ -250,8 +250,10 @@ def synthesize_case(case_id, status, message, log_tail="", seconds=0.0, properti
 
 
 def _bounded_lines(f):
-    """Lines of a binary file, each at most JOURNAL_MAX_LINE bytes (longer ones are skipped) and
-    JOURNAL_MAX_BYTES in all."""
+    """Lines of a binary file, each at most JOURNAL_MAX_LINE bytes and JOURNAL_MAX_BYTES in all.
+    A longer line (an end event with a huge failure message) is read through, keeping its head
+    and tail, and comes back as the same event with its message cut (_salvage_long_event);
+    one that is not such an event is skipped."""
     total = 0
     while total < JOURNAL_MAX_BYTES:
         line = f.readline(JOURNAL_MAX_LINE + 1)
@@ -259,11 +261,66 @@ def _bounded_lines(f):
             return
         total += len(line)
         if len(line) > JOURNAL_MAX_LINE:
+            head, tail, size = line, line[-_SALVAGE_TAIL:], len(line)
             while line and not line.endswith(b"\n") and total < JOURNAL_MAX_BYTES:
                 line = f.readline(JOURNAL_MAX_LINE)
                 total += len(line)
+                size += len(line)
+                tail = (tail + line)[-_SALVAGE_TAIL:]
+            event = _salvage_long_event(head, tail, size)
+            if event is not None:
+                yield event
             continue
         yield line.decode("utf-8", "replace")
+
+
+_SALVAGE_TAIL = 256 << 10
+_LONG_END_HEAD = re.compile(
+    rb'^\{"event":"end","case":("(?:[^"\\]|\\.)*"),"status":("[A-Z_]*"),"seconds":([-0-9.eE+]+),'
+    rb'"message":"')
+_LONG_END_TAIL = re.compile(rb'","properties":(\{.*\})\}\s*$', re.S)
+
+
+def _json_fragment(raw):
+    """The text of a piece of a JSON string's body (cut anywhere, even inside an escape)."""
+    text = raw.decode("utf-8", "replace")
+    for start in range(0, 7):  # drop half an escape (\ or \uXX) at either cut
+        for cut in range(0, 7):
+            try:
+                return json.loads('"' + text[start:len(text) - cut] + '"')
+            except ValueError:
+                continue
+    return text.replace("\\n", "\n")
+
+
+def _salvage_long_event(head, tail, size):
+    """An end event written on one line longer than JOURNAL_MAX_LINE (fixtures/journal.cc writes
+    event, case, status, seconds, message, properties in that order): the same event as one
+    JSON line, its message the head and tail of the real one with how much was cut between."""
+    m = _LONG_END_HEAD.match(head)
+    if not m:
+        return None
+    try:
+        case, status, seconds = json.loads(m.group(1)), json.loads(m.group(2)), float(m.group(3))
+    except ValueError:
+        return None
+    body = head[m.end():]
+    t = _LONG_END_TAIL.search(tail)
+    props, ending = {}, b""
+    if t:
+        try:
+            props = json.loads(t.group(1))
+        except ValueError:
+            props = {}
+        ending = tail[:t.start()]
+        start = max(0, len(ending) - (MESSAGE_MAX_CHARS // 2))
+        ending = ending[start:]
+    first = _json_fragment(body[:MESSAGE_MAX_CHARS // 2])
+    last = _json_fragment(ending) if ending else ""
+    message = (f"{first}\n[... the journal line was {size} bytes; its message is cut here by "
+               f"pagelock ...]\n{last}")
+    return json.dumps({"event": "end", "case": case, "status": status, "seconds": seconds,
+                       "message": message, "properties": props if isinstance(props, dict) else {}})
 
 
 def _journal_lines(path):
