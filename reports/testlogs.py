@@ -6,6 +6,9 @@ This module only reads and writes files; it knows nothing of baselines or verdic
 becomes a RawCase: target, suite, name, raw status, message, seconds, properties. A missing,
 truncated or malformed file is a result (CRASH, TIMEOUT or MISSING with the reason), never an
 exception. The bundle runner uses the same functions to merge the attempts of one binary.
+A test.xml over XML_MAX_BYTES is read incrementally (every case kept); a failure message of any
+size is kept as its head and tail, with how much was cut (MESSAGE_MAX_CHARS), in the XML and in
+a journal line longer than JOURNAL_MAX_LINE.
 """
 
 import codecs
