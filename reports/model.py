@@ -198,9 +198,16 @@ def gtest_filters(case_ids, negative=False):
 
 
 def matching(patterns, case_ids):
-    """The case ids that any fnmatch pattern ('suites/a:a_test/S.*') matches."""
-    globs = PatternSet(patterns)
+    """The case ids that any fnmatch pattern ('suites/a:a_test/S.*') matches. The compiled set
+    of the last patterns is kept: qualify asks once per target with the same skip patterns."""
+    key = tuple(patterns)
+    if _LAST_SET[0] != key:
+        _LAST_SET[:] = [key, PatternSet(key)]
+    globs = _LAST_SET[1]
     return [c for c in case_ids if globs.any_match(str(c))]
+
+
+_LAST_SET = [None, None]
 
 
 _GLOB_PART = re.compile(r"\*|\?|\[!?\]?[^\]]*\]")  # fnmatch's wildcards ('[' without ']' is literal)
