@@ -150,8 +150,9 @@ def _target_glob(pattern):
 
 
 class _TargetNamer:
-    """Does a pattern name one of these labels ('//pkg:name')? True when it cannot tell.
-    Answers are kept per target glob: 100,000 entries share a few dozen."""
+    """Does a pattern name one of these labels ('//pkg:name')? None when it cannot tell (no
+    ':' in it): such an entry may be for another tier's cases, and is never called stale for
+    its targets. Answers are kept per target glob: 100,000 entries share a few dozen."""
 
     def __init__(self, targets):
         self.targets = [t[2:] for t in targets]
@@ -160,7 +161,7 @@ class _TargetNamer:
     def __call__(self, pattern):
         glob = _target_glob(pattern)
         if glob is None:
-            return True
+            return None
         if glob not in self.known:
             rx = re.compile(fnmatch.translate(glob))
             self.known[glob] = any(rx.match(t) for t in self.targets)
@@ -189,10 +190,11 @@ def stale_entries(expectations, driver, matched, used_fail, run_targets, known_t
             if id(e) in by_run and id(e) not in used_fail:
                 out.append((e, "the cases it names ran and did not fail as it says"))
                 continue
-        elif id(e) not in matched and (e.kind != "skip" or skipped_judged) and in_run(e.pattern):
+        elif id(e) not in matched and (e.kind != "skip" or skipped_judged) and \
+                in_run(e.pattern) is True:
             out.append((e, "matches no case of the targets this run ran"))
             continue
-        if known_targets is not None and id(e) not in matched and not in_bundle(e.pattern):
+        if known_targets is not None and id(e) not in matched and in_bundle(e.pattern) is False:
             out.append((e, "names no target of the bundle"))
     return out
 

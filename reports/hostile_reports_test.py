@@ -299,6 +299,7 @@ class StaleEntriesTest(unittest.TestCase):
         coverage fingerprint:gpu_cnt bug=b4
         coverage fingerprint:gpu_count bug=b5
         fail suites/a:a_test/S.Bad status=FAIL bug=b6
+        flake *AnyTierFlake* bug=b7
         """)
 
     def test_entries_that_match_nothing_are_stale_with_file_and_line(self):
@@ -383,7 +384,7 @@ class SpecialFilesTest(TmpDir):
         """In a child with a time and a memory limit: the old code hangs on a FIFO and reads
         /dev/zero until memory runs out."""
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + \
+        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + \
             _LOAD.format(root=os.path.abspath(root))
         try:
             p = subprocess.run([sys.executable, "-c", code, what, path], capture_output=True,
