@@ -21,6 +21,9 @@ Machine coverage (against the baseline's fingerprint), id 'fingerprint:<key>':
   gpu0_name       another GPU SKU than the baseline
   gpuN_cudaDevAttr*  a capability attribute that went from nonzero (supported) to 0
 
+Stale expectation entries (exit 5 when nothing worse; each with its file:line and why): see
+reports/expectations.py. qualify passes the cases `skip` kept out and the bundle's targets.
+
 Exit codes (qualify's, EXIT_CODES below is the one table; the README's comes from it).
 """
 
