@@ -75,14 +75,15 @@ class ExpectationScaleTest(unittest.TestCase):
         # The failing cases are each excused by the last entries: one match among 100,000.
         lines += [f"fail {c.id} status=FAIL bug=known" for c in run.cases if c.status.is_fail]
         text = "\n".join(lines) + "\n"
-        t = time.monotonic()
+        # CPU seconds, not wall: the shared CI box runs other jobs beside this one.
+        t = time.process_time()
         exps = expect.Expectations(expect.parse(text, "big.txt"))
         comp = cmp.compare(run, exps, None)
-        seconds = time.monotonic() - t
+        seconds = time.process_time() - t
         self.assertEqual(comp.summary.get("EXPECTED_FAIL"), 10)
         self.assertNotIn("REGRESSION", comp.summary)
         # Before: fnmatch's 32,768-pattern cache overflowed, 5.6 s per case (about 90 minutes).
-        self.assertLess(seconds, 10.0, f"100,000 entries x 1,000 cases took {seconds:.1f} s")
+        self.assertLess(seconds, 10.0, f"100,000 entries x 1,000 cases took {seconds:.1f} s of CPU")
 
     def test_a_lookup_costs_the_same_above_fnmatchs_cache(self):
         exps = expect.Expectations(expect.parse("".join(
