@@ -956,7 +956,8 @@ def _run_and_publish(plan, info, args, state):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
 
     state["phase"] = "comparing"
-    comp = cmp.compare(run, plan.expectations, plan.baseline)
+    comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
+                       known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
     why_not = nothing_passed(run, comp)
     state["comp"] = comp
     verdict, _ = comp.verdict

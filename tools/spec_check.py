@@ -29,7 +29,9 @@ UNTESTED = "untested: "
 
 def read_table(path):
     rows = []
-    with open(path, encoding="utf-8") as f:
+    # utf-8-sig: a byte-order mark (a table saved by a spreadsheet) is not part of the header;
+    # splitlines() takes CRLF line ends too.
+    with open(path, encoding="utf-8-sig") as f:
         lines = f.read().splitlines()
     if not lines or lines[0].split("\t") != COLUMNS:
         raise ValueError(f"{path}:1: header must be {' '.join(COLUMNS)}")
