@@ -1378,17 +1378,22 @@ void InstallWaitsReturnLate() {
   HookEventSynchronize(&ThenSleep<Real_EventSynchronize, CUevent>);
 }
 
-// R57: cuMemHostGetFlags also reports Portable, which every pinned allocation is under unified
-// addressing (the flags word may hold bits not requested; DeviceMap is already implicit on r580).
-void InstallGetFlagsReportsPortable() {
-  HookMemHostGetFlags([](Real_MemHostGetFlags real, unsigned* f, void* p) -> CUresult {
-    CUresult r = real(f, p);
-    if (r == CUDA_SUCCESS && f && !(*f & CU_MEMHOSTALLOC_PORTABLE)) {
-      NoteChanged("cuMemHostGetFlags reports Portable");
-      *f |= CU_MEMHOSTALLOC_PORTABLE;
-    }
-    return r;
-  });
+// R76: synchronous copies and memsets return 1 ms after they completed (a synchronous call is
+// bounded below, by its completion, never above).
+template <typename Real, typename... A>
+CUresult ThenSleepOneMs(Real real, A... a) {
+  CUresult r = real(a...);
+  NoteChanged("synchronous copy returned 1 ms late");
+  usleep(1000);
+  return r;
+}
+void InstallSyncCopiesReturnLate() {
+  HookMemcpy(&ThenSleepOneMs<Real_Memcpy, CUdeviceptr, CUdeviceptr, size_t>);
+  HookMemcpyHtoD(&ThenSleepOneMs<Real_MemcpyHtoD, CUdeviceptr, const void*, size_t>);
+  HookMemcpyDtoH(&ThenSleepOneMs<Real_MemcpyDtoH, void*, CUdeviceptr, size_t>);
+  HookMemcpyDtoD(&ThenSleepOneMs<Real_MemcpyDtoD, CUdeviceptr, CUdeviceptr, size_t>);
+  HookMemsetD8(&ThenSleepOneMs<Real_MemsetD8, CUdeviceptr, unsigned char, size_t>);
+  HookMemsetD32(&ThenSleepOneMs<Real_MemsetD32, CUdeviceptr, unsigned int, size_t>);
 }
 
 // R32: overlap is judged per page: a registration that shares a page (but no byte) with an
@@ -1564,13 +1569,13 @@ const Fault kVariations[] = {
                  InstallWaitsReturnLate,
                  "13.0 cuStreamSynchronize: \"Waits until the device has completed all operations "
                  "in the stream\"; a wait is bounded below (never before completion), not above"),
-    PL_VARIATION("getflags_reports_portable", "R57,R56", "hostalloc", "flag",
-                 "cuMemHostGetFlags also reports Portable for every allocation.",
-                 InstallGetFlagsReportsPortable,
-                 "13.0 cuda.h (unified addressing): host memory from cuMemHostAlloc \"is always "
-                 "directly accessible from all contexts ... regardless of whether or not the flags "
-                 "CU_MEMHOSTALLOC_PORTABLE and CU_MEMHOSTALLOC_DEVICEMAP are specified\"; rules.tsv "
-                 "R57: the returned flags may hold bits not requested"),
+    PL_VARIATION("sync_copies_return_late", "R76,R77", "streams", "timing",
+                 "Synchronous copies and memsets (cuMemcpy*, cuMemsetD8/D32) return 1 ms after "
+                 "they completed.",
+                 InstallSyncCopiesReturnLate,
+                 "13.0 API synchronization behavior: a synchronous copy returns once the copy "
+                 "has completed (for pageable memory: once staged); no text bounds how soon "
+                 "(rules.tsv R76: \"it may be synchronous\")"),
     PL_VARIATION("register_overlap_per_page", "R32,R30", "hostregister", "overlap",
                  "A registration that shares a page but no byte with an existing one fails with "
                  "HOST_MEMORY_ALREADY_REGISTERED (overlap judged per page).",

@@ -187,6 +187,10 @@ int Variations() {
   record(nullptr, reinterpret_cast<CUstream>(0x1));
   printf("delays_default_stream=%d delays_explicit_stream=%d\n", after_default - before,
          (host_funcs ? *host_funcs : -1) - after_default);
+  auto htod = Get<CUresult (*)(CUdeviceptr, const void*, size_t)>("cuMemcpyHtoD");
+  double t = NowMs();
+  r = htod ? htod(reinterpret_cast<CUdeviceptr>(rw), rw + page, 64) : CUDA_ERROR_NOT_FOUND;
+  printf("htod_rc=%d htod_late=%d\n", r, NowMs() - t >= 0.9);
   const double t0 = NowMs();
   r = stream_sync(reinterpret_cast<CUstream>(0x1));
   printf("stream_sync_rc=%d stream_sync_late=%d\n", r, NowMs() - t0 >= 4.5);

@@ -233,7 +233,7 @@ VARIATION_CHANGES = {
         "attr99": "0", "unregister_rc": "713", "unregister_first_rc": "713"},
     "completion_delayed": {"delays_explicit_stream": "2"},
     "waits_return_late": {"stream_sync_late": "1"},
-    "getflags_reports_portable": {"flags": "3"},
+    "sync_copies_return_late": {"htod_late": "1"},
     "register_overlap_per_page": {"second_on_page_rc": "712"},
     "set_flags_beside_driver_context_708": {"set_flags_beside_context_rc": "708"},
 }
