@@ -1555,7 +1555,7 @@ const Fault kVariations[] = {
                  "13.0 cudaHostRegister: \"supported only on I/O coherent devices that have a "
                  "non-zero value for the device attribute cudaDevAttrHostRegisterSupported\"; "
                  "cuMemHostRegister lists CUDA_ERROR_NOT_SUPPORTED (rules.tsv R27)"),
-    PL_VARIATION("completion_delayed", "R77,R76", "streams", "timing",
+    PL_VARIATION("completion_delayed", "R77,S03", "streams", "timing",
                  "Work on explicit streams completes 2 ms later (stream-ordered host delay after "
                  "each copy, memset and launch, before each event record); answers stay "
                  "truthful.",
@@ -1569,7 +1569,7 @@ const Fault kVariations[] = {
                  InstallWaitsReturnLate,
                  "13.0 cuStreamSynchronize: \"Waits until the device has completed all operations "
                  "in the stream\"; a wait is bounded below (never before completion), not above"),
-    PL_VARIATION("sync_copies_return_late", "R76,R77", "streams", "timing",
+    PL_VARIATION("sync_copies_return_late", "R76", "streams", "timing",
                  "Synchronous copies and memsets (cuMemcpy*, cuMemsetD8/D32) return 1 ms after "
                  "they completed.",
                  InstallSyncCopiesReturnLate,

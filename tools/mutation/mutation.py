@@ -4,6 +4,14 @@ driver fault and says which faults the suite catches.
 
   mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--target-timeout S]
               [--select rules|all] [--sentinels N] [--control-runs 1|2] [--reference TESTLOGS]
+              [--catalogue faults|conforming|both|PATH]
+
+--catalogue faults (the default) runs the injected driver faults (catalogue.tsv) and scores
+them; conforming runs the conforming variations (conforming.tsv: driver behaviours the CUDA
+documentation allows but r580 does not show) and reports false alarms; both runs both in one
+pass (one control). A variation runs only the binaries it reaches that name one of its rules or
+sit in its family folder (phase 1; bandwidth targets never), all of them, never stopping early;
+--select all runs it against every binary it reaches, bandwidth targets included.
 
 Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
 a time:
@@ -38,15 +46,25 @@ Verdicts:
   NOT_RUN   the --budget ran out first (no run started, or its run was stopped before anything
             was caught); not counted in the score
 score = (KILLED + HANDLED) / (KILLED + HANDLED + SURVIVED).
+Conforming variations (never in the score):
+  FALSE_ALARM    a case that did not fail in the control fails, crashes, times out or goes
+                 missing in a run where the variation changed an answer (the shim's "changed"
+                 lines): a defect of the suite, not of the driver; every such case is listed
+                 under false_alarms in mutation.json, with its status and message
+  CONFORMS       it changed answers and nothing broke (NotSupported cases are listed)
+  NOT_EXERCISED  it never changed an answer in the binaries it ran: it proves nothing
+  ERROR, NOT_RUN as for faults
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
 (runner.out, the shim's log; testlogs too with --keep-testlogs). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from
-tools/faults next to this file. The catalogue: --catalogue, else BUNDLE/faults/catalogue.tsv,
-else tools/faults/catalogue.tsv. Survivor explanations: tools/faults/survivors.tsv (or the
+tools/faults next to this file. A named catalogue: BUNDLE/faults/<file>, else tools/faults/<file>
+next to this tool. Survivor explanations: tools/faults/survivors.tsv (or the
 bundle's copy).
 
-Exit codes: 0 done (whatever the score); 1 the control run failed to run under the shim (or
-the shim found no real driver);
+Exit codes: 0 done (whatever the score) and no false alarm; 3 done, mutation.json and
+mutation.html written, but some conforming variation raised a false alarm (a suite defect; a
+false alarm is not a driver fault, so the score is unaffected); 1 the control run failed to run
+under the shim (or the shim found no real driver);
 2 bad usage (no bundle, unknown fault name, missing shim or catalogue);
 7 interrupted by SIGINT, SIGTERM or SIGHUP: no run starts after the signal, every running
   runner gets SIGTERM (it stops its test binaries, which run in sessions of their own, and
@@ -801,7 +819,10 @@ def _main(argv=None):
                    help="an earlier run of the same bundle (a testlogs folder, e.g. qualify's): "
                         "its cases stand in for the second control (implies --control-runs 1)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
-    p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
+    p.add_argument("--catalogue", default="faults",
+                   help="faults (default: catalogue.tsv, the mutation score), conforming "
+                        "(conforming.tsv, the false alarms), both, or a TSV file; named ones "
+                        "come from BUNDLE/faults/, else tools/faults/")
     p.add_argument("--keep-testlogs", action="store_true",
                    help="keep every run's testlogs (default: only runner.out and fault.log stay)")
     args = p.parse_args(argv)
