@@ -626,8 +626,9 @@ def html_section(doc):
             out.append(f"<tr class=\"SURVIVED\"><td>{esc(r['name'])}</td><td>{esc(r['rule'])}</td>"
                        f"<td>{esc(r['description'])}</td><td>{esc(why)}</td><td>{ran_html}</td></tr>")
         out.append("</table>")
-    out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
-               "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")
+    if doc["faults"]:
+        out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
+                   "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")
     for r in doc["faults"]:
         cases = r.get("caught_by") or r.get("handled_cases") or []
         if cases:
@@ -640,7 +641,8 @@ def html_section(doc):
         out.append(f"<tr class=\"{esc(r['verdict'])}\"><td>{esc(r['name'])}</td>"
                    f"<td>{esc(r['verdict'])}</td><td>{esc(r['rule'])}</td><td>{esc(r['family'])}</td>"
                    f"<td>{esc(r['description'])}</td><td>{by}</td></tr>")
-    out.append("</table>")
+    if doc["faults"]:
+        out.append("</table>")
     out += false_alarm_html(doc)
     out.append("</section>")
     return "\n".join(out) + "\n"
