@@ -847,7 +847,13 @@ def _main(argv=None):
             known = {f["name"]: f for f in catalogue}
             unknown = [f for f in wanted if f not in known]
             if unknown:
-                raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path})")
+                other = {"faults": "conforming", "conforming": "faults"}.get(args.catalogue)
+                elsewhere = other and catalogue_file(bundle, other)
+                hint = (f"; --catalogue {other} or both has "
+                        + ", ".join(r["name"] for r in read_catalogue(elsewhere) if r["name"] in unknown)
+                        if elsewhere and any(r["name"] in unknown for r in read_catalogue(elsewhere))
+                        else "")
+                raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path}{hint})")
             catalogue = [known[f] for f in wanted]
         if args.sentinels < 0:
             raise UsageError("--sentinels must be 0 or more")

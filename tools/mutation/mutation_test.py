@@ -510,6 +510,12 @@ class FalseAlarmEndToEndTest(unittest.TestCase):
         self.assertEqual(doc["score"]["counted"], 1)
         self.assertEqual(doc["false_alarms"]["verdicts"]["FALSE_ALARM"], 1)
 
+    def test_a_variation_asked_for_in_the_fault_catalogue_is_bad_usage_with_a_hint(self):
+        rc, _, err = quiet(mutation.main, [self.bundle, "--out", os.path.join(self.tmp, "hint"),
+                                           "--faults", "zero_size_allocates"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--catalogue conforming or both has zero_size_allocates", err)
+
     def test_a_bundle_without_conforming_tsv_falls_back_to_the_tools_copy(self):
         os.rename(os.path.join(self.bundle, "faults/conforming.tsv"),
                   os.path.join(self.bundle, "faults/conforming.tsv.away"))
