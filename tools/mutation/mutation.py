@@ -265,6 +265,15 @@ def load_catalogue(bundle, catalogue_arg):
     return rows, ",".join(paths)
 
 
+def other_catalogue_hint(bundle, chosen, unknown):
+    """'; --catalogue conforming or both has X' when names unknown to the chosen catalogue are
+    in the other one (a variation asked for under the default), else ''."""
+    other = {"faults": "conforming", "conforming": "faults"}.get(chosen)
+    path = other and catalogue_file(bundle, other)
+    found = [r["name"] for r in read_catalogue(path) if r["name"] in unknown] if path else []
+    return f"; --catalogue {other} or both has {', '.join(found)}" if found else ""
+
+
 def is_variation(row):
     return row.get("catalogue") == "conforming"
 
@@ -847,12 +856,7 @@ def _main(argv=None):
             known = {f["name"]: f for f in catalogue}
             unknown = [f for f in wanted if f not in known]
             if unknown:
-                other = {"faults": "conforming", "conforming": "faults"}.get(args.catalogue)
-                elsewhere = other and catalogue_file(bundle, other)
-                hint = (f"; --catalogue {other} or both has "
-                        + ", ".join(r["name"] for r in read_catalogue(elsewhere) if r["name"] in unknown)
-                        if elsewhere and any(r["name"] in unknown for r in read_catalogue(elsewhere))
-                        else "")
+                hint = other_catalogue_hint(bundle, args.catalogue, unknown)
                 raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path}{hint})")
             catalogue = [known[f] for f in wanted]
         if args.sentinels < 0:
