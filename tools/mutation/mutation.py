@@ -53,7 +53,8 @@ Conforming variations (never in the score):
                  under false_alarms in mutation.json, with its status and message
   CONFORMS       it changed answers and nothing broke (NotSupported cases are listed)
   NOT_EXERCISED  it never changed an answer in the binaries it ran: it proves nothing
-  ERROR, NOT_RUN as for faults
+  ERROR, NOT_RUN as for faults; NOT_RUN also when a timing variation (its runs get twice the
+                 usual time limit) still ran past the tool's limit (past_the_time_limit)
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
 (runner.out, the shim's log; testlogs too with --keep-testlogs). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from
@@ -501,7 +502,7 @@ def classify_variation(variation, runs, unstable):
     answer (it proves nothing; failures without a change are listed as unexplained); ERROR when
     the shim did not load it; NOT_RUN when the budget stopped it first. runs as for classify()."""
     name = variation["name"]
-    alarms, unexplained, not_supported = [], [], []
+    alarms, unexplained, not_supported, too_slow = [], [], [], []
     changed, fired, errors = set(), set(), []
     inits_ok = cut = False
     for meta, statuses, (inits, fired_here, errs), control in runs:
@@ -518,9 +519,12 @@ def classify_variation(variation, runs, unstable):
             if meta["timed_out"] and case not in statuses:
                 after = "TIMEOUT"
             if before not in FAILING and after in FAILING:
-                (alarms if here else unexplained).append(
-                    {"case": case, "target": meta.get("target", ""), "control": before,
-                     "status": after, "message": (message or reason or "")[:300]})
+                entry = {"case": case, "target": meta.get("target", ""), "control": before,
+                         "status": after, "message": (message or reason or "")[:300]}
+                if after == "TIMEOUT" and meta["timed_out"] and variation["kind"] == "timing":
+                    too_slow.append(entry)  # past the tool's limit, not the suite's
+                else:
+                    (alarms if here else unexplained).append(entry)
             elif before in GOOD and after == "NOT_SUPPORTED":
                 not_supported.append({"case": case, "reason": (reason or "")[:200]})
     result = {"name": name, "rule": variation["rule"], "family": variation["family"],
@@ -528,7 +532,7 @@ def classify_variation(variation, runs, unstable):
               "justification": variation.get("justification", ""), "reached": sorted(fired),
               "changed": sorted(changed), "false_alarms": alarms,
               "failed_without_change": unexplained, "not_supported_cases": not_supported,
-              "runs": [r[0] for r in runs]}
+              "past_the_time_limit": too_slow, "runs": [r[0] for r in runs]}
     if not inits_ok:
         result["verdict"] = "ERROR"
         result["note"] = ("the shim never loaded this variation (" +
@@ -538,6 +542,10 @@ def classify_variation(variation, runs, unstable):
     elif cut:
         result["verdict"] = "NOT_RUN"
         result["note"] = "the time budget stopped its run before it finished"
+    elif too_slow:
+        result["verdict"] = "NOT_RUN"
+        result["note"] = (f"{len(too_slow)} case(s) did not finish within the tool's time limit "
+                          "(twice the usual for a timing variation): raise --target-timeout")
     elif not changed:
         result["verdict"] = "NOT_EXERCISED"
         result["note"] = ("it never changed an answer in the binaries it ran"
@@ -965,9 +973,13 @@ def _main(argv=None):
     print(f"mutation: control {summary_line(all_control)} in {round(control_s)} s; "
           f"{len(unusable)} target(s) left out: {sorted(unusable)}", flush=True)
 
-    def cap_for(label):
-        # A fault that hangs a binary costs its whole limit: 3x the control's time + 10 s.
-        return min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
+    def cap_for(label, name=None):
+        # A fault that hangs a binary costs its whole limit: 3x the control's time + 10 s. A
+        # timing variation slows the work on purpose, so it gets twice that: the runner's limit
+        # is the tool's, not the suite's, and must not be what a slower driver trips over.
+        cap = min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
+        timing = name and is_variation(by_fault[name]) and by_fault[name]["kind"] == "timing"
+        return 2 * cap if timing else cap
 
     usable = [t["label"] for t in pool_targets + serial_targets if t["label"] not in unusable]
     all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue])
@@ -1023,7 +1035,7 @@ def _main(argv=None):
                         finish(item)
                         continue
                     running[ex.submit(job, item[0], item[0], by_label[item[1]],
-                                      cap_for(item[1]))] = item
+                                      cap_for(item[1], item[0]))] = item
                 if not running:
                     break  # todo is empty too: a fault's lowest waiting phase is always ready
                 finished, _ = concurrent.futures.wait(list(running),
@@ -1152,7 +1164,7 @@ def variation_result(f, plan, runs, done, skipped, unstable):
     labels = [l for l, _, _ in plan]
     base = {k: f.get(k, "") for k in ("name", "rule", "family", "kind", "description", "justification")}
     empty = dict(base, changed=[], false_alarms=[], failed_without_change=[],
-                 not_supported_cases=[], reached=[])
+                 not_supported_cases=[], past_the_time_limit=[], reached=[])
     if not labels:
         r = dict(empty, verdict="NOT_EXERCISED",
                  note="no binary it selects calls an entry point it changes ("

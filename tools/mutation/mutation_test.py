@@ -394,6 +394,17 @@ class VariationVerdictTest(unittest.TestCase):
                                                      st(a="PASS", b="FAIL"))], {"a"})
         self.assertEqual(r["verdict"], "CONFORMS")
 
+    def test_a_timing_variation_that_runs_past_the_tools_limit_is_not_run_not_a_false_alarm(self):
+        timing = dict(VARIATION, kind="timing")
+        hung = dict(CHANGED, timed_out=True)
+        r = mutation.classify_variation(timing, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_RUN")
+        self.assertEqual([c["case"] for c in r["past_the_time_limit"]], ["b"])
+        self.assertIn("--target-timeout", r["note"])
+        # Any other variation that hangs a binary: a false alarm (the suite hung).
+        r = mutation.classify_variation(VARIATION, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "FALSE_ALARM")
+
     def test_a_variation_the_shim_never_loaded_is_an_error(self):
         r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="FAIL"), ([], [], ["unknown fault v"]),
                                                      st(a="PASS"))], set())
