@@ -982,7 +982,10 @@ def _main(argv=None):
         return 2 * cap if timing else cap
 
     usable = [t["label"] for t in pool_targets + serial_targets if t["label"] not in unusable]
-    all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue])
+    # Sentinels serve the faults only (variations run no phase 2): chosen from the faults'
+    # entries, so --catalogue both scores the faults exactly as --catalogue faults does.
+    all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue
+                                if not is_variation(f)])
     sentinels = pick_sentinels(usable, census, dur, all_entries, args.sentinels)
     plans = {f["name"]: select_for_fault(f, usable, census, target_rules, dur, sentinels, args.select)
              for f in catalogue}
