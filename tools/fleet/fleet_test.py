@@ -487,7 +487,7 @@ class SlurmFleetTest(unittest.TestCase):
             "--gres", "gpu:1", "--time", "00:05:00", "--allow-no-gpu", "--import-retry-pause", "0",
             *extra, "--", "--expectations", self.exp, "--baseline", "none"])
         self.assertEqual(rc, 0, out + err)
-        return out.strip().splitlines()
+        return [ln for ln in out.splitlines() if ln.strip().isdigit()]
 
     def jobs(self, label):
         with open(os.path.join(self.shared, label, "fleet.json")) as f:
@@ -548,6 +548,7 @@ class SlurmFleetTest(unittest.TestCase):
         rc, st, err = self.status("drained")
         self.assertEqual(rc, fleet.EXIT_FAIL, st)
         hosts = self.by_host(st)
+        print(f"\n  drained: status exit {rc}; n2 {hosts['n2']['state']}: {hosts['n2']['detail']}", file=sys.stderr)
         self.assertEqual((hosts["n1"]["state"], hosts["n3"]["state"], hosts["n2"]["state"]), ("DONE", "DONE", "MISSING"))
         self.assertIn("pagelock-test-bad-fan", hosts["n2"]["detail"])
         rc, data, err = self.report("drained")
@@ -570,6 +571,7 @@ class SlurmFleetTest(unittest.TestCase):
         rc, st, err = self.status("cancel")
         self.assertEqual(rc, fleet.EXIT_FAIL, f"{st}\n{self.logs('cancel')}")
         n3 = self.by_host(st)["n3"]
+        print(f"\n  cancelled: status exit {rc}; n3 {n3['state']}: {n3['detail']}", file=sys.stderr)
         self.assertEqual(n3["state"], "MISSING", n3)
         self.assertIn("INTERRUPTED", n3["detail"])
         self.assertIn("CANCELLED", n3["detail"])
@@ -590,12 +592,17 @@ class SlurmFleetTest(unittest.TestCase):
         self.submit("night-a")
         job_a = self.jobs("night-a")["n2"]
         self.assertTrue(wait_for(lambda: self.running(job_a, "n2"), 60), self.logs("night-a"))
-        self.mode("n2", "")
-        self.submit("night-b")
-        rc, st, err = self.status("night-b", wait=40)
+        self.submit("night-b")  # n2 still hangs in night-a
+        def others_done():
+            self.rc_b, self.st_b, _ = self.status("night-b", wait=0)
+            hosts = self.by_host(self.st_b)
+            return hosts["n1"]["state"] == hosts["n3"]["state"] == "DONE"
+        wait_for(others_done, 40, step=1)
+        rc, st = self.rc_b, self.st_b
         hosts = self.by_host(st)
         self.assertNotEqual(rc, 0, st)
         self.assertEqual((hosts["n1"]["state"], hosts["n3"]["state"]), ("DONE", "DONE"), f"{st}\n{self.logs('night-b')}")
+        print(f"\n  two nights: status exit {rc}; n2 {hosts['n2']['state']}: {hosts['n2']['detail']}", file=sys.stderr)
         self.assertEqual(hosts["n2"]["state"], "PENDING", hosts["n2"])
         self.assertIn("Dependency", hosts["n2"]["detail"])
         rc, data, err = self.report("night-b")
@@ -617,6 +624,7 @@ class SlurmFleetTest(unittest.TestCase):
             rc, st, err = self.status("node-dies", wait=75)
             self.assertEqual(rc, fleet.EXIT_FAIL, f"{st}\n{self.logs('node-dies')}")
             n2 = self.by_host(st)["n2"]
+            print(f"\n  node dies: status exit {rc}; n2 {n2['state']}: {n2['detail']}", file=sys.stderr)
             self.assertEqual(n2["state"], "MISSING", n2)
             self.assertIn("no run stored", n2["detail"])
             self.assertRegex(n2["detail"], r"node (down|idle\*|.*not_responding)|NODE_FAIL|requeued")
