@@ -96,14 +96,20 @@ class PostgresServer:
         if r.returncode != 0:
             self.stop()
             raise Unavailable(f"initdb failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
+        self.bindir, self.data, self.as_user = bindir, data, as_user
+        self.pw = pw if as_user else None
+        return self.start_existing()
+
+    def start_existing(self):
+        """Starts the postmaster on the data folder made by start() (again, after stop_keep())."""
         log = os.path.join(self.dir, "postgres.log")
-        with open(log, "w") as f:
-            if as_user:
-                os.chown(log, pw.pw_uid, pw.pw_gid)
+        with open(log, "a") as f:
+            if self.as_user:
+                os.chown(log, self.pw.pw_uid, self.pw.pw_gid)
             # Foreground postmaster: its pid is ours to stop. Unix socket only, no TCP.
             self.proc = subprocess.Popen(
-                as_user + [os.path.join(bindir, "postgres"), "-D", data, "-k", self.dir,
-                           "-c", "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=200"],
+                self.as_user + [os.path.join(self.bindir, "postgres"), "-D", self.data, "-k", self.dir,
+                                "-c", "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=200"],
                 stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(self.proc)
         sock = os.path.join(self.dir, ".s.PGSQL.5432")
@@ -116,6 +122,23 @@ class PostgresServer:
             time.sleep(0.1)
         time.sleep(0.3)  # the socket appears just before the server accepts connections
         return self
+
+    def postmaster_pid(self):
+        """The server's own pid (runuser's child when run as root), from postmaster.pid."""
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                return int(f.readline())
+        except (OSError, ValueError, TypeError):
+            return self.proc.pid if self.proc else None
+
+    def stop_keep(self):
+        """Stops the server and keeps its data (start_existing() starts it again)."""
+        _stop(self.procs, timeout=60)
+        self.procs = []
+        sock = os.path.join(self.dir, ".s.PGSQL.5432")
+        deadline = time.monotonic() + 30
+        while os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def stop(self):
         _stop(self.procs)

@@ -334,41 +334,52 @@ def host_health(db, data, nights):
     if not hosts:
         return []
     start = (datetime.date.fromisoformat(tonight) - datetime.timedelta(days=nights - 1)).isoformat()
+    # Three statements for all the hosts (round trips are what a busy server makes slow): their
+    # runs in the window, those runs' failing cases with "another host of the SKU passed it that
+    # night" (case_nights), and their roster entries.
+    hm = ",".join("?" * len(hosts))
+    final = {}
+    for rid, host, night, sku, verdict, label in db.execute(
+            f"SELECT id, host, night, sku, verdict, label FROM runs WHERE host IN ({hm}) AND night >= ?"
+            " AND night <= ? ORDER BY id", hosts + [start, tonight]).fetchall():
+        final[(host, label, night)] = (rid, night, sku, verdict)
+    by_run = {v[0]: (h, v[1]) for (h, _, _), v in final.items() if not is_interrupted(v[3])}
+    own, product = {}, {}
+    ids = sorted(by_run)
+    pred = history.PROBLEM_SQL.replace("status", "c.status").replace("comparison", "c.comparison")
+    for i in range(0, len(ids), 1000):
+        chunk = ids[i:i + 1000]
+        for rid, passed_elsewhere in db.execute(
+                f"SELECT c.run_id, CASE WHEN EXISTS (SELECT 1 FROM case_nights n WHERE n.sku = r.sku"
+                f" AND n.case_ref = c.case_ref AND n.outcome = 'P' AND n.night = r.night) THEN 1 ELSE 0 END"
+                f" FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.run_id IN ({','.join('?' * len(chunk))})"
+                f" AND {pred} AND c.status IN {history._in(history.FAILING)}", chunk).fetchall():
+            host, night = by_run[rid]
+            product.setdefault(host, set()).add(night)
+            if passed_elsewhere:
+                own.setdefault(host, set()).add(night)
+    infra = {}
+    for host, label, night in db.execute(
+            f"SELECT host, label, night FROM rosters WHERE host IN ({hm}) AND night >= ? AND night <= ?",
+            hosts + [start, tonight]).fetchall():
+        v = final.get((host, label, night))
+        if not v or is_interrupted(v[3]) or is_infra(v[3]):
+            infra.setdefault(host, set()).add(night)
+    for (host, _, night), v in final.items():
+        if is_interrupted(v[3]) or is_infra(v[3]):
+            infra.setdefault(host, set()).add(night)
     out = []
     for host in hosts:
-        runs = db.execute("SELECT id, night, sku, verdict, label FROM runs WHERE host = ? AND night >= ?"
-                          " AND night <= ? ORDER BY id", (host, start, tonight)).fetchall()
-        final = {}
-        for rid, night, sku, verdict, label in runs:
-            final[(label, night)] = (rid, night, sku, verdict)
-        own_nights, product_nights = set(), set()
-        ids = [v[0] for v in final.values() if not is_interrupted(v[3])]
-        if ids:
-            marks = ",".join("?" * len(ids))
-            pred = history.PROBLEM_SQL.replace("status", "c.status").replace("comparison", "c.comparison")
-            for night, sku, ref in db.execute(
-                    f"SELECT r.night, r.sku, c.case_ref FROM cases c JOIN runs r ON r.id = c.run_id"
-                    f" WHERE c.run_id IN ({marks}) AND {pred}"
-                    f" AND c.status IN {history._in(history.FAILING)}", ids).fetchall():
-                product_nights.add(night)
-                if db.execute("SELECT 1 FROM case_nights WHERE sku = ? AND case_ref = ? AND outcome = 'P'"
-                              " AND night = ?", (sku, ref, night)).fetchone():
-                    own_nights.add(night)
-        complete = {(label, night) for (label, night), v in final.items()
-                    if not is_interrupted(v[3]) and not is_infra(v[3])}
-        infra_nights = {n for label, n in db.execute(
-            "SELECT label, night FROM rosters WHERE host = ? AND night >= ? AND night <= ?",
-            (host, start, tonight)).fetchall() if (label, n) not in complete}
-        infra_nights |= {v[1] for v in final.values() if is_interrupted(v[3]) or is_infra(v[3])}
-        out.append({"host": host, "nights": nights, "nights_run": len({v[1] for v in final.values()}),
-                    "own_failure_nights": len(own_nights), "product_failure_nights": len(product_nights),
-                    "infra_nights": len(infra_nights),
-                    "drain": len(own_nights) >= DRAIN_AFTER,
-                    "advice": (f"drain: its own failures on {len(own_nights)} of the last {nights} nights "
-                               f"(scontrol update nodename={host} state=drain reason=\"pagelock: own failures\")")
-                    if len(own_nights) >= DRAIN_AFTER else
-                    (f"infrastructure: missing or interrupted on {len(infra_nights)} of the last {nights} nights"
-                     if len(infra_nights) >= DRAIN_AFTER else "watch")})
+        n_own, n_infra = len(own.get(host, ())), len(infra.get(host, ()))
+        drain = n_own >= DRAIN_AFTER
+        advice = (f"drain: its own failures on {n_own} of the last {nights} nights "
+                  f"(scontrol update nodename={host} state=drain reason=\"pagelock: own failures\")" if drain else
+                  f"infrastructure: missing or interrupted on {n_infra} of the last {nights} nights"
+                  if n_infra >= DRAIN_AFTER else "watch")
+        out.append({"host": host, "nights": nights,
+                    "nights_run": len({night for (h, _, night) in final if h == host}),
+                    "own_failure_nights": n_own, "product_failure_nights": len(product.get(host, ())),
+                    "infra_nights": n_infra, "drain": drain, "advice": advice})
     return sorted(out, key=lambda x: (not x["drain"], -x["own_failure_nights"], -x["infra_nights"], x["host"]))
 
 
