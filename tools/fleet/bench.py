@@ -38,7 +38,6 @@ sys.path.insert(0, ROOT)
 from reports import history  # noqa: E402
 from reports import results as model  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
 
 SKUS = ("CASE WHEN h < {a} THEN 'nvidia-h200' WHEN h < {b} THEN 'nvidia-h100' WHEN h < {c} THEN 'nvidia-a100'"
         " ELSE 'nvidia-l40s' END")

@@ -613,7 +613,7 @@ def cmd_report(args):
         return EXIT_USAGE if isinstance(e, history.SchemaTooOld) else EXIT_FAIL
     try:
         data = fleet_report.fleet_data(db, label=args.label, night=None if args.label else args.night,
-                                       slurm_reasons=reasons)
+                                       slurm_reasons=reasons, health_nights=args.health_nights)
     except Exception as e:  # noqa: BLE001 -- a database error is a message, not a traceback
         say(f"{history.redact(args.history)}: {type(e).__name__}: {history.redact(str(e).strip())}", err=True)
         return EXIT_FAIL
@@ -686,6 +686,8 @@ def parser():
     r.add_argument("--label")
     r.add_argument("--night", help="YYYY-MM-DD: the night the runs were submitted for")
     r.add_argument("--shared", help="the submission's shared folder: Slurm's reasons for missing hosts")
+    r.add_argument("--health-nights", type=int, default=fleet_report.HEALTH_NIGHTS,
+                   help=f"per-host flakiness window in nights (default {fleet_report.HEALTH_NIGHTS})")
     r.add_argument("--html")
     r.add_argument("--json")
     return p
