@@ -320,17 +320,47 @@ def per_sku(runs, missing, regressed):
     return sorted(out.values(), key=lambda x: x["sku"])
 
 
+def _repeats(db, pairs, start, tonight):
+    """{(host, case_ref): nights in [start, tonight] the host failed that case}: is tonight's
+    one-host failure the same board failing night after night, or a flake? One statement."""
+    out = {}
+    for i in range(0, len(pairs), 400):
+        chunk = pairs[i:i + 400]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        for host, ref, n in db.execute(
+                f"WITH v(host, ref) AS (VALUES {values}) SELECT v.host, v.ref, COUNT(DISTINCT r.night) FROM v"
+                " JOIN runs r ON r.host = v.host AND r.night >= ? AND r.night <= ?"
+                " JOIN cases c ON c.run_id = r.id AND c.case_ref = v.ref"
+                f" WHERE c.status IN {history._in(history.FAILING)} GROUP BY v.host, v.ref",
+                [x for pair in chunk for x in pair] + [start, tonight]).fetchall():
+            out[(host, ref)] = n
+    return out
+
+
 def host_health(db, data, nights):
-    """For the hosts with a problem of their own tonight (a new failure on one host, or missing):
-    over the last `nights` nights, the nights it failed cases that another host of its SKU passed
-    that night (case_nights), and the nights it was missing (roster without a complete run).
-    A host whose own failures came back on DRAIN_AFTER nights or more is recommended for a drain."""
+    """For the hosts with a problem of their own tonight (a new failure on one host of several,
+    or missing): over the last `nights` nights, the nights it failed a case that another host of
+    its SKU passed that night (case_nights), the nights with any failure, the nights it was missing
+    (roster without a complete run), and how often tonight's one-host case failed there before.
+    The same case failing on the host alone on DRAIN_AFTER nights or more: a drain is recommended
+    (a board, not a flake: random flakes rarely repeat the same case on the same host)."""
     tonight = max([r["night"] or "" for r in data["runs"]] + [""])
     if not tonight:
         return []
-    hosts = {h for g in data["new"] if len(g["hosts"]) == 1 and g["hosts_of_sku"] > 1 for h in g["hosts"]}
-    hosts |= {m["host"] for m in data["missing"]}
-    hosts = sorted(h for h in hosts if h)[:MAX_HEALTH_HOSTS]
+    start = (datetime.date.fromisoformat(tonight) - datetime.timedelta(days=nights - 1)).isoformat()
+    pairs = sorted({(h, g["case_ref"]) for g in data["new"] if len(g["hosts"]) == 1 and g["hosts_of_sku"] > 1
+                    for h in g["hosts"] if h})[:4000]
+    names = {g["case_ref"]: g["case"] for g in data["new"]}
+    repeats = _repeats(db, pairs, start, tonight) if pairs else {}
+    worst = {}
+    for (host, ref), n in repeats.items():
+        if n > worst.get(host, (0, None))[0]:
+            worst[host] = (n, names.get(ref, str(ref)))
+    missing = {m["host"] for m in data["missing"]}
+    # Hosts whose one-host case came back, and missing hosts, first; at most MAX_HEALTH_HOSTS.
+    ranked = sorted({h for h, (n, _) in worst.items() if n >= 2} | missing,
+                    key=lambda h: (-worst.get(h, (0, None))[0], h))
+    hosts = [h for h in ranked if h][:MAX_HEALTH_HOSTS]
     if not hosts:
         return []
     start = (datetime.date.fromisoformat(tonight) - datetime.timedelta(days=nights - 1)).isoformat()
@@ -371,16 +401,18 @@ def host_health(db, data, nights):
     out = []
     for host in hosts:
         n_own, n_infra = len(own.get(host, ())), len(infra.get(host, ()))
-        drain = n_own >= DRAIN_AFTER
-        advice = (f"drain: its own failures on {n_own} of the last {nights} nights "
-                  f"(scontrol update nodename={host} state=drain reason=\"pagelock: own failures\")" if drain else
+        same, case = worst.get(host, (0, None))
+        drain = same >= DRAIN_AFTER
+        advice = (f"drain: {case} failed on this host alone on {same} of the last {nights} nights "
+                  f"(scontrol update nodename={host} state=drain reason=\"pagelock: {case}\")" if drain else
                   f"infrastructure: missing or interrupted on {n_infra} of the last {nights} nights"
                   if n_infra >= DRAIN_AFTER else "watch")
         out.append({"host": host, "nights": nights,
                     "nights_run": len({night for (h, _, night) in final if h == host}),
                     "own_failure_nights": n_own, "product_failure_nights": len(product.get(host, ())),
-                    "infra_nights": n_infra, "drain": drain, "advice": advice})
-    return sorted(out, key=lambda x: (not x["drain"], -x["own_failure_nights"], -x["infra_nights"], x["host"]))
+                    "infra_nights": n_infra, "same_case_nights": same, "case": case,
+                    "drain": drain, "advice": advice})
+    return sorted(out, key=lambda x: (not x["drain"], -x["same_case_nights"], -x["infra_nights"], x["host"]))
 
 
 def exit_code(data):
@@ -506,10 +538,11 @@ def render_html(data, out_dir=None):
         p.append(_problem_table(data["known"], out_dir, e))
     if data.get("health"):
         p.append(f"<h2>Host health over the last {data['health'][0]['nights']} nights</h2>"
-                 "<table><tr><th>host</th><th>nights run</th><th>own failures</th><th>product failures</th>"
-                 "<th>missing or interrupted</th><th>advice</th></tr>")
+                 "<table><tr><th>host</th><th>nights run</th><th>tonight's one-host case failed (nights)</th>"
+                 "<th>own failures</th><th>product failures</th><th>missing or interrupted</th><th>advice</th></tr>")
         for h in data["health"]:
-            p.append(f"<tr><td>{e(h['host'])}</td><td>{h['nights_run']}</td><td>{h['own_failure_nights']}</td>"
+            p.append(f"<tr><td>{e(h['host'])}</td><td>{h['nights_run']}</td><td>{h['same_case_nights']}</td>"
+                     f"<td>{h['own_failure_nights']}</td>"
                      f"<td>{h['product_failure_nights']}</td><td>{h['infra_nights']}</td>"
                      f"<td><span class='v {'bad' if h['drain'] else 'warn'}'>{e(h['advice'])}</span></td></tr>")
         p.append("</table>")
