@@ -280,7 +280,7 @@ class ReportOnBackend:
 
     def test_a_host_failing_on_its_own_night_after_night_is_recommended_for_a_drain(self):
         # h200-b failed Y alone on 11-30; give it the same own failure on two earlier nights.
-        for night in ("2026-11-25", "2026-11-26"):
+        for night in ("2026-11-26", "2026-11-29"):  # the night before tonight among them
             for h in ("h200-a", "h200-b", "h200-c"):
                 st = {X: "PASS", Y: "FAIL" if h == "h200-b" else "PASS", M: "PASS", P: "PASS"}
                 self.store(f"{night}_{h}", f"{night}T01:00:00", h, "575.1", st, "nvidia-h200", f"n-{night}")
