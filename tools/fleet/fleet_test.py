@@ -283,7 +283,7 @@ class ReportOnBackend:
         for night in ("2026-11-26", "2026-11-29"):  # the night before tonight among them
             for h in ("h200-a", "h200-b", "h200-c"):
                 st = {X: "PASS", Y: "FAIL" if h == "h200-b" else "PASS", M: "PASS", P: "PASS"}
-                self.store(f"{night}_{h}", f"{night}T01:00:00", h, "575.1", st, "nvidia-h200", f"n-{night}")
+                self.store(f"{night}_{h}_own", f"{night}T01:30:00", h, "575.1", st, "nvidia-h200", f"n-{night}")
         health = {h["host"]: h for h in self.data()["health"]}
         self.assertEqual(health["h200-b"]["own_failure_nights"], 3)
         self.assertTrue(health["h200-b"]["drain"])
