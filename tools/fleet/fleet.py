@@ -647,7 +647,7 @@ def parser():
     p = argparse.ArgumentParser(prog="tools/fleet/fleet", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("submit", help="submit a Slurm job array that qualifies the lab's GPU nodes")
+    s = sub.add_parser("submit", help="store the night's roster and submit one Slurm job per GPU node of the selection")
     s.add_argument("--bundle", required=True, help="a bundle (tools/bundle.py) on a path every node sees")
     s.add_argument("--shared", required=True, help="shared folder for run directories, logs and tasks")
     s.add_argument("--history", default=history.default_target(),
@@ -675,7 +675,7 @@ def parser():
     s.add_argument("--sbatch-arg", action="append", default=[], help="extra sbatch argument (repeatable)")
     s.add_argument("--dry-run", action="store_true", help="stage and print the sbatch command only")
     s.add_argument("qualify_args", nargs="*", help="after --: more qualify arguments")
-    st = sub.add_parser("status", help="follow the job array")
+    st = sub.add_parser("status", help="one row per host of the roster: DONE, PENDING/RUNNING or MISSING with why")
     st.add_argument("--shared", required=True)
     st.add_argument("--label", required=True)
     st.add_argument("--history", help="default: the submission's own (SHARED/<label>/history.url)")

@@ -263,6 +263,20 @@ class ReportOnBackend:
         self.assertEqual(fleet_report.exit_code(d), 3)
         self.assertEqual(fleet_report.exit_code({"regressed_hosts": [], "missing": d["missing"]}), 5)
 
+    def test_a_requeued_attempt_supersedes_the_interrupted_one_and_the_night_counts_attempts(self):
+        history.store_roster(self.db, "requeue", "2026-11-30", [{"host": "n9", "state": "expected"}])
+        statuses = {X: "PASS", Y: "PASS"}
+        history.store(self.db, "n9-attempt1", "2026-11-30T02:00:00", run_of("n9", "580.1", {"DriverBug": "PASS"}),
+                      None, "nvidia-h200", "c", 7, "INTERRUPTED", label="requeue")
+        d = fleet_report.fleet_data(self.db, label="requeue")
+        self.assertIn("interrupted after 1 cases (attempt 1", d["missing"][0]["reason"])
+        # The requeued attempt is stored later, though its host's clock says earlier.
+        history.store(self.db, "n9-attempt2", "2026-11-30T01:00:00", run_of("n9", "580.1", statuses),
+                      None, "nvidia-h200", "c", 0, "QUALIFIED", label="requeue")
+        d = fleet_report.fleet_data(self.db, label="requeue")
+        self.assertEqual([(r["host"], r["run_key"], r["attempts"]) for r in d["runs"]], [("n9", "n9-attempt2", 2)])
+        self.assertEqual((d["missing"], fleet_report.exit_code(d)), ([], 0))
+
     def test_known_failures_are_apart_from_new_regressions_with_message_and_link(self):
         self.store("2026-11-30_a100-known", "2026-11-30T04:00:00", "a100-b", "575.1",
                    {X: "PASS", Y: "PASS", M: "PASS", P: "FAIL"}, "nvidia-a100", "nightly-1130", gpu="NVIDIA A100",
