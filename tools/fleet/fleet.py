@@ -37,7 +37,8 @@ Exit codes:
           (not run, lost, interrupted, not stored, drained/down at submit); 2 bad usage;
           6 tasks still pending or running (none missing for good yet)
   report  0 written, every expected host qualified (or failed only as expected); 1 database
-          error; 2 bad usage; 3 written, a host regressed (a new failure); 4 no run and no
+          unreachable or failed; 2 bad usage, a schema newer (or older: migrate) than this tool;
+          3 written, a host regressed (a new failure); 4 no run and no
           roster for that label or night; 5 written, a host is missing and none regressed
 """
 
@@ -609,8 +610,8 @@ def cmd_report(args):
     try:
         db = history.connect(args.history)
     except history.HistoryError as e:
-        say(str(e), err=True)
-        return EXIT_USAGE if isinstance(e, history.SchemaTooOld) else EXIT_FAIL
+        say(str(e), err=True)  # as history.py: unreachable 1; a schema newer or older, not a database 2
+        return EXIT_FAIL if e.infra else EXIT_USAGE
     try:
         data = fleet_report.fleet_data(db, label=args.label, night=None if args.label else args.night,
                                        slurm_reasons=reasons, health_nights=args.health_nights)

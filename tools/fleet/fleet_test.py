@@ -321,6 +321,13 @@ class ReportOnBackend:
         self.assertEqual(rc, fleet.EXIT_USAGE)
         self.assertIn("no such database", e)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "none.sqlite")))
+        newer = os.path.join(self.tmp, "newer.sqlite")
+        db = history.connect(newer)
+        db.execute("PRAGMA user_version = 9")
+        db.close()
+        rc, _, e = call(fleet.main, ["report", "--history", newer, "--night", "2026-11-30"])
+        self.assertEqual(rc, fleet.EXIT_USAGE, e)  # the same code as history.py gives
+        self.assertIn("newer than this pagelock", e)
         rc, _, e = call(fleet.main, ["report", "--history", self.target, "--night", "30.11.2026"])
         self.assertEqual(rc, fleet.EXIT_USAGE)
         self.assertIn("expected YYYY-MM-DD", e)
