@@ -17,26 +17,49 @@ file written before versioning existed (user_version 0 with a `runs` table) is v
   2  fleet: runs get label, tier, night, run_dir, report, stored_at and n_cases; case ids move
      to case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case
      rows); partial indexes on the failing and the not-run cases, which the fleet report reads
+  3  fleet round 2: rosters (the hosts a night expected, stored by `fleet submit`); case_nights
+     (per SKU, case and night: did it pass / fail anywhere; the fleet report's brackets read it
+     instead of walking every run of the SKU); metrics(run_id) index (retention); metric values
+     may be NULL with a flag (a NaN is stored, flagged, instead of losing the run);
+     runs(host, id) and runs(sku, night, started_at) indexes
+
+Migrations are applied by `history.py migrate` (an operator, once), never implicitly by a client
+of a PostgreSQL history: a client finding an older schema stops with exit 2 and says to migrate.
+A new, empty database gets the current schema on first use, and a local SQLite file (one
+machine, qualify's own history) is still migrated on open.
+
+Every PostgreSQL connection sets statement_timeout and lock_timeout ($PAGELOCK_HISTORY_STATEMENT_TIMEOUT,
+$PAGELOCK_HISTORY_LOCK_TIMEOUT in seconds, default 300 and 30; `migrate` lifts the statement
+timeout) and TCP keepalives; SQLite waits for a lock at most the lock timeout. Passwords: use
+libpq's ~/.pgpass or $PGPASSFILE, or a service (`postgresql:///?service=NAME`, $PGSERVICEFILE),
+not a password in the URL; every URL printed is redacted (user:pass@, ?password=, password=).
 
 CLI (tables on stdout, or one JSON object with --json):
   history.py [--db FILE|URL] [--sku SKU | --run KEY] [--json] runs | bracket CASE_ID | trend METRIC | metrics
   history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
+  history.py [--db FILE|URL] import [--host H] [--night D] RUN_DIR...
+                                                 store each folder it can; lists what it skipped
   history.py [--db FILE|URL] version             schema version of the database
+  history.py [--db FILE|URL] migrate             apply the pending schema migrations
+  history.py [--db FILE|URL] prune --before YYYY-MM-DD   delete the runs of older nights
 --db (a SQLite path or a postgresql:// URL) defaults to $PAGELOCK_HISTORY, else runs/history.sqlite.
 The SKU comes from the runs (the run named by --run, else the latest run with the case or metric)
-unless --sku names it. Exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad
-usage, no such database/run/case/metric, a schema newer than this code, not a results.json;
+unless --sku names it. Exit codes: 0 answered; 1 the database cannot be reached or failed (a
+full disk included); 2 bad usage, no such database/run/case/metric, a schema newer (or, on
+PostgreSQL, older: run `migrate`) than this code, not a results.json, an import folder skipped;
 3 `bracket` found the case failing; 4 the history holds no run.
 """
 
 import datetime
 import json
+import math
 import os
 import re
 import sqlite3
 import sys
+import time
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FAILING = ("FAIL", "CRASH", "TIMEOUT", "MISSING", "INFRA_ERROR")
 PASSING = ("PASS", "WARN")
 NOT_RUN = ("NOT_SUPPORTED", "SKIP", "MISSING")
@@ -58,6 +81,20 @@ METRIC_RE = re.compile(r".*_(GBps|MBps|us|ms|s|MiB|GiB|count|ratio)$")
 class HistoryError(sqlite3.DatabaseError):
     """A database that cannot be opened, migrated or written; the message says why. A subclass
     of sqlite3.Error, so callers written for the SQLite-only history also catch PostgreSQL's."""
+    infra = False  # True: the server or the disk failed (exit 1), not the configuration (exit 2)
+
+
+class HistoryUnavailable(HistoryError):
+    """The database cannot be reached or written now: a server down, a full disk, an I/O error."""
+    infra = True
+
+
+INFRA_WORDS = ("cannot connect", "disk is full", "No space left", "disk I/O error", "server closed",
+               "could not connect", "timeout", "canceling statement", "lock timeout", "database is locked")
+
+
+def _infra(msg):
+    return any(w.lower() in str(msg).lower() for w in INFRA_WORDS)
 
 
 # Migrations: (version, description, statements). Statements are plain SQL with `?` parameters
@@ -127,6 +164,33 @@ MIGRATIONS = [
         f"CREATE INDEX cases_problems_by_case ON cases(case_ref, run_id) WHERE {PROBLEM_SQL}",
         f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {NOT_RUN_SQL}",
     ]),
+    (3, "fleet round 2: rosters, case_nights, metrics(run_id), nullable flagged metric values", [
+        """CREATE TABLE rosters (
+          label TEXT NOT NULL, host TEXT NOT NULL, night TEXT, sku TEXT, features TEXT, gres TEXT,
+          state TEXT NOT NULL, reason TEXT, job_id TEXT, submitted_at TEXT NOT NULL,
+          PRIMARY KEY (label, host))""",
+        "CREATE INDEX rosters_by_night ON rosters(night)",
+        "CREATE INDEX rosters_by_host ON rosters(host, night)",
+        """CREATE TABLE case_nights (
+          sku TEXT NOT NULL, case_ref {int} NOT NULL REFERENCES case_names(id), night TEXT NOT NULL,
+          outcome TEXT NOT NULL, PRIMARY KEY (sku, case_ref, outcome, night))""",
+        "INSERT INTO case_nights (sku, case_ref, night, outcome) SELECT DISTINCT r.sku, c.case_ref, r.night,"
+        f" CASE WHEN c.status IN {_in(PASSING)} THEN 'P' ELSE 'F' END FROM cases c JOIN runs r ON r.id = c.run_id"
+        f" WHERE r.sku IS NOT NULL AND r.night IS NOT NULL AND c.status IN {_in(PASSING + FAILING)}",
+        "CREATE INDEX runs_by_host ON runs(host, id)",
+        "CREATE INDEX runs_by_sku_night ON runs(sku, night, started_at)",
+        # SQLite cannot drop a NOT NULL: the table is rebuilt there (a local file, small).
+        ("""CREATE TABLE metrics3 (
+          run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+          case_ref INTEGER NOT NULL REFERENCES case_names(id), name TEXT NOT NULL, value REAL, flag TEXT)""",
+         "ALTER TABLE metrics ALTER COLUMN value DROP NOT NULL"),
+        ("INSERT INTO metrics3 (run_id, case_ref, name, value) SELECT run_id, case_ref, name, value FROM metrics",
+         "ALTER TABLE metrics ADD COLUMN flag TEXT"),
+        ("DROP TABLE metrics", None),
+        ("ALTER TABLE metrics3 RENAME TO metrics", None),
+        ("CREATE INDEX metrics_by_name2 ON metrics(name, run_id)", None),
+        "CREATE INDEX metrics_by_run ON metrics(run_id)",
+    ]),
 ]
 assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
 
@@ -134,7 +198,7 @@ RUN_COLUMNS = ("run_key", "started_at", "host", "sku", "gpu_name", "gpu_uuid", "
                "cuda_driver", "cuda_runtime", "harness_commit", "seed", "verdict", "exit_code",
                "fingerprint_json", "label", "tier", "night", "run_dir", "report", "stored_at", "n_cases")
 CASE_COLUMNS = ("run_id", "case_ref", "status", "comparison", "seconds", "attempts", "message")
-METRIC_COLUMNS = ("run_id", "case_ref", "name", "value")
+METRIC_COLUMNS = ("run_id", "case_ref", "name", "value", "flag")
 
 
 def is_url(target):
@@ -142,8 +206,35 @@ def is_url(target):
 
 
 def redact(target):
-    """The URL without its password, for messages."""
-    return re.sub(r"://([^:/@]*):[^@/]*@", r"://\1:***@", str(target))
+    """The URL (or libpq keyword string) without its password, for every message and file: the
+    user:password@ form (a password may hold '/', '@' or ':'), ?password= / &password= and the
+    keyword form password=..."""
+    s = re.sub(r"(?i)(^|[?&;\s])(password|passwd)=[^&;\s]*", r"\1\2=***", str(target))
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^?]*)(.*)$", s, re.S)
+    if m:
+        head, authority, rest = m.groups()
+        at = authority.rfind("@")
+        if at >= 0 and ":" in authority[:at]:
+            user = authority[:authority.index(":")]
+            authority = f"{user}:***{authority[at:]}"
+        s = head + authority + rest
+    return s
+
+
+def has_password(target):
+    """True when the URL carries a password (which argv, logs and files would then show)."""
+    return redact(target) != str(target)
+
+
+def timeouts():
+    """(statement timeout s, lock timeout s) from the environment; 0 means none."""
+    def num(name, default):
+        v = os.environ.get(name, "")
+        try:
+            return max(0.0, float(v)) if v else default
+        except ValueError:
+            raise HistoryError(f"${name}={v!r}: expected seconds") from None
+    return num("PAGELOCK_HISTORY_STATEMENT_TIMEOUT", 300.0), num("PAGELOCK_HISTORY_LOCK_TIMEOUT", 30.0)
 
 
 class Database:
@@ -165,15 +256,15 @@ class Database:
         cur.execute(self.sql(text), tuple(args))
         return cur
 
-    def insert_many(self, table, columns, rows):
+    def insert_many(self, table, columns, rows, tail=""):
         if not rows:
             return
         head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
         if self.backend == "postgresql":
             from psycopg2.extras import execute_values
-            execute_values(self.conn.cursor(), head + "%s", rows, page_size=1000)
+            execute_values(self.conn.cursor(), head + "%s" + tail, rows, page_size=1000)
         else:
-            self.conn.executemany(head + "(" + ",".join("?" * len(columns)) + ")", rows)
+            self.conn.executemany(head + "(" + ",".join("?" * len(columns)) + ")" + tail, rows)
 
     def begin(self):
         # SQLite: take the write lock now, so two writers queue instead of deadlocking.
@@ -222,6 +313,7 @@ def _now():
 
 
 def _open(target):
+    statement_s, lock_s = timeouts()
     if is_url(target):
         try:
             import psycopg2
@@ -230,27 +322,78 @@ def _open(target):
                 f"{redact(target)}: a postgresql:// history needs psycopg2 (Debian package "
                 f"python3-psycopg2), which {sys.executable} cannot import; run the tool with "
                 "/usr/bin/python3") from None
+        # Every statement and lock wait is bounded: an import behind a table lock gives up after
+        # the lock timeout instead of holding a node until the Slurm time limit.
+        options = f"-c statement_timeout={int(statement_s * 1000)} -c lock_timeout={int(lock_s * 1000)}"
         try:
-            conn = psycopg2.connect(target, connect_timeout=15)
+            conn = psycopg2.connect(target, connect_timeout=15, options=options, keepalives=1,
+                                    keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
         except psycopg2.Error as e:
-            raise HistoryError(f"{redact(target)}: cannot connect: {str(e).strip()}") from None
+            raise HistoryUnavailable(f"{redact(target)}: cannot connect: {redact(str(e).strip())}") from None
         conn.autocommit = True  # transactions are explicit (begin/commit)
         return Database(conn, "postgresql", target)
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    existed = os.path.exists(target)
+    conn = None
     try:
-        conn = sqlite3.connect(target, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(target, timeout=max(lock_s, 1), isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={int(max(lock_s, 1) * 1000)}")
         conn.execute("PRAGMA foreign_keys=ON")
+        if existed:
+            _check_sqlite(conn, target)
     except sqlite3.Error as e:
-        raise HistoryError(f"{target}: cannot open as SQLite: {e}") from None
-    return Database(conn, "sqlite", target)
+        if conn is not None:
+            conn.close()
+        _remove_if_we_created_it(target, existed)
+        cls = HistoryUnavailable if _infra(e) else HistoryError
+        raise cls(f"{target}: cannot open as SQLite: {e}") from None
+    db = Database(conn, "sqlite", target)
+    db.created = not existed
+    return db
 
 
-def connect(target, migrate=True):
-    """Opens a history (SQLite path or postgresql:// URL) and brings its schema to
-    SCHEMA_VERSION. Raises HistoryError for a database newer than this code, or one it cannot
-    open or migrate."""
+QUICK_CHECK_MAX_BYTES = 256 << 20
+
+
+def _check_sqlite(conn, target):
+    """Damage inside the file (not only a bad header) is found before anything is written into it:
+    PRAGMA quick_check reads every page (about 0.1 s per 50 MB here); a bigger file is trusted."""
+    if os.path.getsize(target) > QUICK_CHECK_MAX_BYTES:
+        return
+    row = conn.execute("PRAGMA quick_check(1)").fetchone()
+    if row and row[0] != "ok":
+        raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {row[0]})")
+
+
+def _remove_if_we_created_it(target, existed):
+    """A database this call created and could not initialise (a full disk) is removed with its
+    WAL files, so no 0-byte history.sqlite is left to be mistaken for a history."""
+    if existed:
+        return
+    try:
+        if os.path.getsize(target) >= 512:  # it holds a page: someone else's database now
+            return
+        os.remove(target)
+    except OSError:
+        return
+    for path in (target + "-wal", target + "-shm", target + "-journal"):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+class SchemaTooOld(HistoryError):
+    pass
+
+
+def connect(target, migrate=None):
+    """Opens a history (SQLite path or postgresql:// URL). A new, empty database gets the current
+    schema. An older schema is migrated when `migrate` is true, or by default on a local SQLite
+    file; on PostgreSQL it raises SchemaTooOld (run `history.py migrate`, once, as the operator).
+    Raises HistoryError for a database newer than this code, or one it cannot open or migrate
+    (HistoryUnavailable when the server or the disk failed)."""
     db = _open(target)
     try:
         current = db.version()
@@ -258,14 +401,26 @@ def connect(target, migrate=True):
             raise HistoryError(
                 f"{redact(target)}: schema version {current} is newer than this pagelock knows "
                 f"({SCHEMA_VERSION}); update pagelock. Nothing was read or written.")
-        if current < SCHEMA_VERSION and migrate:
-            migrate_to(db, SCHEMA_VERSION)
+        if current < SCHEMA_VERSION:
+            implicit = current == 0 or db.backend == "sqlite"
+            if migrate or (migrate is None and implicit):
+                migrate_to(db, SCHEMA_VERSION)
+            elif migrate is None:
+                raise SchemaTooOld(
+                    f"{redact(target)}: schema version {current} is older than this pagelock's "
+                    f"({SCHEMA_VERSION}); an operator migrates it once: reports/history.py --db URL migrate. "
+                    "Nothing was read or written.")
     except HistoryError:
         db.close()
+        if db.backend == "sqlite" and getattr(db, "created", False):
+            _remove_if_we_created_it(target, False)
         raise
     except Exception as e:  # driver errors of either backend
         db.close()
-        raise HistoryError(f"{redact(target)}: {type(e).__name__}: {str(e).strip()}") from None
+        if db.backend == "sqlite" and getattr(db, "created", False):
+            _remove_if_we_created_it(target, False)
+        cls = HistoryUnavailable if _infra(e) else HistoryError
+        raise cls(f"{redact(target)}: {type(e).__name__}: {redact(str(e).strip())}") from None
     return db
 
 
@@ -281,8 +436,13 @@ def migrate_to(db, target_version):
             if db.version() >= version:  # another host did it while we waited
                 db.rollback()
                 continue
+            if db.backend == "postgresql":  # a migration may rewrite a table: no statement timeout
+                db.execute("SET LOCAL statement_timeout = 0")
             for s in statements:
-                db.execute(s)
+                if isinstance(s, tuple):  # (SQLite statement, PostgreSQL statement); None: nothing
+                    s = s[0] if db.backend == "sqlite" else s[1]
+                if s:
+                    db.execute(s)
             db.set_version(version, description)
             db.commit()
         except BaseException:
@@ -335,10 +495,19 @@ def rows_of_run(run, comparison):
                       (c.message or "")[:4000] or None))
         typed = getattr(c, "metrics", None)
         if isinstance(typed, dict):
-            metrics += [(c.id, k, float(getattr(m, "value", m))) for k, m in typed.items()]
+            values = [(k, float(getattr(m, "value", m))) for k, m in typed.items()]
         else:
-            metrics += [(c.id, k, v) for k, v in metrics_of(c).items()]
+            values = list(metrics_of(c).items())
+        metrics += [(c.id, k) + _metric_value(v) for k, v in values]
     return run.fingerprint, cases, metrics
+
+
+def _metric_value(v):
+    """(value, flag): a NaN is stored as NULL flagged 'NaN' (neither backend stores a NaN in a
+    NOT NULL REAL), so the run reaches the history and the trend skips the point."""
+    if isinstance(v, float) and math.isnan(v):
+        return None, "NaN"
+    return v, None
 
 
 def metrics_of(case):
@@ -382,12 +551,39 @@ def case_refs(db, names):
 
 
 def store(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
-          label=None, tier=None, run_dir=None, report=None):
+          label=None, tier=None, run_dir=None, report=None, host=None, night=None):
     """Stores one run atomically; returns its id. A run_key already stored is left as it is and
     its id returned (`stored_new` tells which), so storing and importing are idempotent."""
     rid, _ = store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
-                       label, tier, run_dir, report)
+                       label, tier, run_dir, report, host, night)
     return rid
+
+
+def night_of(started_at, tz=None):
+    """The night a run belongs to: the date of its start in the time zone $PAGELOCK_NIGHT_TZ
+    (an IANA name; default UTC) minus $PAGELOCK_NIGHT_CUTOFF_HOURS (default 0): with 12, a run
+    started between noon and the next noon is one night, however it crosses midnight."""
+    tz = tz or os.environ.get("PAGELOCK_NIGHT_TZ") or "UTC"
+    try:
+        cutoff = float(os.environ.get("PAGELOCK_NIGHT_CUTOFF_HOURS") or 0)
+    except ValueError:
+        cutoff = 0.0
+    text = str(started_at)
+    try:
+        t = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text[:10]
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    if tz != "UTC" or cutoff:
+        try:
+            import zoneinfo
+            t = t.astimezone(zoneinfo.ZoneInfo(tz))
+        except Exception:  # noqa: BLE001 -- an unknown zone: say so where it is configured
+            raise HistoryError(f"$PAGELOCK_NIGHT_TZ={tz!r}: not a time zone this Python knows") from None
+    else:
+        t = t.astimezone(datetime.timezone.utc)
+    return (t - datetime.timedelta(hours=cutoff)).date().isoformat()
 
 
 def stored_id(db, run_key):
@@ -396,17 +592,27 @@ def stored_id(db, run_key):
 
 
 def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
-              label=None, tier=None, run_dir=None, report=None):
-    """(run id, True if this call stored it; False if the run key was already there)."""
+              label=None, tier=None, run_dir=None, report=None, host=None, night=None):
+    """(run id, True if this call stored it; False if the run key was already there). `host`
+    names the host when the run's fingerprint does not (a partial, interrupted run's may not);
+    `night` overrides night_of(started_at) (fleet tasks pass their submission's night)."""
     existing = stored_id(db, run_key)
     if existing is not None:
         return existing, False
     fp, cases, metrics = rows_of_run(run, comparison)
+    fp = dict(fp)
+    if host and not fp.get("host"):
+        fp["host"] = host
+    night = night or night_of(started_at)
     refs = case_refs(db, [c[0] for c in cases] + [m[0] for m in metrics])
     values = (run_key, started_at, fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
               fp.get("nvidia_driver"), fp.get("cuda_driver_version"), fp.get("cuda_runtime_version"),
               commit, fp.get("seed"), verdict, exit_code, json.dumps(fp, sort_keys=True),
-              label, tier, str(started_at)[:10], run_dir, report, _now(), len(cases))
+              label, tier, night, run_dir, report, _now(), len(cases))
+    # Per SKU, case and night: passed somewhere / failed somewhere. Sorted, so concurrent writers
+    # of one night take the keys in one order (no deadlock); most rows exist already (DO NOTHING).
+    outcomes = sorted({(sku, refs[c[0]], "P" if c[1] in PASSING else "F", night) for c in cases
+                       if c[1] in PASSING or c[1] in FAILING})
     db.begin()
     try:
         row = db.execute(
@@ -417,7 +623,9 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
             return stored_id(db, run_key), False
         rid = row[0]
         db.insert_many("cases", CASE_COLUMNS, [(rid, refs[c[0]]) + c[1:] for c in cases])
-        db.insert_many("metrics", METRIC_COLUMNS, [(rid, refs[m[0]], m[1], m[2]) for m in metrics])
+        db.insert_many("metrics", METRIC_COLUMNS, [(rid, refs[m[0]], m[1], m[2], m[3]) for m in metrics])
+        db.insert_many("case_nights", ("sku", "case_ref", "outcome", "night"), outcomes,
+                       " ON CONFLICT DO NOTHING")
         db.commit()
     except BaseException as e:
         db.rollback()
@@ -428,7 +636,7 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
     return rid, True
 
 
-def import_run_dir(db, run_dir):
+def import_run_dir(db, run_dir, host=None, night=None):
     """Stores RUN_DIR (results.json written by qualify) unless its run key is already there.
     Returns (run key, run id, True if stored now)."""
     info, run, comparison = load_run_dir(run_dir)
@@ -442,7 +650,7 @@ def import_run_dir(db, run_dir):
         db, key, started, run, comparison, info.get("sku") or "unknown",
         (info.get("bundle") or {}).get("commit", ""), info.get("exit_code"), info.get("verdict"),
         label=info.get("label") or None, tier=info.get("tier"), run_dir=run_dir,
-        report=report if os.path.exists(report) else None)
+        report=report if os.path.exists(report) else None, host=host, night=night)
     return key, rid, new
 
 
@@ -456,9 +664,72 @@ def runs(db, sku=None, limit=50):
 
 
 def latest_run_key(db, sku, exclude_key=None):
+    """The run of `sku` STORED last (highest insertion id), other than exclude_key: qualify's
+    `--baseline auto`. Not the latest started_at: a shared history mixes the clocks of many hosts,
+    and a host whose clock is a day behind must not hide the run stored just before."""
     row = db.execute("SELECT run_key FROM runs WHERE sku = ? AND run_key != ?"
-                     " ORDER BY started_at DESC, id DESC LIMIT 1", (sku, exclude_key or "")).fetchone()
+                     " ORDER BY id DESC LIMIT 1", (sku, exclude_key or "")).fetchone()
     return row[0] if row else None
+
+
+def prune(db, before, batch=500, log=None):
+    """Deletes the runs of nights before `before` (YYYY-MM-DD) with their cases and metrics (the
+    cascade uses cases' primary key and metrics_by_run), the rosters and case_nights of those
+    nights, `batch` runs per transaction so no lock is held long. Returns (runs deleted, seconds)."""
+    t0 = time.monotonic()
+    total = 0
+    while True:
+        ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE night < ? ORDER BY id LIMIT ?",
+                                        (before, batch)).fetchall()]
+        if not ids:
+            break
+        marks = ",".join("?" * len(ids))
+        db.begin()
+        try:
+            db.execute(f"DELETE FROM metrics WHERE run_id IN ({marks})", ids)
+            db.execute(f"DELETE FROM cases WHERE run_id IN ({marks})", ids)
+            db.execute(f"DELETE FROM runs WHERE id IN ({marks})", ids)
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        total += len(ids)
+        if log:
+            log(f"deleted {total} runs ({time.monotonic() - t0:.1f} s)")
+    db.begin()
+    try:
+        db.execute("DELETE FROM case_nights WHERE night < ?", (before,))
+        db.execute("DELETE FROM rosters WHERE night < ?", (before,))
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+    return total, time.monotonic() - t0
+
+
+def store_roster(db, label, night, hosts, submitted_at=None):
+    """The hosts a submission expected: [{host, sku, features, gres, state, reason, job_id}];
+    state 'expected' (a task was submitted for it) or 'excluded' (drained/down at submit, with
+    Slurm's reason). A resubmission of the label replaces its roster."""
+    at = submitted_at or _now()
+    db.begin()
+    try:
+        db.execute("DELETE FROM rosters WHERE label = ?", (label,))
+        db.insert_many("rosters", ("label", "host", "night", "sku", "features", "gres", "state", "reason",
+                                   "job_id", "submitted_at"),
+                       [(label, h["host"], night, h.get("sku"), h.get("features"), h.get("gres"),
+                         h.get("state", "expected"), h.get("reason"), h.get("job_id"), at) for h in hosts])
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def roster(db, label=None, night=None):
+    where, arg = ("label = ?", label) if label else ("night = ?", night)
+    keys = ("label", "host", "night", "sku", "features", "gres", "state", "reason", "job_id", "submitted_at")
+    return [dict(zip(keys, r)) for r in db.execute(
+        f"SELECT {', '.join(keys)} FROM rosters WHERE {where} ORDER BY host", (arg,)).fetchall()]
 
 
 def bracket(db, case_id, sku):
@@ -483,7 +754,7 @@ def trend(db, metric, sku, limit=20):
     """[(run_key, nvidia_driver, value)] oldest first, for the last `limit` runs having it."""
     rows = db.execute(
         "SELECT r.run_key, r.nvidia_driver, AVG(m.value) FROM metrics m JOIN runs r ON r.id = m.run_id"
-        " WHERE m.name = ? AND r.sku = ? GROUP BY r.id, r.run_key, r.nvidia_driver, r.started_at"
+        " WHERE m.name = ? AND r.sku = ? AND m.value IS NOT NULL GROUP BY r.id, r.run_key, r.nvidia_driver, r.started_at"
         " ORDER BY r.started_at DESC, r.id DESC LIMIT ?",
         (metric, sku, limit)).fetchall()
     return [tuple(r) for r in reversed(rows)]
@@ -625,12 +896,50 @@ def cli_metrics(db, args):
 
 
 def cli_import(db, args):
-    done = []
+    """Each folder on its own: what can be stored is stored, and each result is printed as it
+    happens (a batch after a node died holds folders without results.json). Exit 0 when every
+    folder is stored or was already; 1 when the database failed for one (the rest were tried);
+    2 when one was skipped (no results.json, not a results.json)."""
+    done, code = [], EXIT_OK
     for d in args.arg:
-        key, rid, new = import_run_dir(db, d)
-        done.append({"run_dir": os.path.abspath(d), "run_key": key, "run_id": rid,
-                     "result": "imported" if new else "already stored"})
-    return EXIT_OK, {"imports": done}, "\n".join(f"{x['result']}: {x['run_key']} (run {x['run_id']})" for x in done)
+        entry = {"run_dir": os.path.abspath(d)}
+        if not os.path.isfile(os.path.join(d, "results.json")):
+            entry.update(result="skipped", reason="not a run directory (no results.json)")
+            code = max(code, EXIT_USAGE) if code != EXIT_INFRA else code
+        else:
+            try:
+                key, rid, new = import_run_dir(db, d, host=args.host, night=args.night)
+                entry.update(run_key=key, run_id=rid, result="imported" if new else "already stored")
+            except HistoryError as e:
+                infra = e.infra or "results.json" not in str(e)
+                entry.update(result="failed" if infra else "skipped", reason=str(e))
+                code = EXIT_INFRA if infra else (code if code == EXIT_INFRA else EXIT_USAGE)
+        done.append(entry)
+        if not args.json:
+            line = (f"{entry['result']}: {entry['run_key']} (run {entry['run_id']})" if "run_key" in entry
+                    else f"{entry['result']}: {entry['run_dir']}: {entry['reason']}")
+            print(line, file=sys.stdout if "run_key" in entry else sys.stderr, flush=True)
+    counts = {}
+    for x in done:
+        counts[x["result"]] = counts.get(x["result"], 0) + 1
+    text = "import: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    return code, {"imports": done}, text
+
+
+def cli_migrate(db, args):
+    before = db.version()
+    migrate_to(db, SCHEMA_VERSION)
+    after = db.version()
+    return EXIT_OK, {"from": before, "to": after}, (f"migrated from schema {before} to {after}" if before != after
+                                                    else f"schema {after} is current; nothing to do")
+
+
+def cli_prune(db, args):
+    if not args.before or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", args.before):
+        raise UsageError("prune needs --before YYYY-MM-DD")
+    n, secs = prune(db, args.before)
+    return EXIT_OK, {"deleted_runs": n, "seconds": round(secs, 3), "before": args.before}, \
+        f"deleted {n} runs of nights before {args.before} in {secs:.2f} s"
 
 
 def cli_version(db, args):
@@ -648,12 +957,16 @@ def main(argv=None):
                "  bracket CASE_ID   last pass and first failure after it: the pair to bisect\n"
                "  trend METRIC      a metric's values, oldest first\n"
                "  metrics           metric names recorded\n"
-               "  import RUN_DIR... store qualify run directories (idempotent)\n"
+               "  import RUN_DIR... store qualify run directories (idempotent); a folder that cannot\n"
+               "                    be stored is listed and the others are still stored\n"
                "  version           the database's schema version\n"
+               "  migrate           apply pending schema migrations (an operator, once per upgrade)\n"
+               "  prune --before D  delete the runs of nights before D (YYYY-MM-DD)\n"
                "The SKU is --sku, else the SKU of the run named by --run, else of the latest run that has\n"
                "the case (bracket) or metric (trend), else of the latest run.\n"
                "exit codes: 0 answered; 1 the database cannot be reached or failed; 2 bad usage, no such\n"
-               "database, run, case or metric, a schema newer than this tool, not a results.json;\n"
+               "database, run, case or metric, a schema newer (PostgreSQL: older, run migrate) than this\n"
+               "tool, not a results.json, an import folder skipped;\n"
                "3 bracket: the case is failing (the bracket is printed); 4 the history holds no run")
     p.add_argument("--db", "--history", dest="db", default=None,
                    help="SQLite file or postgresql:// URL (default $PAGELOCK_HISTORY, else runs/history.sqlite)")
@@ -661,16 +974,27 @@ def main(argv=None):
     p.add_argument("--run", help="a run key: query the SKU of that run")
     p.add_argument("--limit", type=int, default=50, help="rows of runs/trend (default 50)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("query", choices=["runs", "bracket", "trend", "metrics", "import", "version"])
+    p.add_argument("--host", help="import: the host of runs whose fingerprint names none")
+    p.add_argument("--night", help="import: the night (YYYY-MM-DD) to file the runs under")
+    p.add_argument("--before", help="prune: delete runs of nights before this date (YYYY-MM-DD)")
+    p.add_argument("--statement-timeout", type=float,
+                   help="seconds (default $PAGELOCK_HISTORY_STATEMENT_TIMEOUT, else 300; 0 none)")
+    p.add_argument("--lock-timeout", type=float, help="seconds (default $PAGELOCK_HISTORY_LOCK_TIMEOUT, else 30)")
+    p.add_argument("query", choices=["runs", "bracket", "trend", "metrics", "import", "version", "migrate",
+                                     "prune"])
     p.add_argument("arg", nargs="*")
     try:
-        args = p.parse_args(argv)
+        args = p.parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:
         return EXIT_USAGE if e.code else EXIT_OK
     target = args.db or default_target()
+    for flag, name in ((args.statement_timeout, "PAGELOCK_HISTORY_STATEMENT_TIMEOUT"),
+                       (args.lock_timeout, "PAGELOCK_HISTORY_LOCK_TIMEOUT")):
+        if flag is not None:
+            os.environ[name] = str(flag)
 
     def fail(code, msg):
-        print(f"history: {msg}", file=sys.stderr)
+        print(f"history: {redact(msg)}", file=sys.stderr)
         return code
 
     if not is_url(target) and not os.path.exists(target) and args.query != "import":
@@ -679,27 +1003,27 @@ def main(argv=None):
         return fail(EXIT_USAGE, f"{args.query} needs an argument")
     if args.query in ("bracket", "trend") and len(args.arg) > 1:
         return fail(EXIT_USAGE, f"{args.query} takes one argument, got {len(args.arg)}")
-    if args.query in ("runs", "metrics", "version") and args.arg:
+    if args.query in ("runs", "metrics", "version", "migrate", "prune") and args.arg:
         return fail(EXIT_USAGE, f"{args.query} takes no argument")
-    if args.query == "import":
-        bad = [d for d in args.arg if not os.path.isfile(os.path.join(d, "results.json"))]
-        if bad:
-            return fail(EXIT_USAGE, f"not a run directory (no results.json): {', '.join(bad)}")
+    if args.query == "import" and not any(os.path.isfile(os.path.join(d, "results.json")) for d in args.arg):
+        # Nothing to store: no database is created or opened for it.
+        return fail(EXIT_USAGE, f"not a run directory (no results.json): {', '.join(args.arg)}")
     try:
-        db = connect(target)
+        db = connect(target, migrate=False if args.query == "migrate" else None)
     except HistoryError as e:
-        # A server that cannot be reached is infrastructure; a file that is no database, or a
-        # schema newer than this code, is configuration.
-        return fail(EXIT_INFRA if is_url(target) and "cannot connect" in str(e) else EXIT_USAGE, e)
+        # A server that cannot be reached, or a full disk, is infrastructure; a file that is no
+        # database, or a schema newer than this code, is configuration.
+        return fail(EXIT_INFRA if e.infra else EXIT_USAGE, e)
     try:
         code, data, text = {"runs": cli_runs, "bracket": cli_bracket, "trend": cli_trend, "metrics": cli_metrics,
-                            "import": cli_import, "version": cli_version}[args.query](db, args)
+                            "import": cli_import, "version": cli_version, "migrate": cli_migrate,
+                            "prune": cli_prune}[args.query](db, args)
     except UsageError as e:
         return fail(EXIT_USAGE, e)
     except EmptyHistory as e:
         return fail(EXIT_EMPTY, e)
-    except HistoryError as e:  # import: a results.json that is not one
-        return fail(EXIT_USAGE if "results.json" in str(e) else EXIT_INFRA, e)
+    except HistoryError as e:
+        return fail(EXIT_INFRA if e.infra or "results.json" not in str(e) else EXIT_USAGE, e)
     except Exception as e:  # noqa: BLE001 -- a database error is reported, never a traceback
         return fail(EXIT_INFRA, f"{redact(target)}: {type(e).__name__}: {str(e).strip()}")
     finally:

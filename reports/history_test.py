@@ -125,7 +125,7 @@ class Backend:
 
     def test_a_new_database_has_the_current_schema_version(self):
         self.assertEqual(self.db.version(), history.SCHEMA_VERSION)
-        self.assertEqual(history.SCHEMA_VERSION, 2)
+        self.assertEqual(history.SCHEMA_VERSION, 3)
 
     def test_a_database_of_the_predecessor_schema_is_migrated_with_its_data(self):
         old = self.old_db()
@@ -141,8 +141,8 @@ class Backend:
             old.execute(V1_METRIC, (rid, A, "h2d_pinned_GBps", 50.0 if status == "PASS" else 40.0))
         old.close()
 
-        db = history.connect(self.old_target)
-        self.assertEqual(db.version(), 2)
+        db = history.connect(self.old_target, migrate=True)
+        self.assertEqual(db.version(), history.SCHEMA_VERSION)
         self.assertEqual(self.count("runs", db), 2)
         self.assertEqual(self.count("cases", db), 4)
         last_pass, first_fail = history.bracket(db, A, "nvidia-h200")
@@ -166,7 +166,7 @@ class Backend:
         self.db.commit()
         with self.assertRaises(history.HistoryError) as e:
             history.connect(self.target)
-        self.assertIn("schema version 7 is newer than this pagelock knows (2)", str(e.exception))
+        self.assertIn("schema version 7 is newer than this pagelock knows (3)", str(e.exception))
         self.assertEqual(self.db.version(), 7)
         self.assertEqual(self.count("runs"), 1)
 
@@ -250,8 +250,84 @@ class Backend:
         self.assertIn("imported: k1", out.getvalue())
         self.assertIn("already stored: k1", out.getvalue())
         self.assertIn("not a run directory (no results.json)", err.getvalue())
-        self.assertTrue(out.getvalue().rstrip().endswith("2"))
+        self.assertTrue(out.getvalue().rstrip().endswith(str(history.SCHEMA_VERSION)))
         self.assertNotIn("Traceback", err.getvalue())
+
+    def test_baseline_auto_takes_the_run_stored_last_not_the_latest_clock(self):
+        # Issue 21 #7: a host whose clock is a day behind stores its run last; --baseline auto
+        # (history.latest_run_key) must compare against it, not against the older run.
+        self.put("clock-ok", "2026-11-30T01:00:00+00:00", {"A": "PASS"})
+        self.put("clock-behind", "2026-11-29T01:30:00+00:00", {"A": "PASS"})
+        self.assertEqual(history.latest_run_key(self.db, "nvidia-h200"), "clock-behind")
+        self.assertEqual(history.latest_run_key(self.db, "nvidia-h200", "clock-behind"), "clock-ok")
+
+    def test_a_nan_metric_is_stored_flagged_and_the_import_succeeds(self):
+        # Issue 21 #8: the run with a NaN metric reaches the history.
+        d = write_run_dir(self.tmp, "nan-run", make_run(statuses={"A": "PASS"}, metric="nan"))
+        rc, out, err = self.cli("import", d)
+        self.assertEqual(rc, 0, err)
+        row = self.db.execute("SELECT value, flag FROM metrics m JOIN runs r ON r.id = m.run_id"
+                              " WHERE r.run_key = 'nan-run'").fetchone()
+        self.assertEqual(tuple(row), (None, "NaN"))
+        self.put("after", "2026-12-01T01:00:00+00:00", {"A": "PASS"}, metric=50.0)
+        self.assertEqual([t[2] for t in history.trend(self.db, "h2d_pinned_GBps", "nvidia-h200")], [50.0])
+
+    def test_a_batch_import_stores_what_it_can_and_lists_what_it_skipped(self):
+        good = write_run_dir(self.tmp, "good", make_run(host="n1"))
+        dead = os.path.join(self.tmp, "dead-node")  # a node died: testlogs only
+        os.makedirs(os.path.join(dead, "testlogs"))
+        torn = write_run_dir(self.tmp, "torn", make_run(host="n3"))
+        with open(os.path.join(torn, "results.json"), "r+") as f:
+            f.truncate(40)
+        rc, out, err = self.cli("import", dead, good, torn)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("imported: good", out)
+        self.assertIn(f"skipped: {dead}: not a run directory (no results.json)", err)
+        self.assertIn("skipped: " + torn, err)
+        self.assertEqual(self.count("runs"), 1)
+
+    def test_a_partial_run_without_a_host_takes_the_host_and_night_given(self):
+        run = make_run(host="")
+        run.fingerprint.pop("host", None)
+        d = write_run_dir(self.tmp, "partial", run, started="2026-11-30T23:50:00+00:00")
+        rc, out, err = self.cli("import", "--host", "n2", "--night", "2026-11-30", d)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(tuple(self.db.execute("SELECT host, night FROM runs").fetchone()), ("n2", "2026-11-30"))
+
+    def test_the_night_is_taken_in_the_configured_time_zone(self):
+        os.environ["PAGELOCK_NIGHT_TZ"] = "Europe/Berlin"
+        os.environ["PAGELOCK_NIGHT_CUTOFF_HOURS"] = "12"
+        try:
+            # 22:00 and 02:00 Berlin time: one night, though the UTC date changes between them.
+            self.assertEqual(history.night_of("2026-11-30T21:00:00+00:00"), "2026-11-30")
+            self.assertEqual(history.night_of("2026-12-01T01:00:00+00:00"), "2026-11-30")
+        finally:
+            del os.environ["PAGELOCK_NIGHT_TZ"], os.environ["PAGELOCK_NIGHT_CUTOFF_HOURS"]
+        self.assertEqual(history.night_of("2026-12-01T01:00:00+00:00"), "2026-12-01")
+
+    def test_prune_deletes_the_older_nights_with_their_rows(self):
+        for night in ("2026-11-01", "2026-11-02", "2026-11-03"):
+            self.put(f"r-{night}", f"{night}T01:00:00+00:00", {"A": "PASS", "B": "FAIL"}, metric=50.0)
+        history.store_roster(self.db, "old", "2026-11-01", [{"host": "h1"}])
+        rc, out, err = self.cli("prune", "--before", "2026-11-03")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("deleted 2 runs", out)
+        self.assertEqual([r[0] for r in self.db.execute("SELECT run_key FROM runs")], ["r-2026-11-03"])
+        self.assertEqual(self.count("cases"), 2)
+        self.assertEqual(self.count("metrics"), 2)
+        self.assertEqual(self.count("rosters"), 0)
+        self.assertEqual(self.db.execute("SELECT MIN(night) FROM case_nights").fetchone()[0], "2026-11-03")
+        self.assertEqual(self.cli("prune")[0], 2)
+
+    def test_every_password_form_is_redacted(self):
+        for url, secret in [("postgresql:///fleet?host=/s&user=u&password=S3cretQ", "S3cretQ"),
+                            ("postgresql://u:pa/ss@db/x", "pa/ss"), ("postgresql://u:p@ss@db/x", "ss@"),
+                            ("host=db user=u password=kw0rd dbname=x", "kw0rd"),
+                            ("postgresql://u:secret@db:5432/x?sslmode=require", "secret")]:
+            self.assertNotIn(secret, history.redact(url), url)
+            self.assertTrue(history.has_password(url), url)
+        self.assertFalse(history.has_password("postgresql:///fleet?service=lab"))
+        self.assertEqual(history.redact("postgresql://u@db/x"), "postgresql://u@db/x")
 
 
     def cli(self, *argv):
@@ -321,6 +397,13 @@ class Backend:
             self.assertEqual(out, "")
 
 
+def call_main(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = history.main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
 class SqliteHistoryTest(Backend, unittest.TestCase):
     def new_target(self):
         return os.path.join(self.tmp, "h.sqlite")
@@ -344,6 +427,41 @@ class SqliteHistoryTest(Backend, unittest.TestCase):
         self.assertIn("no such database", err.getvalue())
         self.assertIn("junk.sqlite", err.getvalue())
         self.assertNotIn("Traceback", err.getvalue())
+
+    def test_a_full_disk_is_exit_one_and_leaves_no_empty_history(self):
+        # Reliability #19: exit 1 (infrastructure), and no 0-byte history.sqlite left behind.
+        d = write_run_dir(self.tmp, "k1", make_run())
+        mnt = os.path.join(self.tmp, "full")
+        os.makedirs(mnt)
+        if os.geteuid() != 0 or os.system(f"mount -t tmpfs -o size=64k tmpfs {mnt} 2>/dev/null") != 0:
+            self.skipTest("needs root to mount a small tmpfs")
+        try:
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                try:
+                    f.write(b"x" * (1 << 20))
+                except OSError:
+                    pass
+            target = os.path.join(mnt, "history.sqlite")
+            rc, out, err = call_main(["--db", target, "import", d])
+            self.assertEqual(rc, 1, err)
+            self.assertIn("full", err)
+            self.assertFalse(os.path.exists(target), os.listdir(mnt))
+        finally:
+            os.system(f"umount {mnt}")
+
+    def test_damage_in_the_middle_of_the_file_is_detected_before_writing(self):
+        # Reliability #19: 20 KB of random bytes at one third of the file.
+        for i in range(40):
+            self.put(f"r{i}", f"2026-11-{1 + i % 28:02d}T01:00:00", {f"C{k}": "PASS" for k in range(50)})
+        self.db.close()
+        size = os.path.getsize(self.target)
+        with open(self.target, "r+b") as f:
+            f.seek(size // 3)
+            f.write(os.urandom(20000))
+        with self.assertRaises(history.HistoryError) as e:
+            history.connect(self.target)
+        self.assertIn("malformed", str(e.exception))
+        self.db = history.connect(os.path.join(self.tmp, "fresh.sqlite"))
 
 
 class PostgresHistoryTest(Backend, unittest.TestCase):
@@ -393,6 +511,39 @@ class PostgresHistoryTest(Backend, unittest.TestCase):
         self.assertIn("cannot connect", err.getvalue())
         self.assertNotIn("secret", err.getvalue())
         self.assertNotIn("Traceback", err.getvalue())
+
+    def test_an_older_schema_is_refused_until_an_explicit_migrate(self):
+        old = self.old_db()
+        old.close()
+        with self.assertRaises(history.SchemaTooOld) as e:
+            history.connect(self.old_target)
+        self.assertIn("history.py --db URL migrate", str(e.exception))
+        rc, out, err = call_main(["--db", self.old_target, "runs"])
+        self.assertEqual(rc, 2)
+        self.assertIn("older than this pagelock", err)
+        rc, out, err = call_main(["--db", self.old_target, "migrate"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"migrated from schema 1 to {history.SCHEMA_VERSION}", out)
+        rc, out, err = call_main(["--db", self.old_target, "migrate"])
+        self.assertIn("nothing to do", out)
+
+    def test_a_lock_held_elsewhere_times_out_instead_of_waiting_forever(self):
+        import time
+        d = write_run_dir(self.tmp, "k1", make_run())
+        holder = history.connect(self.target)
+        holder.begin()
+        holder.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        try:
+            t = time.monotonic()
+            rc, out, err = call_main(["--db", self.target, "--lock-timeout", "1", "import", d])
+            took = time.monotonic() - t
+        finally:
+            holder.rollback()
+            holder.close()
+            os.environ.pop("PAGELOCK_HISTORY_LOCK_TIMEOUT", None)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("lock timeout", err)
+        self.assertLess(took, 10)
 
 
 if __name__ == "__main__":

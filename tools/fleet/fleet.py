@@ -2,28 +2,44 @@
 """pagelock fleet: nightly qualification of a GPU lab through Slurm and a shared history.
 
   tools/fleet/fleet submit --bundle DIR --shared DIR --history URL --label TEXT
-        [--tier bat|full|stress] [--seed N] [--partition P] [--constraint C]
-        [--gres gpu:<type>:<n>] [--tasks N] [--per-node] [--per-sku] [--time HH:MM:SS] [--allow-no-gpu]
+        [--tier bat|full|stress] [--seed N] [--partition P] [--constraint C] [--gres gpu[:type][:n]]
+        [--per-sku] [--time HH:MM:SS] [--night YYYY-MM-DD] [--night-tz ZONE] [--allow-no-gpu]
         [--sbatch-arg ARG]... [--dry-run] [-- QUALIFY_ARGS...]
-  tools/fleet/fleet status --shared DIR --label TEXT [--wait SECONDS]
-  tools/fleet/fleet report --history URL (--label TEXT | --night YYYY-MM-DD) [--html F] [--json F]
+  tools/fleet/fleet status --shared DIR --label TEXT [--history URL] [--wait SECONDS] [--json]
+  tools/fleet/fleet report --history URL (--label TEXT | --night YYYY-MM-DD) [--shared DIR]
+        [--html F] [--json F]
 
-submit copies the bundle's qualification tools (tools/qualify.py, the runner, reports/,
-expectations/, baselines/) next to a job script under SHARED/<label>/ and submits one Slurm job
-array: each task runs `qualify --bundle` on its node, writes its run directory under
-SHARED/<label>/runs/, then stores it in the shared history (`history.py import`, retried; when
-the database stays unreachable the run directory is kept and the task's record says so, for a
-later `reports/history.py --db URL import RUN_DIR`). Slurm does the placement, requeues tasks of
-failed nodes (--requeue) and keeps the accounting; pagelock only reads it. --per-node sizes the
-array to the nodes that match the selection (sinfo) and asks for whole nodes (--exclusive);
---per-sku submits one array per GPU type found in the selection's GRES, each with
---gres=gpu:<type>:1 (and, with --per-node, as many tasks as nodes of that type).
+submit resolves the nodes the selection targets (sinfo: partition, constraint, GRES type and
+count), leaves out drained and down nodes (listed, with Slurm's reason), and stores that roster
+in the shared history: the hosts the night expects. It stages the bundle's qualification tools
+under SHARED/<label>/ and submits ONE JOB PER NODE, pinned to it (--nodelist), named
+pagelock-node-<node> with --dependency=singleton, so Slurm can neither run two of a night's tasks
+on one node nor two nights' tasks on a node at once. A task runs `qualify --bundle`, and stores
+its run in the history with the node's name and the submission's night, also when it is
+stopped (scancel, time limit, requeue: qualify keeps the finished cases, marked INTERRUPTED); a
+requeued attempt (same node) supersedes it. The Slurm log (logs/<node>.out) appends across
+requeues. A task exits 0 when its run is stored, whatever the verdict (the verdict is in the
+history), 1 when nothing could be stored: Slurm's own failure counts are infrastructure only.
+
+status and report key every row by host of the roster: a host without a complete run is
+MISSING, with Slurm's reason (sacct --duplicates where accounting exists, else scontrol: NODE_FAIL,
+TIMEOUT, CANCELLED, requeued, pending on a dependency, node down or drained).
+
+Credentials: the history URL may not hold a password (it would be in every task's environment,
+the job's saved environment and the shared folder): use ~/.pgpass or $PGPASSFILE, or a service
+(postgresql:///?service=NAME with $PGSERVICEFILE). The URL goes to the tasks in a mode-600 file,
+never in argv; fleet.json (mode 600) holds it redacted. A SQLite history on a network file system
+is refused (its WAL mode does not work there).
 
 Exit codes:
-  submit  0 submitted (prints the job id); 1 sbatch failed; 2 bad usage
-  status  0 every task finished and its run is in the history; 1 a task failed, was lost, or its
-          run is not stored; 2 bad usage; 6 tasks still pending or running
-  report  0 written; 1 database error; 2 bad usage; 4 no run for that label or night
+  submit  0 submitted (prints one job id per node); 1 sbatch or the history failed; 2 bad usage
+  status  0 every host of the roster has a complete run in the history; 1 a host is MISSING
+          (not run, lost, interrupted, not stored, drained/down at submit); 2 bad usage;
+          6 tasks still pending or running (none missing for good yet)
+  report  0 written, every expected host qualified (or failed only as expected); 1 database
+          unreachable or failed; 2 bad usage, a schema newer (or older: migrate) than this tool;
+          3 written, a host regressed (a new failure); 4 no run and no
+          roster for that label or night; 5 written, a host is missing and none regressed
 """
 
 import argparse
@@ -48,6 +64,13 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
 # What a task needs from the repository besides the bundle.
 STAGED = ["tools/__init__.py", "tools/qualify.py", "tools/runner/__init__.py", "tools/runner/runner.py",
           "reports", "expectations", "baselines"]
+# Node states a night cannot use: left out of the roster's tasks, listed as excluded.
+UNUSABLE = ("drain", "drng", "down", "fail", "maint", "not_responding", "no_respond", "future", "power_down",
+            "powered_down", "reboot", "inval", "unknown")
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "cephfs", "beegfs", "9p",
+              "glusterfs", "afs", "panfs", "wekafs", "virtiofs")
+LIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED",
+        "REQUEUE_HOLD", "REQUEUE_FED", "SIGNALING", "STAGE_OUT")
 
 
 class UsageError(Exception):
@@ -79,65 +102,184 @@ def python_for(url):
                      f"(install Debian's python3-psycopg2; tried {', '.join(cands)})")
 
 
-def run_cmd(argv, timeout=60):
+def run_cmd(argv, timeout=60, env=None):
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except FileNotFoundError:
         return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: not found (is slurm-client installed?)")
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(argv, 124, "", f"{argv[0]}: no answer in {timeout} s")
 
 
-def matching_nodes(args):
-    """Nodes of the selection, from sinfo: [(name, features, gres)]."""
-    cmd = ["sinfo", "-h", "-N", "-o", "%N|%f|%G|%P"]
-    if args.partition:
-        cmd += ["-p", args.partition]
-    r = run_cmd(cmd)
-    if r.returncode != 0:
-        raise UsageError(f"sinfo failed: {r.stderr.strip()}")
-    nodes = {}
-    want_feature = args.constraint
-    want_gres = args.gres.split(":")[1] if args.gres and args.gres.count(":") >= 1 else None
-    for line in r.stdout.splitlines():
-        name, feats, gres, _ = (line.split("|") + ["", "", ""])[:4]
-        if want_feature and not re.fullmatch(r"[A-Za-z0-9_.-]+", want_feature):
-            pass  # an expression (a|b, a&b): leave it to Slurm
-        elif want_feature and want_feature not in feats.split(","):
+GRES_RE = re.compile(r"gpu(?::([A-Za-z][A-Za-z0-9_.-]*))?(?::(\d+))?")
+
+
+def parse_gres(spec):
+    """'gpu:h200:2' -> ('h200', 2); 'gpu:1' -> (None, 1); 'gpu:h200' -> ('h200', 1); 'gpu' -> (None, 1)."""
+    m = GRES_RE.fullmatch(spec or "")
+    if not m:
+        raise UsageError(f"--gres {spec!r}: expected gpu, gpu:<n>, gpu:<type> or gpu:<type>:<n>")
+    count = int(m.group(2)) if m.group(2) else 1
+    if count < 1:
+        raise UsageError(f"--gres {spec!r}: the count must be >= 1")
+    return m.group(1), count
+
+
+def node_gpus(gres):
+    """{type or '': count} of an sinfo GRES field: 'gpu:h200:4(S:0-1),gpu:a100:2,gpu:1'."""
+    out = {}
+    for part in (gres or "").split(","):
+        fields = part.split("(")[0].split(":")
+        if fields[0] != "gpu":
             continue
-        if want_gres and f"gpu:{want_gres}" not in gres:
-            continue
-        nodes[name] = (name, feats, gres)
-    return sorted(nodes.values())
+        typ, n = "", 1
+        if len(fields) == 2:
+            if fields[1].isdigit():
+                n = int(fields[1])
+            else:
+                typ = fields[1]
+        elif len(fields) >= 3:
+            typ, n = fields[1], int(fields[2]) if fields[2].isdigit() else 1
+        out[typ] = out.get(typ, 0) + n
+    return out
 
 
 def gpu_types(gres):
     """GPU types in an sinfo GRES field: 'gpu:h200:4(S:0-1),gpu:a100:2' -> ['h200', 'a100']."""
-    out = []
-    for part in gres.split(","):
-        fields = part.split("(")[0].split(":")
-        if fields[0] == "gpu" and len(fields) >= 3:
-            out.append(fields[1])
-    return out
+    return [t for t in node_gpus(gres) if t]
+
+
+def gres_matches(gres_field, want_type, want_count):
+    have = node_gpus(gres_field)
+    n = have.get(want_type, 0) if want_type else sum(have.values())
+    return n >= want_count
+
+
+def sku_of_node(features, gres):
+    for f in (features or "").split(","):
+        if f.startswith("nvidia-"):
+            return f
+    types = gpu_types(gres)
+    return f"nvidia-{types[0]}" if types else None
+
+
+def unusable(state):
+    st = (state or "").lower()
+    return st.endswith("*") or any(w in st for w in UNUSABLE)
+
+
+def select_nodes(args, run=run_cmd):
+    """(targets, excluded): the nodes of the selection from sinfo, each {host, features, gres,
+    sku, state, reason}; drained, down and not-responding nodes go to `excluded`."""
+    cmd = ["sinfo", "-h", "-N", "-o", "%N|%f|%G|%P|%T|%E"]
+    if args.partition:
+        cmd += ["-p", args.partition]
+    r = run(cmd)
+    if r.returncode != 0:
+        raise UsageError(f"sinfo failed: {r.stderr.strip()}")
+    want_type, want_count = parse_gres(args.gres) if args.gres else (None, 0)
+    feature = args.constraint
+    simple_feature = feature and re.fullmatch(r"[A-Za-z0-9_.-]+", feature)
+    nodes = {}
+    for line in r.stdout.splitlines():
+        name, feats, gres, _, state, reason = (line.split("|") + [""] * 5)[:6]
+        if not name or name in nodes:
+            continue  # a node in two partitions is listed twice
+        if simple_feature and feature not in feats.split(","):
+            continue
+        if args.gres and not gres_matches(gres, want_type, want_count):
+            continue
+        nodes[name] = {"host": name, "features": feats, "gres": gres, "sku": sku_of_node(feats, gres),
+                       "state": state, "reason": reason if reason not in ("none", "") else None}
+    targets = [n for n in nodes.values() if not unusable(n["state"])]
+    excluded = [dict(n, reason=f"{n['state']}" + (f" ({n['reason']})" if n["reason"] else "")) for n in nodes.values()
+                if unusable(n["state"])]
+    return sorted(targets, key=lambda n: n["host"]), sorted(excluded, key=lambda n: n["host"])
+
+
+def filesystem_type(path, mounts="/proc/mounts"):
+    """The type of the file system holding `path` (the longest mount point above it)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        with open(mounts) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 3:
+                    continue
+                point = parts[1].replace("\\040", " ")
+                if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+                    best, kind = point, parts[2]
+    except OSError:
+        pass
+    return kind
+
+
+def check_history_target(target, mounts="/proc/mounts"):
+    """A fleet history must be reachable from every node and safe to share: no password in the
+    URL, no SQLite file on a network file system."""
+    if history.is_url(target):
+        if history.has_password(target):
+            raise UsageError(
+                f"--history {history.redact(target)}: the URL holds a password, which would reach every task's "
+                "environment, Slurm's saved job environment and the shared folder. Put it in ~/.pgpass or a "
+                "$PGPASSFILE (mode 600), or use a service: postgresql:///?service=NAME with $PGSERVICEFILE")
+        return
+    kind = filesystem_type(os.path.dirname(os.path.abspath(target)) or ".", mounts)
+    if kind.split(".")[0] in NETWORK_FS or kind.startswith("fuse.") or kind in ("fuse", "nfsd"):
+        raise UsageError(
+            f"--history {target}: a SQLite file on a network file system ({kind}); SQLite's WAL mode, which the "
+            "history uses, does not work there. Use a PostgreSQL history for the fleet (docs/fleet.md)")
+
+
+def night_in(tz):
+    """Today's date in the time zone `tz` (IANA name), the night a submission stands for."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if tz and tz != "UTC":
+        try:
+            import zoneinfo
+            now = now.astimezone(zoneinfo.ZoneInfo(tz))
+        except Exception:  # noqa: BLE001
+            raise UsageError(f"--night-tz {tz!r}: not a time zone this Python knows (e.g. Europe/Berlin)") from None
+    return now.date().isoformat()
 
 
 JOB_SCRIPT = r"""#!/bin/bash
-# pagelock fleet task, written by tools/fleet/fleet submit. One Slurm array task = one
-# qualification of this node; its run directory goes under RUNS, then into the shared history.
+# pagelock fleet task, written by tools/fleet/fleet submit. One Slurm job = one qualification of
+# one node of the roster; its run directory goes under RUNS/<node>/, then into the shared history,
+# also when the task is stopped (scancel, time limit, requeue). Plain bash 4.2 (RHEL 7): no empty
+# "${{a[@]}}" under set -u, no mapfile -d, no ${{x@Q}}.
 set -u
 STAGE={stage}
 RUNS={runs}
-TASKS={tasks}
 PY={python}
-HISTORY={history}
-task="${{SLURM_ARRAY_JOB_ID:-${{SLURM_JOB_ID:-0}}}}_${{SLURM_ARRAY_TASK_ID:-0}}"
+NODE={node}
+NIGHT={night}
+# The history URL is in a mode-600 file, never in argv (every user can read /proc/*/cmdline).
+PAGELOCK_HISTORY="$(cat {history_file})"
+export PAGELOCK_HISTORY
 host="$(hostname -s)"
-out="$RUNS/$task-$host"
-mkdir -p "$out" "$TASKS"
-echo "pagelock fleet: task $task on $host -> $out"
+job="${{SLURM_JOB_ID:-0}}"
+attempt=$(( ${{SLURM_RESTART_COUNT:-0}} + 1 ))
+out="$RUNS/$NODE"
+mkdir -p "$out"
+echo "pagelock fleet: job $job attempt $attempt on $host (roster node $NODE, night $NIGHT) -> $out $(date -u +%FT%TZ)"
+stopped=""
+trap 'stopped=TERM' TERM
+trap 'stopped=INT' INT
+# USR1 (sbatch --signal=B:USR1@SECONDS) reaches only this shell: pass it on as a TERM.
+trap 'stopped=USR1; kill -TERM "$qpid" 2>/dev/null' USR1
 "$PY" "$STAGE/tools/qualify.py" --bundle {bundle} --out "$out" --no-history --retries {retries} \
-  --label {label} --tier {tier} {seed} {allow_no_gpu} {extra}
-rc=$?
+  --label {label} --tier {tier} {seed} {allow_no_gpu} {extra} &
+qpid=$!
+rc=0
+wait "$qpid" || rc=$?
+# A trapped signal ends `wait` early; qualify got the signal too (Slurm signals every process of
+# the job) and is writing its partial run: wait for it.
+while kill -0 "$qpid" 2>/dev/null; do
+  rc=0
+  wait "$qpid" || rc=$?
+done
 imported=none
 dirs=()
 for d in "$out"/*/; do
@@ -146,27 +288,21 @@ for d in "$out"/*/; do
 done
 if [ ${{#dirs[@]}} -gt 0 ]; then
   imported=failed
-  for attempt in 1 2 3; do
-    if "$PY" "$STAGE/reports/history.py" --db "$HISTORY" import "${{dirs[@]}}"; then
+  for try in 1 2 3; do
+    if "$PY" "$STAGE/reports/history.py" import --host "$NODE" --night "$NIGHT" "${{dirs[@]}}"; then
       imported=ok; break
     fi
+    [ -n "$stopped" ] && break  # Slurm kills the job KillWait seconds after the signal
     sleep {retry_pause}
   done
 fi
-"$PY" - "$TASKS/$task.json" "$task" "$host" "$rc" "$imported" "${{dirs[@]}}" <<'EOF'
-import json, os, sys, datetime
-path, task, host, rc, imported = sys.argv[1:6]
-json.dump({{"task": task, "host": host, "qualify_exit": int(rc), "imported": imported,
-           "run_dirs": sys.argv[6:], "partition": os.environ.get("SLURM_JOB_PARTITION"),
-           "gpus": os.environ.get("SLURM_JOB_GPUS") or os.environ.get("CUDA_VISIBLE_DEVICES"),
-           "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}},
-          open(path + ".tmp", "w"))
-import os; os.replace(path + ".tmp", path)
-EOF
+echo "pagelock fleet: qualify exit $rc, history import $imported${{stopped:+, stopped by SIG$stopped}} $(date -u +%FT%TZ)"
 if [ "$imported" = failed ]; then
-  echo "pagelock fleet: the history is unreachable; run later: $PY $STAGE/reports/history.py --db URL import ${{dirs[*]}}" >&2
+  echo "pagelock fleet: the history is unreachable; later, with PAGELOCK_HISTORY set: $PY $STAGE/reports/history.py import --host $NODE --night $NIGHT ${{dirs[*]}}" >&2
 fi
-exit $rc
+# 0: the run is stored (its verdict is in the history); 1: nothing stored (infrastructure).
+[ "$imported" = ok ] && exit 0
+exit 1
 """
 
 
@@ -183,151 +319,243 @@ def stage_tools(stage):
             raise UsageError(f"{src} is missing: run fleet from a pagelock checkout")
 
 
+def write_private(path, text):
+    """Writes a file only its owner can read (fleet.json, the history URL), atomically."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def task_env():
+    """The submitter's environment without secrets: sbatch exports it to every job, and Slurm
+    keeps a copy with the job."""
+    env = dict(os.environ)
+    for k in ("PAGELOCK_HISTORY", "PGPASSWORD"):
+        env.pop(k, None)
+    return env
+
+
 def cmd_submit(args):
     if not os.path.isfile(os.path.join(args.bundle, "manifest.json")):
         raise UsageError(f"--bundle {args.bundle}: no manifest.json (build one with tools/bundle.py)")
-    if args.gres and not re.fullmatch(r"gpu(:[A-Za-z0-9_.-]+)?:\d+", args.gres):
-        raise UsageError(f"--gres {args.gres!r}: expected gpu:<type>:<n> or gpu:<n>")
-    if args.tasks is not None and args.tasks < 1:
-        raise UsageError("--tasks must be >= 1")
+    if args.gres:
+        parse_gres(args.gres)
+    if args.tasks is not None:
+        raise UsageError("--tasks is gone: a night has one task per node of the selection (the roster); "
+                         "select nodes with --partition/--constraint/--gres")
+    if args.night and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", args.night):
+        raise UsageError(f"--night {args.night!r}: expected YYYY-MM-DD")
+    if args.python and not os.access(args.python, os.X_OK):
+        raise UsageError(f"--python {args.python}: not an executable here (the nodes need the same path)")
+    check_history_target(args.history)
+    night = args.night or night_in(args.night_tz)
     py = args.python or python_for(args.history)
+    targets, excluded = select_nodes(args)
+    if not targets:
+        raise UsageError("no usable node matches the selection (sinfo: partition/constraint/gres)"
+                         + (f"; excluded: {', '.join(n['host'] + ' ' + n['reason'] for n in excluded)}" if excluded else ""))
     shared = os.path.abspath(args.shared)
     base = os.path.join(shared, slug(args.label))
-    stage, runs, tasks = (os.path.join(base, x) for x in ("pagelock", "runs", "tasks"))
-    os.makedirs(runs, exist_ok=True)
-    os.makedirs(tasks, exist_ok=True)
-    os.makedirs(os.path.join(base, "logs"), exist_ok=True)
-
-    n = args.tasks or 1
-    submissions = [(args.gres, n)]
-    if args.per_node or args.per_sku:
-        nodes = matching_nodes(args)
-        if not nodes:
-            raise UsageError("no node matches the selection (sinfo: partition/constraint/gres)")
-        submissions = [(args.gres, len(nodes) if args.per_node else n)]
-        if args.per_sku:  # one array per GPU type found in the nodes' GRES
-            types = sorted({t for _, _, gres in nodes for t in gpu_types(gres)})
-            if not types:
-                raise UsageError("--per-sku: no node of the selection has a typed GPU GRES (gpu:<type>:<n>)")
-            submissions = [(f"gpu:{t}:1", len([x for x in nodes if t in gpu_types(x[2])]) if args.per_node else n)
-                           for t in types]
+    stage, runs = os.path.join(base, "pagelock"), os.path.join(base, "runs")
+    for d in (runs, os.path.join(base, "logs")):
+        os.makedirs(d, exist_ok=True)
     stage_tools(stage)
+    history_file = os.path.join(base, "history.url")
+    write_private(history_file, os.path.abspath(args.history) if not history.is_url(args.history) else args.history)
     bundle = os.path.abspath(args.bundle)
     q = shlex.quote
-    script = JOB_SCRIPT.format(
-        stage=q(stage), runs=q(runs), tasks=q(tasks), python=q(py), history=q(args.history),
-        bundle=q(bundle), retries=int(args.retries), label=q(args.label), tier=q(args.tier),
-        seed=f"--seed {int(args.seed)}" if args.seed is not None else "",
-        allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
-        extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
-    job = os.path.join(base, "job.sh")
-    with open(job, "w") as f:
-        f.write(script)
-    os.chmod(job, 0o700)  # the history URL may hold a password
-
-    state_path = os.path.join(base, "fleet.json")
-    state = {}
-    if os.path.exists(state_path):
-        with open(state_path) as f:
-            state = json.load(f)
-    for gres, n in submissions:
-        sb = ["sbatch", "--parsable", f"--job-name=pagelock-{slug(args.label)}"[:60], f"--array=0-{n - 1}",
-              "--requeue", f"--output={os.path.join(base, 'logs', '%A_%a.out')}", f"--time={args.time}",
-              "--ntasks=1"]
+    for n in excluded:
+        say(f"excluded {n['host']}: {n['reason']} (listed as MISSING in status and report)", err=True)
+    jobs = []
+    for n in targets:
+        script = JOB_SCRIPT.format(
+            stage=q(stage), runs=q(runs), python=q(py), node=q(n["host"]), night=q(night),
+            history_file=q(history_file), bundle=q(bundle), retries=int(args.retries), label=q(args.label),
+            tier=q(args.tier), seed=f"--seed {int(args.seed)}" if args.seed is not None else "",
+            allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
+            extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
+        job = os.path.join(base, f"job-{slug(n['host'])}.sh")
+        with open(job, "w") as f:
+            f.write(script)
+        os.chmod(job, 0o700)
+        gres = args.gres
+        if args.per_sku and not gres and gpu_types(n["gres"]):
+            gres = f"gpu:{gpu_types(n['gres'])[0]}:1"
+        sb = ["sbatch", "--parsable", f"--job-name=pagelock-node-{n['host']}", "--dependency=singleton",
+              f"--nodelist={n['host']}", "--nodes=1", "--ntasks=1", "--exclusive", "--requeue",
+              "--open-mode=append", f"--output={os.path.join(base, 'logs', slug(n['host']) + '.out')}",
+              f"--time={args.time}"]
         if args.partition:
             sb.append(f"--partition={args.partition}")
         if args.constraint:
             sb.append(f"--constraint={args.constraint}")
         if gres:
             sb.append(f"--gres={gres}")
-        if args.per_node:
-            sb.append("--exclusive")  # whole nodes: tasks of one array spread over the nodes
         sb += args.sbatch_arg + [job]
-        if args.dry_run:
+        jobs.append((n, sb))
+    if args.dry_run:
+        for n, sb in jobs:
             print(" ".join(q(a) for a in sb))
-            continue
-        r = run_cmd(sb, timeout=120)
-        if r.returncode != 0:
-            say(f"sbatch failed (exit {r.returncode}): {r.stderr.strip()}", err=True)
-            return EXIT_FAIL
-        job_id = r.stdout.strip().split(";")[0]
-        state.setdefault("jobs", []).append({
-            "job_id": job_id, "tasks": n, "gres": gres, "submitted_at":
-            datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "sbatch": sb, "history": history.redact(args.history)})
-        state.update(label=args.label, shared=base)
-        with open(state_path + ".tmp", "w") as f:
-            json.dump(state, f, indent=1)
-        os.replace(state_path + ".tmp", state_path)
-        say(f"submitted job array {job_id} ({n} task{'s' if n > 1 else ''}{', ' + gres if gres else ''}) "
-            f"for label {args.label!r}")
-        print(job_id)
-    return EXIT_OK
+        return EXIT_OK
+    # The roster goes into the history before any task can report: a host that never reports is
+    # then MISSING, not absent.
+    try:
+        db = history.connect(args.history)
+    except history.HistoryError as e:
+        say(f"cannot store the roster: {e}", err=True)
+        return EXIT_FAIL
+    state = {"label": args.label, "night": night, "night_tz": args.night_tz or "UTC", "shared": base,
+             "history": history.redact(args.history), "jobs": [], "excluded": excluded}
+    state_path = os.path.join(base, "fleet.json")
+    roster_rows = [dict(n, state="excluded") for n in excluded]
+    rc = EXIT_OK
+    try:
+        for n, sb in jobs:
+            r = run_cmd(sb, timeout=120, env=task_env())
+            if r.returncode != 0:
+                say(f"sbatch for {n['host']} failed (exit {r.returncode}): {r.stderr.strip()}", err=True)
+                roster_rows.append(dict(n, state="not submitted", reason=f"sbatch: {r.stderr.strip()[:200]}"))
+                rc = EXIT_FAIL
+                continue
+            job_id = r.stdout.strip().split(";")[0]
+            state["jobs"].append({"node": n["host"], "job_id": job_id, "sku": n["sku"], "sbatch": sb,
+                                  "submitted_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                                      timespec="seconds")})
+            roster_rows.append(dict(n, state="expected", reason=None, job_id=job_id))
+            print(job_id)
+        history.store_roster(db, args.label, night, roster_rows)
+    except history.HistoryError as e:
+        say(f"the jobs are submitted but the roster could not be stored: {e}", err=True)
+        rc = EXIT_FAIL
+    finally:
+        db.close()
+        write_private(state_path, json.dumps(state, indent=1))
+    say(f"submitted {len(state['jobs'])} job(s), one per node, for label {args.label!r}, night {night}; "
+        f"roster {len(roster_rows)} host(s), {len(excluded)} excluded")
+    return rc
 
 
-def live_tasks(job_id):
-    """{task id 'JOB_IDX': (state, node, reason)} from squeue (pending and running tasks)."""
-    r = run_cmd(["squeue", "-h", "-r", "-j", job_id, "-o", "%i|%T|%N|%r"])
+def slurm_jobs(job_ids):
+    """{job id: {state, reason, node, restarts, exit}} for the jobs, newest attempt; from squeue
+    (live), sacct --duplicates (every attempt, where accounting exists) and scontrol (jobs that
+    ended less than MinJobAge ago), in that order of trust."""
     out = {}
-    if r.returncode != 0:
-        return out, r.stderr.strip()
-    for line in r.stdout.splitlines():
-        tid, st, node, reason = (line.split("|") + ["", "", ""])[:4]
-        out[tid] = (st, node, reason)
-    return out, None
-
-
-def accounting(job_id):
-    """{task id: (state, exit code, node)} from sacct, when the cluster keeps accounting."""
-    r = run_cmd(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode,NodeList"])
-    out = {}
+    if not job_ids:
+        return out
+    ids = ",".join(job_ids)
+    r = run_cmd(["sacct", "-n", "-P", "-X", "--duplicates", "-j", ids, "-o", "JobID,State,ExitCode,NodeList,Reason"])
     if r.returncode == 0:
         for line in r.stdout.splitlines():
-            parts = line.split("|")
-            if len(parts) >= 4:
-                out[parts[0]] = (parts[1], parts[2], parts[3])
+            p = (line.split("|") + [""] * 4)[:5]
+            jid = p[0].split("_")[0]
+            x = out.setdefault(jid, {"attempts": 0})
+            x["attempts"] += 1
+            x.update(state=p[1].split()[0] if p[1] else "", exit=p[2], node=p[3], reason=p[4], source="sacct")
+    for jid in job_ids:
+        if jid in out and out[jid].get("state") not in LIVE:
+            continue
+        r = run_cmd(["scontrol", "-o", "show", "job", jid])
+        if r.returncode != 0 or "JobState=" not in r.stdout:
+            continue
+        f = dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+        x = out.setdefault(jid, {})
+        x.update(state=f.get("JobState", ""), reason=f.get("Reason", ""), node=f.get("NodeList", ""),
+                 exit=f.get("ExitCode", ""), restarts=int(f.get("Restarts", "0") or 0), source="scontrol")
     return out
 
 
-def task_status(base):
+def node_states(nodes):
+    r = run_cmd(["sinfo", "-h", "-N", "-o", "%N|%T|%E"])
+    out = {}
+    if r.returncode == 0:
+        for line in r.stdout.splitlines():
+            name, st, reason = (line.split("|") + ["", ""])[:3]
+            if name in nodes:
+                out[name] = (st, reason if reason != "none" else "")
+    return out
+
+
+def slurm_words(job, node_state):
+    """Slurm's account of a job, in a few words: 'NODE_FAIL', 'PENDING (Dependency)', 'requeued 1
+    time', 'node n2 down*: Not responding'."""
+    words = []
+    if job:
+        st = job.get("state") or "?"
+        reason = job.get("reason") or ""
+        words.append(st + (f" ({reason})" if reason and reason not in ("None", "none") else ""))
+        if job.get("restarts"):
+            words.append(f"requeued {job['restarts']} time(s)")
+        if job.get("attempts", 0) > 1:
+            words.append(f"{job['attempts']} attempts in accounting")
+    else:
+        words.append("Slurm no longer knows the job (no accounting; MinJobAge passed)")
+    if node_state and unusable(node_state[0]):
+        words.append(f"node {node_state[0]}" + (f": {node_state[1]}" if node_state[1] else ""))
+    return "; ".join(words)
+
+
+def night_status(base, target=None):
+    """(state, rows): one row per host of the roster, from the history (the final attempt) and
+    Slurm (jobs still queued, and why a host has no complete run)."""
     with open(os.path.join(base, "fleet.json")) as f:
         state = json.load(f)
-    done = {}
-    tdir = os.path.join(base, "tasks")
-    for name in os.listdir(tdir) if os.path.isdir(tdir) else []:
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(tdir, name)) as f:
-                    rec = json.load(f)
-                done[rec["task"]] = rec
-            except (OSError, ValueError, KeyError):
-                pass
+    target = target or _history_of(base)
+    db = history.connect(target)
+    try:
+        roster = history.roster(db, label=state["label"])
+        runs = fleet_report.select_runs(db, label=state["label"])
+    finally:
+        db.close()
+    if not roster:  # the roster could not be stored: fall back to fleet.json
+        roster = [{"host": j["node"], "sku": j.get("sku"), "state": "expected", "job_id": j["job_id"]}
+                  for j in state.get("jobs", [])] + [dict(n, state="excluded") for n in state.get("excluded", [])]
+    jobs = slurm_jobs([h["job_id"] for h in roster if h.get("job_id")])
+    nodes = node_states({h["host"] for h in roster})
+    final = {r["host"]: r for r in runs}
     rows = []
-    for job in state.get("jobs", []):
-        live, err = live_tasks(job["job_id"])
-        acct = accounting(job["job_id"])
-        for i in range(job["tasks"]):
-            tid = f"{job['job_id']}_{i}"
-            rec = done.get(tid)
-            if tid in live and live[tid][0] not in ("COMPLETED",):
-                st, node, reason = live[tid]
-                rows.append({"task": tid, "state": st, "node": node, "detail": reason})
-            elif rec:
-                ok = rec["imported"] == "ok"
-                rows.append({"task": tid, "state": "DONE" if ok else "NOT_STORED", "node": rec["host"],
-                             "gpus": rec.get("gpus"), "partition": rec.get("partition"),
-                             "qualify_exit": rec["qualify_exit"], "imported": rec["imported"],
-                             "run_dirs": rec["run_dirs"],
-                             "detail": f"qualify exit {rec['qualify_exit']}, history import {rec['imported']}"})
-            elif tid in acct:
-                st, code, node = acct[tid]
-                rows.append({"task": tid, "state": st, "node": node, "detail": f"sacct exit {code}, no task record"})
-            elif any(k.startswith(job["job_id"]) and "[" in k for k in live):
-                rows.append({"task": tid, "state": "PENDING", "node": "", "detail": "array not yet expanded"})
-            else:
-                rows.append({"task": tid, "state": "LOST", "node": "",
-                             "detail": "not in the queue and no task record (see logs/)" + (f"; squeue: {err}" if err else "")})
+    for h in roster:
+        host, r, job = h["host"], final.get(h["host"]), jobs.get(h.get("job_id") or "")
+        row = {"host": host, "sku": h.get("sku"), "job_id": h.get("job_id")}
+        node_bad = host in nodes and unusable(nodes[host][0])
+        if h["state"] != "expected":
+            row.update(state="MISSING", detail=f"{h['state']} at submit: {h.get('reason') or ''}".strip())
+        elif r and not fleet_report.is_interrupted(r["verdict"]) and not fleet_report.is_infra(r["verdict"]):
+            row.update(state="DONE", verdict=r["verdict"], attempts=r["attempts"], run_key=r["run_key"],
+                       detail=f"{r['verdict']}, attempt {r['attempts']}")
+        elif job and job.get("state") in LIVE and not (node_bad and job.get("state") == "PENDING"):
+            row.update(state=job["state"], detail=slurm_words(job, nodes.get(host))
+                       + (f"; earlier attempt {r['verdict']}" if r else ""))
+        else:
+            why = ("no run stored" if not r else
+                   f"final attempt {r['verdict']} after {r['n_cases'] or 0} cases (run {r['run_key']})")
+            kept = _unstored_runs(os.path.join(base, "runs", host), r)
+            row.update(state="MISSING", detail=f"{why}; Slurm: {slurm_words(job, nodes.get(host))}"
+                       + (f"; run folders not in the history (import them): {', '.join(kept)}" if kept else ""))
+            row["slurm"] = slurm_words(job, nodes.get(host))
+        rows.append(row)
     return state, rows
+
+
+def _unstored_runs(folder, final):
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if os.path.isfile(os.path.join(folder, name, "results.json")) and (not final or final["run_key"] != name):
+            out.append(os.path.join(folder, name))
+    return out[-3:]
+
+
+def _history_of(base):
+    path = os.path.join(base, "history.url")
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        raise UsageError(f"{path}: cannot read the history of this submission; pass --history") from None
 
 
 def cmd_status(args):
@@ -336,24 +564,31 @@ def cmd_status(args):
         raise UsageError(f"no submission for label {args.label!r} under {args.shared} (no fleet.json)")
     deadline = time.monotonic() + (args.wait or 0)
     while True:
-        state, rows = task_status(base)
-        running = [r for r in rows if r["state"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING",
-                                                      "REQUEUED", "RESIZING", "SUSPENDED")]
+        try:
+            state, rows = night_status(base, args.history)
+        except history.HistoryError as e:
+            say(str(e), err=True)
+            return EXIT_FAIL
+        running = [r for r in rows if r["state"] in LIVE]
         if not running or time.monotonic() >= deadline:
             break
         time.sleep(2)
+    missing = [r for r in rows if r["state"] == "MISSING"]
     if args.json:
-        print(json.dumps({"label": state.get("label"), "tasks": rows}, indent=1))
+        print(json.dumps({"label": state.get("label"), "night": state.get("night"), "hosts": rows,
+                          "missing": len(missing), "running": len(running)}, indent=1))
     else:
         for r in rows:
-            print(f"{r['task']:>14}  {r['state']:<11} {r['node'] or '-':<16} {r['detail']}")
+            print(f"{r['host']:<16} {r['state']:<10} job {r.get('job_id') or '-':<8} {r['detail']}")
         counts = {}
         for r in rows:
             counts[r["state"]] = counts.get(r["state"], 0) + 1
-        print("tasks: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+        print("hosts: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    if missing:
+        return EXIT_FAIL
     if running:
         return EXIT_RUNNING
-    return EXIT_OK if all(r["state"] == "DONE" for r in rows) else EXIT_FAIL
+    return EXIT_OK
 
 
 def cmd_report(args):
@@ -363,15 +598,25 @@ def cmd_report(args):
         raise UsageError(f"--night {args.night!r}: expected YYYY-MM-DD")
     if not history.is_url(args.history) and not os.path.exists(args.history):
         raise UsageError(f"--history {args.history}: no such database")
+    reasons = {}
+    if args.shared and args.label:  # Slurm's account of the hosts without a complete run
+        base = os.path.join(os.path.abspath(args.shared), slug(args.label))
+        if os.path.exists(os.path.join(base, "fleet.json")):
+            try:
+                _, rows = night_status(base, args.history)
+                reasons = {r["host"]: r.get("slurm") or r["detail"] for r in rows if r["state"] != "DONE"}
+            except history.HistoryError:
+                pass
     try:
         db = history.connect(args.history)
     except history.HistoryError as e:
-        say(str(e), err=True)
-        return EXIT_FAIL
+        say(str(e), err=True)  # as history.py: unreachable 1; a schema newer or older, not a database 2
+        return EXIT_FAIL if e.infra else EXIT_USAGE
     try:
-        data = fleet_report.fleet_data(db, label=args.label, night=None if args.label else args.night)
+        data = fleet_report.fleet_data(db, label=args.label, night=None if args.label else args.night,
+                                       slurm_reasons=reasons, health_nights=args.health_nights)
     except Exception as e:  # noqa: BLE001 -- a database error is a message, not a traceback
-        say(f"{history.redact(args.history)}: {type(e).__name__}: {str(e).strip()}", err=True)
+        say(f"{history.redact(args.history)}: {type(e).__name__}: {history.redact(str(e).strip())}", err=True)
         return EXIT_FAIL
     finally:
         db.close()
@@ -384,35 +629,46 @@ def cmd_report(args):
     verdicts = {}
     for r in data["runs"]:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-    say(f"{data['hosts']} hosts: " + (", ".join(f"{k}={v}" for k, v in sorted(verdicts.items(), key=str)) or "none")
-        + f"; {len(data['problems'])} problem case groups; {len(data['coverage_lost'])} hosts lost coverage"
-        + f" ({data['timings_s'].get('total', 0):.2f} s)")
-    if not data["runs"]:
+    say(f"{data['hosts']} hosts" + (f" of {data['roster']} expected" if data["roster"] else "") + ": "
+        + (", ".join(f"{k}={v}" for k, v in sorted(verdicts.items(), key=str)) or "none")
+        + f"; {len(data['missing'])} missing; {len(data['new'])} new regression groups, {len(data['known'])} known"
+        + f"; {len(data['coverage_lost'])} hosts lost coverage ({data['timings_s'].get('total', 0):.2f} s)")
+    for m in data["missing"]:
+        say(f"MISSING {m['host']}: {m['reason']}", err=True)
+    for h in data.get("health", []):
+        if h["drain"]:
+            say(f"DRAIN recommended for {h['host']}: {h['advice']}", err=True)
+    if not data["runs"] and not data["roster"]:
         say(f"no run for {'label ' + repr(args.label) if args.label else 'night ' + args.night}", err=True)
         return EXIT_EMPTY
-    return EXIT_OK
+    return fleet_report.exit_code(data)
 
 
 def parser():
     p = argparse.ArgumentParser(prog="tools/fleet/fleet", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("submit", help="submit a Slurm job array that qualifies the lab's GPU nodes")
+    s = sub.add_parser("submit", help="store the night's roster and submit one Slurm job per GPU node of the selection")
     s.add_argument("--bundle", required=True, help="a bundle (tools/bundle.py) on a path every node sees")
     s.add_argument("--shared", required=True, help="shared folder for run directories, logs and tasks")
     s.add_argument("--history", default=history.default_target(),
-                   help="postgresql:// URL (or a SQLite file on shared storage); default $PAGELOCK_HISTORY")
+                   help="postgresql:// URL without a password (~/.pgpass, $PGPASSFILE or ?service=NAME);"
+                        " default $PAGELOCK_HISTORY. A SQLite file only on a local file system (one node)")
     s.add_argument("--label", required=True, help="names the night/change; the fleet report selects by it")
     s.add_argument("--tier", default="full", choices=["bat", "full", "stress"])
     s.add_argument("--seed", type=int)
     s.add_argument("--retries", type=int, default=2)
     s.add_argument("--partition")
     s.add_argument("--constraint", help="Slurm node features, e.g. nvidia-h200")
-    s.add_argument("--gres", help="gpu:<type>:<n>, e.g. gpu:h200:1")
-    s.add_argument("--tasks", type=int, help="array size (default 1)")
-    s.add_argument("--per-node", action="store_true", help="one task per node of the selection (sinfo)")
+    s.add_argument("--gres", help="gpu, gpu:<n>, gpu:<type> or gpu:<type>:<n>: nodes with at least that many")
+    s.add_argument("--tasks", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--per-node", action="store_true", help="(the default now: one job per node of the selection)")
     s.add_argument("--per-sku", action="store_true",
-                   help="one array per GPU type in the selection's GRES (--gres=gpu:<type>:1 each)")
+                   help="without --gres: each node's job asks for one GPU of its own type (gpu:<type>:1)")
+    s.add_argument("--night", help="the night this submission stands for (default: today in --night-tz)")
+    s.add_argument("--night-tz", default=os.environ.get("PAGELOCK_NIGHT_TZ") or "UTC",
+                   help="IANA time zone of the night's date (default $PAGELOCK_NIGHT_TZ, else UTC); a run that "
+                        "crosses midnight stays in its submission's night")
     s.add_argument("--time", default="04:00:00", help="time limit per task (default 04:00:00)")
     s.add_argument("--allow-no-gpu", action="store_true", help="passed to qualify (CI, self-tests)")
     s.add_argument("--python", help="interpreter on the nodes (default: one here that can open the history)")
@@ -420,15 +676,19 @@ def parser():
     s.add_argument("--sbatch-arg", action="append", default=[], help="extra sbatch argument (repeatable)")
     s.add_argument("--dry-run", action="store_true", help="stage and print the sbatch command only")
     s.add_argument("qualify_args", nargs="*", help="after --: more qualify arguments")
-    st = sub.add_parser("status", help="follow the job array")
+    st = sub.add_parser("status", help="one row per host of the roster: DONE, PENDING/RUNNING or MISSING with why")
     st.add_argument("--shared", required=True)
     st.add_argument("--label", required=True)
+    st.add_argument("--history", help="default: the submission's own (SHARED/<label>/history.url)")
     st.add_argument("--wait", type=float, default=0, help="poll until every task ended, at most this many seconds")
     st.add_argument("--json", action="store_true")
     r = sub.add_parser("report", help="the fleet report from the shared history")
     r.add_argument("--history", default=history.default_target())
     r.add_argument("--label")
-    r.add_argument("--night", help="YYYY-MM-DD (UTC date the runs started)")
+    r.add_argument("--night", help="YYYY-MM-DD: the night the runs were submitted for")
+    r.add_argument("--shared", help="the submission's shared folder: Slurm's reasons for missing hosts")
+    r.add_argument("--health-nights", type=int, default=fleet_report.HEALTH_NIGHTS,
+                   help=f"per-host flakiness window in nights (default {fleet_report.HEALTH_NIGHTS})")
     r.add_argument("--html")
     r.add_argument("--json")
     return p
