@@ -7,7 +7,7 @@
 // The values are chosen so that a 64-bit operation done on 32 bits decides differently: the
 // GEQ and EQ waits start with the awaited value's low half already in the word (a 32-bit wait
 // would pass at once), and the AND and NOR masks live in the high half (a 32-bit wait would never
-// pass).
+// pass); wait_values_test shows it for every comparison.
 //
 // CUDA 13.0 Driver API reference (cuda.h, CUstreamWaitValue_flags): GEQ "Wait until
 // (int32_t)(*addr - value) >= 0 (or int64_t for 64 bit values)", EQ "Wait until *addr == value",
@@ -42,6 +42,7 @@
 #include "fixtures/seed.h"
 #include "fixtures/time_scale.h"
 #include "suites/hostkinds/host_kinds.h"
+#include "suites/streammemops/wait_values.h"
 
 namespace pagelock {
 namespace {
@@ -50,54 +51,14 @@ using kinds::HostBuffer;
 using kinds::HostKind;
 using kinds::HostKindName;
 
-enum class Op { kGeq, kEq, kAnd, kNor };
-const Op kOps[] = {Op::kGeq, Op::kEq, Op::kAnd, Op::kNor};
-
-std::string OpName(Op o) {
-  switch (o) {
-    case Op::kGeq: return "GEQ";
-    case Op::kEq: return "EQ";
-    case Op::kAnd: return "AND";
-    case Op::kNor: return "NOR";
-  }
-  return "Unknown";
-}
-
-unsigned OpFlag(Op o) {
-  switch (o) {
-    case Op::kGeq: return CU_STREAM_WAIT_VALUE_GEQ;
-    case Op::kEq: return CU_STREAM_WAIT_VALUE_EQ;
-    case Op::kAnd: return CU_STREAM_WAIT_VALUE_AND;
-    case Op::kNor: return CU_STREAM_WAIT_VALUE_NOR;
-  }
-  return CU_STREAM_WAIT_VALUE_GEQ;
-}
+using memops64::kOps;
+using memops64::Op;
+using memops64::OpFlag;
+using memops64::OpName;
+using memops64::ValuesFor;
+using memops64::WaitValues;
 
 std::string VariantName(Op op, bool flush) { return OpName(op) + (flush ? "_Flush" : "_NoFlush"); }
-
-// The awaited value, the word's value before (the wait must hold), the value the host thread
-// stores (it must pass), and a value that passes any correct comparison (the rescue).
-struct WaitValues {
-  uint64_t value, initial, release, rescue;
-};
-WaitValues ValuesFor(Op op, uint64_t r) {
-  constexpr uint64_t kHigh = 0xFFFFFFFF00000000ull;
-  switch (op) {
-    case Op::kGeq:  // low halves equal: a 32-bit GEQ passes at once
-      return {r, r - (uint64_t{1} << 33), r + 1 + (r >> 56), r};
-    case Op::kEq:  // differs in bit 40 only
-      return {r, r ^ (uint64_t{1} << 40), r, r};
-    case Op::kAnd: {  // the mask in the high half; bit 45 always in it
-      const uint64_t v = (r | (uint64_t{1} << 45)) & kHigh;
-      return {v, ~v, ~v | (uint64_t{1} << 45), ~uint64_t{0}};
-    }
-    case Op::kNor: {  // low half all ones, bit 50 never in it: only bit 50 can pass
-      const uint64_t v = ((r & kHigh) & ~(uint64_t{1} << 50)) | 0xFFFFFFFFull;
-      return {v, ~v, ~v & ~(uint64_t{1} << 50), 0};
-    }
-  }
-  return {};
-}
 
 constexpr size_t kBytes = 4096;
 constexpr size_t kWordOff = 0, kDoneOff = 64, kWriterWordOff = 128, kWriterDoneOff = 192;
