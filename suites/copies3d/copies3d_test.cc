@@ -16,7 +16,9 @@
 // assumed to be unsigned char." cudaMemcpy2DToArray: "Copies a matrix (height rows of width
 // bytes each) from the memory area pointed to by src to the CUDA array dst starting at hOffset
 // rows and wOffset bytes from the upper left corner"; cudaMemcpy2DFromArray likewise from the
-// array. Rule ids refer to suites/rules.tsv (R90, R91).
+// array. The driver's cuMemcpy3D(Async) between every host kind and pitched device memory, and
+// with a host offset beside an array, whose unit the driver names in bytes. Rule ids refer to
+// suites/rules.tsv (R90, R91).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -411,6 +413,173 @@ INSTANTIATE_TEST_SUITE_P(EveryHostKind, ArrayCopyTest,
                          ::testing::Combine(::testing::Values(Api::kSync, Api::kAsync),
                                             ::testing::ValuesIn(kinds::AllHostKinds())),
                          ArrayName);
+
+// ---- The driver's cuMemcpy3D(Async) --------------------------------------------------------
+// CUDA 13.0 Driver API reference, cuMemcpy3D: "srcXInBytes, srcY and srcZ specify the base
+// address of the source data for the copy. For host pointers, the starting address is
+//   void* Start = (void*)((char*)srcHost+(srcZ*srcHeight+srcY)*srcPitch + srcXInBytes);
+// For device pointers, ... srcDevice+(srcZ*srcHeight+srcY)*srcPitch+srcXInBytes. For CUDA
+// arrays, srcXInBytes must be evenly divisible by the array element size." "WidthInBytes, Height
+// and Depth specify the width (in bytes), height and depth of the 3D copy being performed."
+
+class DriverCopy3DTest : public DriverApiGpuTest, public ::testing::WithParamInterface<std::tuple<Api, HostKind>> {
+ protected:
+  void SetUp() override {
+    DriverApiGpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (kinds::IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  }
+  Api api() const { return std::get<0>(GetParam()); }
+  HostKind kind() const { return std::get<1>(GetParam()); }
+  CUresult Copy(const CUDA_MEMCPY3D& c, cudaStream_t s) {
+    if (api() == Api::kSync) return d.cuMemcpy3D(&c);  // copy-check: the callers compare every byte
+    const CUresult r = d.cuMemcpy3DAsync(&c, reinterpret_cast<CUstream>(s));  // copy-check: the callers compare every byte
+    return r != CUDA_SUCCESS ? r : (cudaStreamSynchronize(s) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+  }
+};
+
+void HostEnd(CUDA_MEMCPY3D* c, bool source, unsigned char* host, const Layout& l, Pos p) {
+  if (source) {
+    c->srcMemoryType = CU_MEMORYTYPE_HOST;
+    c->srcHost = host;
+    c->srcXInBytes = p.x, c->srcY = p.y, c->srcZ = p.z;
+    c->srcPitch = l.pitch, c->srcHeight = l.rows;
+  } else {
+    c->dstMemoryType = CU_MEMORYTYPE_HOST;
+    c->dstHost = host;
+    c->dstXInBytes = p.x, c->dstY = p.y, c->dstZ = p.z;
+    c->dstPitch = l.pitch, c->dstHeight = l.rows;
+  }
+}
+
+void DeviceEnd(CUDA_MEMCPY3D* c, bool source, const cudaPitchedPtr& dev, size_t rows) {
+  if (source) {
+    c->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c->srcDevice = reinterpret_cast<CUdeviceptr>(dev.ptr);
+    c->srcPitch = dev.pitch, c->srcHeight = rows;
+  } else {
+    c->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c->dstDevice = reinterpret_cast<CUdeviceptr>(dev.ptr);
+    c->dstPitch = dev.pitch, c->dstHeight = rows;
+  }
+}
+
+TEST_P(DriverCopy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
+  PAGELOCK_RULE("R90");
+  const uint32_t seed = static_cast<uint32_t>(CaseRng()());
+  OwnedStream stream;
+  ASSERT_CUDA_OK(stream.status());
+  for (const Box& b : Shapes()) {
+    SCOPED_TRACE(ShapeName(b));
+    const Layout sl = SourceLayout(b);
+    auto src = MakeHost(kind(), sl.bytes());
+    ASSERT_NE(src, nullptr);
+    const std::vector<unsigned char> src_model = kinds::PatternBytes(sl.bytes(), seed);
+    std::memcpy(src->host(), src_model.data(), sl.bytes());
+    DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
+    ASSERT_CUDA_OK(dev.status());
+    const Layout dl{dev.get().pitch, b.h, b.d};
+    ASSERT_CUDA_OK(cudaMemset(dev.get().ptr, kGuard, dev.bytes()));  // copy-check: compared with the model below
+    CUDA_MEMCPY3D c{};
+    HostEnd(&c, true, src->host(), sl, SourcePos());
+    DeviceEnd(&c, false, dev.get(), b.h);
+    c.WidthInBytes = b.w, c.Height = b.h, c.Depth = b.d;
+    ASSERT_CU_OK(Copy(c, stream.get()));
+
+    std::vector<unsigned char> got(dl.bytes());
+    ASSERT_CUDA_OK(cudaMemcpy(got.data(), dev.get().ptr, got.size(), cudaMemcpyDeviceToHost));  // copy-check: next line
+    std::vector<unsigned char> want(dl.bytes(), kGuard);
+    ModelCopy(&want, dl, Pos{}, src_model, sl, SourcePos(), b);
+    std::string where;
+    EXPECT_EQ(CountModelMismatches(got.data(), want, dl, &where), 0u)
+        << "device pitch " << dl.pitch << ", first difference at " << where;
+  }
+}
+
+TEST_P(DriverCopy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingElse) {
+  PAGELOCK_RULE("R90");
+  const uint32_t seed = static_cast<uint32_t>(CaseRng()());
+  OwnedStream stream;
+  ASSERT_CUDA_OK(stream.status());
+  for (const Box& b : Shapes()) {
+    SCOPED_TRACE(ShapeName(b));
+    DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
+    ASSERT_CUDA_OK(dev.status());
+    const Layout sl{dev.get().pitch, b.h, b.d};
+    const std::vector<unsigned char> dev_model = kinds::PatternBytes(sl.bytes(), seed);
+    ASSERT_CUDA_OK(cudaMemcpy(dev.get().ptr, dev_model.data(), sl.bytes(), cudaMemcpyHostToDevice));  // copy-check: the 3D copy's result below depends on it
+    const Layout dl = DestLayout(b);
+    auto dst = MakeHost(kind(), dl.bytes());
+    ASSERT_NE(dst, nullptr);
+    std::memset(dst->host(), kGuard, dl.bytes());
+    CUDA_MEMCPY3D c{};
+    DeviceEnd(&c, true, dev.get(), b.h);
+    HostEnd(&c, false, dst->host(), dl, DestPos());
+    c.WidthInBytes = b.w, c.Height = b.h, c.Depth = b.d;
+    ASSERT_CU_OK(Copy(c, stream.get()));
+
+    std::vector<unsigned char> want(dl.bytes(), kGuard);
+    ModelCopy(&want, dl, DestPos(), dev_model, sl, Pos{}, b);
+    std::string where;
+    EXPECT_EQ(CountModelMismatches(dst->host(), want, dl, &where), 0u) << "first difference at " << where;
+  }
+}
+
+// Beside a CUDA array the driver's host offset is in bytes by name (srcXInBytes / dstXInBytes):
+// 4 bytes into a host row, into and out of an array of 4-byte elements.
+TEST_P(DriverCopy3DTest, HostXInBytesBesideAnArrayIsCountedInBytes) {
+  PAGELOCK_RULE("R90");
+  const uint32_t seed = static_cast<uint32_t>(CaseRng()());
+  OwnedStream stream;
+  ASSERT_CUDA_OK(stream.status());
+  constexpr size_t kWidth = 16, kCopied = 8, kOffset = 4;  // elements, elements, bytes
+  Array32 arr(kWidth, 1, 1);
+  ASSERT_CUDA_OK(arr.status());
+  const Layout row{kWidth * kElem + 32, 1, 1};
+  auto zero = MakeHost(kind(), row.bytes());
+  auto src = MakeHost(kind(), row.bytes());
+  auto back = MakeHost(kind(), row.bytes());
+  ASSERT_TRUE(zero && src && back);
+  std::memset(zero->host(), 0, row.bytes());
+  const auto src_model = FillHost(*src, row, seed);
+  std::memset(back->host(), kGuard, row.bytes());
+
+  CUDA_MEMCPY3D c{};
+  HostEnd(&c, true, zero->host(), row, Pos{});
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  c.dstArray = reinterpret_cast<CUarray>(arr.get());
+  c.WidthInBytes = kWidth * kElem, c.Height = 1, c.Depth = 1;
+  ASSERT_CU_OK(Copy(c, stream.get())) << "zero the array";
+  HostEnd(&c, true, src->host(), row, Pos{kOffset, 0, 0});
+  c.WidthInBytes = kCopied * kElem;
+  ASSERT_CU_OK(Copy(c, stream.get())) << "host bytes from offset 4 into the array";
+  CUDA_MEMCPY3D back_c{};
+  back_c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  back_c.srcArray = reinterpret_cast<CUarray>(arr.get());
+  HostEnd(&back_c, false, back->host(), row, Pos{kOffset + 1, 0, 0});
+  back_c.WidthInBytes = kWidth * kElem, back_c.Height = 1, back_c.Depth = 1;
+  ASSERT_CU_OK(Copy(back_c, stream.get())) << "the array to host bytes from offset 5";
+
+  const Layout arr_l{kWidth * kElem, 1, 1};
+  std::vector<unsigned char> array_model(arr_l.bytes(), 0);
+  ModelCopy(&array_model, arr_l, Pos{}, src_model, row, Pos{kOffset, 0, 0}, Box{kCopied * kElem, 1, 1});
+  std::vector<unsigned char> want(row.bytes(), kGuard);
+  ModelCopy(&want, row, Pos{kOffset + 1, 0, 0}, array_model, arr_l, Pos{}, Box{kWidth * kElem, 1, 1});
+  std::string where;
+  EXPECT_EQ(CountModelMismatches(back->host(), want, row, &where), 0u) << "first difference at " << where;
+}
+
+// The driver's entry point over one kind of each family (the runtime's cases cover every kind),
+// which keeps the binary near a second on an H200.
+INSTANTIATE_TEST_SUITE_P(OneKindOfEachFamily, DriverCopy3DTest,
+                         ::testing::Combine(::testing::Values(Api::kSync, Api::kAsync),
+                                            ::testing::Values(HostKind::kHostAllocDefault,
+                                                              HostKind::kHostAllocMappedWriteCombined,
+                                                              HostKind::kRegisteredMalloc, HostKind::kRegisteredMemfd)),
+                         [](const ::testing::TestParamInfo<std::tuple<Api, HostKind>>& info) {
+                           return std::string(std::get<0>(info.param) == Api::kSync ? "CuMemcpy3D" : "CuMemcpy3DAsync") +
+                                  "_" + HostKindName(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace pagelock
