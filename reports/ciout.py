@@ -2,29 +2,46 @@
 style results.csv and failures.csv.
 
 JUnit (`junit.xml`, one file per run, written by qualify into the run folder and by
-`report.py --junit`). Jenkins' `junit`, GitLab's `artifacts:reports:junit` and most CI count
-`<failure>` and `<error>`; this file carries the *final* verdict, so:
-  REGRESSION (raw FAIL)                  <failure>, message = the meaningful line
-  REGRESSION (CRASH, TIMEOUT, INFRA_ERROR, MISSING)  <error>
+`report.py --junit`). It validates against the Jenkins xUnit plugin's JUnit schema
+(reports/testdata/junit-10.xsd; junit_schema_test.py checks every file it can find). Jenkins'
+`junit`, GitLab's `artifacts:reports:junit` and most CI count `<failure>` and `<error>`; this
+file carries the *final* verdict, so:
+  REGRESSION (raw FAIL)                  <failure>, message = the one-line reason; every further
+                                         failed attempt a <rerunFailure> (Maven Surefire)
+  REGRESSION (CRASH, TIMEOUT, INFRA_ERROR, MISSING)  <error> (+ <rerunError> per further attempt)
   COVERAGE_LOST, DROPPED                 <failure> (the verdict blocks on them)
-  FLAKE, KNOWN_FLAKE                     passes; every attempt and the first failure in system-out
+  FLAKE, KNOWN_FLAKE                     passes, with one <flakyFailure> (<flakyError> for a
+                                         crash or timeout) per failed attempt: Surefire's
+                                         convention, which the Flaky Test Handler and
+                                         action-junit-report count as flaky
   EXPECTED_FAIL, KNOWN_COVERAGE_LOSS     <skipped> with the expectation and its bug link
   UNEXPECTED_PASS                        passes; system-out says the expectation is stale
   NOT_SUPPORTED, SKIP                    <skipped> with the reason
 Without a comparison (report.py on bazel-testlogs) the raw status decides: FAIL is <failure>,
-CRASH/TIMEOUT/INFRA_ERROR/MISSING are <error>, a case that passed on a retry passes.
+CRASH/TIMEOUT/INFRA_ERROR/MISSING are <error>, a case that passed on a retry is a flaky pass.
+Every <testsuite> (one per Bazel target) has `time` (the sum of its cases), `hostname`,
+`timestamp` when the run's start is known, and <properties>: GPU, driver, CUDA runtime and
+driver API versions, run seed, and SKU, label and harness commit when qualify knows them.
+The schema has no `skipped` on <testsuites>: only each <testsuite> counts its skipped cases.
 
 results.csv: `case,status,duration` for every case (deqp-runner's columns and status names:
 Pass, Fail, Crash, Timeout, Skip, Flake, KnownFlake, ExpectedFail, UnexpectedImprovement(Pass),
 Missing, Warn; NOT_SUPPORTED is Skip, INFRA_ERROR is Crash; results.json keeps our statuses).
-failures.csv: `case,status` for every case whose final status is a failure (expected ones
-included), deqp-runner's format that can be checked in as the next fails list.
+failures.csv: `case,status`, no header, the *unexpected* results only, as deqp-runner writes it:
+regressions (Fail, Crash, Timeout, Missing), unexpected passes (UnexpectedImprovement(Pass)),
+and lost coverage (Missing: exercised in the baseline, no result now). Expected failures and
+flakes are not in it, so a QUALIFIED run's failures.csv is empty. Without a comparison every
+failing case is unexpected. (expectations-update.txt proposes the entries to add.)
 """
 
+import csv
+import io
+import os
+import re
 import xml.etree.ElementTree as ET
 
 from reports import model
-from reports.htmlreport import headline
+from reports.htmlreport import headline, reason_line
 from reports.model import Change, Status
 
 JUNIT_NAME = "junit.xml"
@@ -37,12 +54,19 @@ DEQP = {Status.PASS: "Pass", Status.WARN: "Warn", Status.NOT_SUPPORTED: "Skip", 
 DEQP_CHANGE = {Change.FLAKE: "Flake", Change.KNOWN_FLAKE: "KnownFlake", Change.EXPECTED_FAIL: "ExpectedFail",
                Change.UNEXPECTED_PASS: "UnexpectedImprovement(Pass)"}
 
+# Fingerprint keys carried as <property> on every <testsuite>: (property name, fingerprint key).
+SUITE_PROPERTIES = (("gpu", "gpu0_name"), ("gpu_count", "gpu_count"), ("driver", "nvidia_driver"),
+                    ("cuda_driver_version", "cuda_driver_version"),
+                    ("cuda_runtime_version", "cuda_runtime_version"), ("host", "host"))
+INFO_PROPERTIES = (("sku", "sku"), ("label", "label"), ("tier", "tier"), ("run_key", "run_key"))
 
-def _csv_field(text):
-    text = str(text)
-    if any(ch in text for ch in ',"\n\r'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
+
+def _csv_lines(rows):
+    """CSV text by the csv module (quoting ids with commas or quotes), '\\n' line ends."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerows(rows)
+    return buf.getvalue()
 
 
 def deqp_status(case, change=None):
@@ -55,21 +79,117 @@ def deqp_status(case, change=None):
 
 def results_csv(run, comp=None):
     status = comp.status if comp is not None else {}
-    lines = [f"{_csv_field(c.id)},{deqp_status(c, status.get(c.id))},{c.seconds:.3f}"
-             for c in sorted(run.cases, key=lambda c: c.id)]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return _csv_lines((cid, deqp_status(c, status.get(cid)), f"{c.seconds:.3f}") for cid, c in _by_id(run))
+
+
+def _by_id(run):
+    """[(id, case)] sorted by id, each id computed once."""
+    return sorted(((c.id, c) for c in run.cases), key=lambda ic: ic[0])
+
+
+def unexpected_status(case, change):
+    """deqp-runner's failures.csv status of a case, or None when the result was expected."""
+    if change is None:
+        return DEQP[case.status] if case.status.is_fail else None
+    change = Change(str(change))
+    if change == Change.REGRESSION:
+        return DEQP[case.status]
+    if change == Change.UNEXPECTED_PASS:
+        return "UnexpectedImprovement(Pass)"
+    if change == Change.COVERAGE_LOST:
+        return "Missing"
+    return None
 
 
 def failures_csv(run, comp=None):
+    """The unexpected results, `case,status`, no header (deqp-runner's failures.csv)."""
     status = comp.status if comp is not None else {}
-    lines = [f"{_csv_field(c.id)},{DEQP[c.status]}" for c in sorted(run.cases, key=lambda c: c.id)
-             if c.status.is_fail and status.get(c.id) != Change.KNOWN_FLAKE]
-    return "\n".join(lines) + ("\n" if lines else "")
+    rows = []
+    for cid, c in _by_id(run):
+        st = unexpected_status(c, status.get(cid) if comp is not None else None)
+        if st:
+            rows.append((cid, st))
+    if comp is not None:
+        covered = set(comp.dropped_covered)
+        rows += [(cid, "Missing") for cid in sorted(comp.dropped) if cid not in covered]
+    return _csv_lines(rows)
+
+
+def expectations_update(run, comp):
+    """The failing cases as expectation entries (expectations-update.txt): a drop-in starting
+    point. A `fail` entry carries message= (the one-line reason, as a glob), so the same case
+    failing for another reason later is a REGRESSION, as the README recommends."""
+    from reports.compare import FINGERPRINT_PREFIX
+    lines = ["# failures of this run, in expectations syntax (add bug= links before committing)"]
+    for c in run.cases:
+        st = comp.status.get(c.id)
+        if c.status.is_fail and st != Change.KNOWN_FLAKE:
+            why = one_line(c)
+            glob = _message_glob(c.message)
+            msg = f" message={glob}" if glob else ""
+            lines.append(f"fail {c.id} status={c.status}{msg} bug=TODO  # {why[:100]}")
+        if st == Change.FLAKE:
+            lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
+        if st == Change.COVERAGE_LOST:
+            lines.append(f"coverage {c.id} bug=TODO  # {comp.notes.get(c.id, '')}")
+    for i in comp.dropped:
+        if i not in comp.dropped_covered:
+            lines.append(f"coverage {i} bug=TODO  # dropped: in the baseline, not in this run")
+    for key, st, why in comp.machine:
+        if st == Change.COVERAGE_LOST and key != FINGERPRINT_PREFIX + "device_status":
+            lines.append(f"coverage {key} bug=TODO  # {why}")
+    return "\n".join(lines) + "\n"
+
+
+def _message_glob(message):
+    """A message= glob for an expectation: the first words of the raw message's first meaningful
+    line (expectations match message= against the raw message, not the headline), with digits
+    and glob characters wildcarded so the same failure with other values still matches, and
+    no spaces (an entry is split on them)."""
+    said = _verbatim_reason(message)
+    if not said:
+        return ""
+    words = re.sub(r"[0-9*?\[\]]+", "*", said).split()[:6]
+    glob = re.sub(r"\*+", "*", "*".join(words))
+    return f"*{glob}*".replace("**", "*") if glob else ""
+
+
+_GTEST_WORDS = ("Expected equality of these values:", "Value of:", "Expected:", "Which is:", "Actual:")
+
+
+def _verbatim_reason(message):
+    """The reason as the raw message has it: the test's own streamed explanation (headline's
+    lead), else the first line that is not gtest's wording."""
+    from reports.htmlreport import meaningful_lines
+    lead = headline(message).split(" — ", 1)[0].strip()
+    if lead and lead in message and not lead.startswith(_GTEST_WORDS):
+        return lead
+    for line in meaningful_lines(message):
+        if not line.strip().startswith(_GTEST_WORDS) and not line.startswith("  "):
+            return line.strip()
+    return ""
+
+
+def one_line(case):
+    """The case's one-line reason (the model's reason, else the message's meaningful line)."""
+    return reason_line(case)
+
+
+def _without_status(text, status):
+    """'CRASH: killed by SIGSEGV' -> 'killed by SIGSEGV' when the status is CRASH: the message
+    attribute names the status once."""
+    for prefix in (f"{status}: ", f"{status} "):
+        if text.upper().startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _clean(text):
     """XML 1.0 cannot carry most control characters: a test's raw output is shown, not lost."""
-    return "".join(ch if ch in "\t\n\r" or ord(ch) >= 0x20 else f"\\x{ord(ch):02x}" for ch in str(text))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def _out(case, extra=""):
@@ -86,92 +206,162 @@ def _out(case, extra=""):
     return "\n".join(parts)
 
 
-def junit_xml(run, comp=None, name="pagelock"):
-    """The JUnit document (text) of the run's final verdicts."""
-    status = comp.status if comp is not None else {}
-    notes = comp.notes if comp is not None else {}
-    root = ET.Element("testsuites", name=name)
-    suites, counts = {}, {}
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+ALWAYS = ("gpu", "driver", "cuda_runtime_version")  # 'unknown' when the run did not record them
 
-    def suite_of(target):
-        if target not in suites:
-            suites[target] = ET.SubElement(root, "testsuite", name=target[2:] if target.startswith("//") else target)
-            counts[target] = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        return suites[target]
 
-    def add(target, classname, casename, seconds, kind=None, message="", body="", out=""):
-        s, n = suite_of(target), counts.setdefault(target, {})
-        tc = ET.SubElement(s, "testcase", classname=_clean(classname), name=_clean(casename),
+def _suite_properties(run, info):
+    """GPU, driver, CUDA runtime and seed always ('unknown' when not recorded: a run from
+    bazel-testlogs without a fingerprint), then what else is known."""
+    fp = run.fingerprint
+    props = [(name, fp.get(key) or "unknown") for name, key in SUITE_PROPERTIES
+             if fp.get(key) or name in ALWAYS]
+    seed = (info or {}).get("seed") or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
+    props.append(("seed", str(seed) if seed else "unknown"))
+    commit = ((info or {}).get("bundle") or {}).get("commit")
+    if commit:
+        props.append(("harness_commit", commit))
+    props += [(name, str(info[key])) for name, key in INFO_PROPERTIES if (info or {}).get(key)]
+    return props
+
+
+class _Doc:
+    """The <testsuites> tree being built, with the counts the schema wants on each suite."""
+
+    def __init__(self, name, run, info):
+        self.root = ET.Element("testsuites", name=name)
+        self.suites, self.counts = {}, {}
+        self.properties = _suite_properties(run, info)
+        self.host = run.fingerprint.get("host", "")
+        self.timestamp = (info or {}).get("started_at", "")
+
+    def suite(self, target):
+        if target not in self.suites:
+            s = ET.SubElement(self.root, "testsuite", name=target[2:] if target.startswith("//") else target)
+            if self.properties:  # always: GPU, driver, runtime and seed at least
+                props = ET.SubElement(s, "properties")
+                for k, v in self.properties:
+                    ET.SubElement(props, "property", name=k, value=_clean(v))
+            self.suites[target] = s
+            self.counts[target] = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+        return self.suites[target]
+
+    def case(self, target, classname, casename, seconds, kind=None, message="", body="", out="",
+             reruns=()):
+        """One <testcase>; reruns: [(element, type, message, text)] (rerunFailure, flakyFailure...)."""
+        suite = self.suite(target)
+        n = self.counts[target]
+        tc = ET.SubElement(suite, "testcase", classname=_clean(classname), name=_clean(casename),
                            time=f"{seconds:.3f}")
         if kind:
             el = ET.SubElement(tc, kind, message=_clean(message[:500]))
             if body:
                 el.text = _clean(body)
-            key = {"failure": "failures", "error": "errors", "skipped": "skipped"}[kind]
-            n[key] += 1
-            totals[key] += 1
+            n[{"failure": "failures", "error": "errors", "skipped": "skipped"}[kind]] += 1
+        for tag, type_, msg, text in reruns:
+            el = ET.SubElement(tc, tag, type=type_, message=_clean(msg[:500]))
+            if text:
+                ET.SubElement(el, "stackTrace").text = _clean(text)
         if out:
             ET.SubElement(tc, "system-out").text = _clean(out)
         n["tests"] += 1
-        totals["tests"] += 1
+        n["time"] += seconds
 
-    for c in sorted(run.cases, key=lambda c: c.id):
-        ch = status.get(c.id)
+    def text(self):
+        totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+        for target, s in self.suites.items():
+            for k, v in self.counts[target].items():
+                s.set(k, f"{v:.3f}" if k == "time" else str(v))
+                if k in totals:
+                    totals[k] += v
+            if self.host:
+                s.set("hostname", self.host)
+            if self.timestamp:
+                s.set("timestamp", self.timestamp)
+        for k, v in totals.items():
+            self.root.set(k, f"{v:.3f}" if k == "time" else str(v))
+        ET.indent(self.root)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(self.root, encoding="unicode") + "\n"
+
+
+def _attempt_elements(case, final_failed):
+    """Surefire's elements for the attempts other than the one the verdict reports: a failing
+    case's further failed attempts are rerunFailure/rerunError; a case that passed in the end
+    gets one flakyFailure/flakyError per failed attempt."""
+    failed = [a for a in case.attempts if a.is_fail]
+    if final_failed:
+        failed = failed[1:]
+        tag = ("rerunFailure", "rerunError")
+        msg, text = one_line(case), case.message
+    else:
+        tag = ("flakyFailure", "flakyError")
+        text = case.first_failure
+        msg = headline(text) if text else "failed, then passed on retry"
+    return [(tag[0] if a == Status.FAIL else tag[1], str(a), _without_status(msg, a), text) for a in failed]
+
+
+def junit_xml(run, comp=None, name="pagelock", info=None):
+    """The JUnit document (text) of the run's final verdicts. info: qualify's run info (seed,
+    SKU, label, commit, start time) for the suites' properties."""
+    status = comp.status if comp is not None else {}
+    notes = comp.notes if comp is not None else {}
+    doc = _Doc(name, run, info)
+    for cid, c in _by_id(run):
+        ch = status.get(cid)
         ch = Change(str(ch)) if ch is not None else None
         classname = f"{c.target[2:]}.{c.suite}".replace("/", ".").replace(":", ".")
-        msg = headline(c.message) if c.message else ""
+        msg = _without_status(one_line(c), c.status) if c.message or c.reason or c.first_failure else ""
         prefix = f"[{ch}] " if ch else ""
         if ch in (Change.EXPECTED_FAIL, Change.KNOWN_COVERAGE_LOSS):
-            add(c.target, classname, c.name, c.seconds, "skipped",
-                f"{ch}: {c.status} as expected ({notes.get(c.id, 'no bug link')})", c.message, _out(c))
+            doc.case(c.target, classname, c.name, c.seconds, "skipped",
+                     f"{ch}: {c.status} as expected ({notes.get(cid, 'no bug link')})"
+                     + (f": {msg}" if msg else ""), c.message, _out(c))
         elif ch == Change.COVERAGE_LOST:
-            add(c.target, classname, c.name, c.seconds, "failure",
-                f"{prefix}{c.status} now, exercised in the baseline: {c.reason or msg}",
-                notes.get(c.id, ""), _out(c))
+            doc.case(c.target, classname, c.name, c.seconds, "failure",
+                     f"{prefix}{c.status} now, exercised in the baseline: {msg}",
+                     notes.get(cid, ""), _out(c))
         elif c.status.is_fail and ch not in (Change.KNOWN_FLAKE,):
             kind = "failure" if c.status == Status.FAIL else "error"
-            add(c.target, classname, c.name, c.seconds, kind, f"{prefix}{c.status}: {msg}", c.message, _out(c))
+            doc.case(c.target, classname, c.name, c.seconds, kind, f"{prefix}{c.status}: {msg}", c.message,
+                     _out(c), _attempt_elements(c, True))
         elif c.status in (Status.NOT_SUPPORTED, Status.SKIP):
-            add(c.target, classname, c.name, c.seconds, "skipped", f"{c.status}: {c.reason or msg}")
+            doc.case(c.target, classname, c.name, c.seconds, "skipped", f"{c.status}: {msg}")
         else:
             extra = ""
             if ch == Change.UNEXPECTED_PASS:
-                extra = f"UNEXPECTED_PASS: a fail expectation says it fails ({notes.get(c.id, '')}); update it"
-            elif ch in (Change.FLAKE, Change.KNOWN_FLAKE) or c.flaky:
+                extra = f"UNEXPECTED_PASS: a fail expectation says it fails ({notes.get(cid, '')}); update it"
+            elif ch in (Change.FLAKE, Change.KNOWN_FLAKE) or (len(c.attempts) > 1 and c.flaky):
                 extra = f"{ch or 'FLAKE'}: failed, then passed on retry"
-            add(c.target, classname, c.name, c.seconds, out=_out(c, extra) if (extra or c.logs) else "")
+            flaky = len(c.attempts) > 1 and c.flaky
+            doc.case(c.target, classname, c.name, c.seconds, out=_out(c, extra) if (extra or c.logs) else "",
+                     reruns=_attempt_elements(c, False) if flaky else ())
     if comp is not None:
-        covered = set(comp.dropped_covered)
-        for cid in comp.dropped:
-            try:
-                parsed = model.CaseId.parse(cid)
-            except ValueError:
-                continue
-            classname = f"{parsed.target[2:]}.{parsed.suite}".replace("/", ".").replace(":", ".")
-            if cid in covered:
-                add(parsed.target, classname, parsed.case, 0.0, "skipped",
-                    "KNOWN_COVERAGE_LOSS: in the baseline, not in this run; an expectation names it")
-            else:
-                add(parsed.target, classname, parsed.case, 0.0, "failure",
-                    "[DROPPED] in the baseline, not in this run")
-        for key, ch, why in comp.machine:
-            if str(ch) == str(Change.COVERAGE_LOST):
-                add("//(machine)", "(machine)", key, 0.0, "failure", f"[COVERAGE_LOST] {why}")
-    for target, s in suites.items():
-        for k, v in counts[target].items():
-            s.set(k, str(v))
-    for k, v in totals.items():
-        root.set(k, str(v))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        _dropped_and_machine(doc, comp)
+    return doc.text()
 
 
-def write(run_dir, run, comp=None):
+def _dropped_and_machine(doc, comp):
+    covered = set(comp.dropped_covered)
+    for cid in comp.dropped:
+        try:
+            parsed = model.CaseId.parse(cid)
+        except ValueError:
+            continue
+        classname = f"{parsed.target[2:]}.{parsed.suite}".replace("/", ".").replace(":", ".")
+        if cid in covered:
+            doc.case(parsed.target, classname, parsed.case, 0.0, "skipped",
+                     "KNOWN_COVERAGE_LOSS: in the baseline, not in this run; an expectation names it")
+        else:
+            doc.case(parsed.target, classname, parsed.case, 0.0, "failure",
+                     "[DROPPED] in the baseline, not in this run")
+    for key, ch, why in comp.machine:
+        if str(ch) == str(Change.COVERAGE_LOST):
+            doc.case("//(machine)", "(machine)", key, 0.0, "failure", f"[COVERAGE_LOST] {why}")
+
+
+def write(run_dir, run, comp=None, info=None):
     """Writes junit.xml, results.csv and failures.csv into run_dir; returns their paths."""
-    import os
     paths = {}
-    for name, text in ((JUNIT_NAME, junit_xml(run, comp)), (RESULTS_CSV, results_csv(run, comp)),
+    for name, text in ((JUNIT_NAME, junit_xml(run, comp, info=info)), (RESULTS_CSV, results_csv(run, comp)),
                        (FAILURES_CSV, failures_csv(run, comp))):
         path = os.path.join(run_dir, name)
         tmp = path + ".tmp"

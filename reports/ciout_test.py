@@ -13,8 +13,16 @@ from reports import testsupport
 def jenkins_count(xml_text):
     """How Jenkins' junit step counts: every <testcase> with a <failure> or <error> child is one
     failed test; <skipped> ones are skipped; the rest pass."""
+    failed, skipped, total, _ = jenkins_flaky_count(xml_text)
+    return failed, skipped, total
+
+
+def jenkins_flaky_count(xml_text):
+    """(failed, skipped, total, flaky), counting elements as Jenkins (with the Flaky Test
+    Handler) and action-junit-report do: a passing <testcase> with <flakyFailure> or
+    <flakyError> children is one flaky test."""
     root = ET.fromstring(xml_text)
-    failed, skipped, total = 0, 0, 0
+    failed, skipped, total, flaky = 0, 0, 0, 0
     for tc in root.iter("testcase"):
         total += 1
         kinds = {child.tag for child in tc}
@@ -22,7 +30,9 @@ def jenkins_count(xml_text):
             failed += 1
         elif "skipped" in kinds:
             skipped += 1
-    return failed, skipped, total
+        elif kinds & {"flakyFailure", "flakyError"}:
+            flaky += 1
+    return failed, skipped, total, flaky
 
 
 class JunitTest(unittest.TestCase):
@@ -43,6 +53,66 @@ class JunitTest(unittest.TestCase):
         self.assertIn("attempts: FAIL PASS", flake.find("system-out").text)
         self.assertIn("https://tracker/123", by["KnownBad"].find("skipped").get("message"))
 
+    def test_jenkins_counts_one_failure_and_one_flaky_test(self):
+        run, comp, _ = testsupport.morning(extra_passes=3)
+        failed, skipped, total, flaky = jenkins_flaky_count(ciout.junit_xml(run, comp))
+        self.assertEqual((failed, flaky, skipped, total), (1, 1, 1, 6))
+
+    def test_a_flake_passes_with_a_flaky_failure_and_a_regression_keeps_its_reruns(self):
+        run, comp, _ = testsupport.morning(extra_passes=1)
+        root = ET.fromstring(ciout.junit_xml(run, comp))
+        by = {tc.get("name"): tc for tc in root.iter("testcase")}
+        flaky = by["SometimesSlow"].findall("flakyFailure")
+        self.assertEqual(len(flaky), 1)
+        self.assertEqual(flaky[0].get("type"), "FAIL")
+        self.assertIn("flaky boom", flaky[0].find("stackTrace").text)
+        reg = by["RegisteringFreshRangeSucceeds"]
+        self.assertEqual(len(reg.findall("failure")), 1)
+        self.assertEqual(len(reg.findall("rerunFailure")), 2)  # attempts FAIL FAIL FAIL
+
+    def test_an_expected_failure_is_skipped_with_its_bug(self):
+        run, comp, _ = testsupport.morning(extra_passes=1)
+        root = ET.fromstring(ciout.junit_xml(run, comp))
+        known = next(tc for tc in root.iter("testcase") if tc.get("name") == "KnownBad")
+        self.assertEqual({ch.tag for ch in known} - {"system-out"}, {"skipped"})
+        self.assertIn("https://tracker/123", known.find("skipped").get("message"))
+        self.assertIn("known boom", known.find("skipped").get("message"))
+
+    def test_no_status_named_twice_in_a_message(self):
+        run = model.Run({}, [testsupport.case("Crashes", "CRASH", "CRASH: the binary was killed by SIGSEGV"),
+                             testsupport.case("Hangs", "TIMEOUT", "TIMEOUT: no progress for 300 s")])
+        comp = cmp_compare(run)
+        root = ET.fromstring(ciout.junit_xml(run, comp))
+        for el in root.iter("error"):
+            msg = el.get("message")
+            status = "CRASH" if "SIGSEGV" in msg else "TIMEOUT"
+            self.assertEqual(msg.count(status), 1, msg)
+            self.assertTrue(msg.startswith(f"[REGRESSION] {status}: "), msg)
+
+    def test_every_suite_has_time_and_the_machine_as_properties(self):
+        run, comp, _ = testsupport.morning(extra_passes=2)
+        info = {"seed": "4321", "sku": "nvidia-h200", "label": "injected fault x",
+                "started_at": "2026-11-30T14:39:55+00:00", "bundle": {"commit": "abc"}}
+        root = ET.fromstring(ciout.junit_xml(run, comp, info=info))
+        self.assertTrue(root.get("time"))
+        for suite in root.iter("testsuite"):
+            self.assertAlmostEqual(float(suite.get("time")), 0.25 * int(suite.get("tests")), places=3)
+            self.assertEqual(suite.get("hostname"), "lab1")
+            self.assertEqual(suite.get("timestamp"), "2026-11-30T14:39:55+00:00")
+            props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+            self.assertEqual(props["gpu"], "NVIDIA H200")
+            self.assertEqual(props["driver"], "580.159.04")
+            self.assertEqual(props["seed"], "4321")
+            self.assertEqual(props["label"], "injected fault x")
+        run.fingerprint["cuda_runtime_version"] = "13000"
+        props = {p.get("name"): p.get("value") for p in ET.fromstring(ciout.junit_xml(run)).iter("property")}
+        self.assertEqual(props["cuda_runtime_version"], "13000")
+        self.assertEqual(props["seed"], "7")  # the fingerprint's seed without qualify's info
+        bare = ET.fromstring(ciout.junit_xml(model.Run({}, [testsupport.case("A", "PASS")])))
+        props = {p.get("name"): p.get("value") for p in bare.find("testsuite").find("properties")}
+        self.assertEqual(props, {"gpu": "unknown", "driver": "unknown", "cuda_runtime_version": "unknown",
+                                 "seed": "unknown"})
+
     def test_crash_and_timeout_are_errors_not_failures(self):
         run = model.Run({}, [testsupport.case("Crashes", "CRASH", "killed by SIGSEGV"),
                              testsupport.case("Hangs", "TIMEOUT", "timed out after 300 s"),
@@ -54,7 +124,9 @@ class JunitTest(unittest.TestCase):
         self.assertEqual(by["Hangs"], {"error", "system-out"})
         self.assertEqual(by["Fails"], {"failure", "system-out"})
         self.assertEqual(by["Unsupported"], {"skipped"})
-        self.assertEqual((root.get("errors"), root.get("failures"), root.get("skipped")), ("2", "1", "1"))
+        self.assertEqual((root.get("errors"), root.get("failures")), ("2", "1"))
+        self.assertIsNone(root.get("skipped"), "the xUnit schema has no skipped on <testsuites>")
+        self.assertEqual(root.find("testsuite").get("skipped"), "1")
 
     def test_control_characters_in_output_do_not_break_the_xml(self):
         run = model.Run({}, [testsupport.case("Noisy", "FAIL", "x.cc:1\nbell\x07 and nul\x00 <tag> & ]]>")])
@@ -66,6 +138,11 @@ class JunitTest(unittest.TestCase):
         comp.dropped.append("suites/hostregister:hostregister_test/HostRegisterTest.Gone")
         failed, _, _ = jenkins_count(ciout.junit_xml(run, comp))
         self.assertEqual(failed, 2)
+
+
+def cmp_compare(run):
+    from reports import compare as cmp
+    return cmp.compare(run, None, None)
 
 
 class CsvTest(unittest.TestCase):
@@ -80,11 +157,45 @@ class CsvTest(unittest.TestCase):
         self.assertEqual(by["Passes0"], "Pass")
         self.assertTrue(all(float(r[2]) >= 0 for r in rows))
 
-    def test_failures_csv_lists_failing_cases_expected_ones_included(self):
+    def test_failures_csv_lists_the_unexpected_results_only_as_deqp_runner_does(self):
         run, comp, _ = testsupport.morning(extra_passes=2)
         lines = ciout.failures_csv(run, comp).splitlines()
-        self.assertEqual(sorted(l.rsplit(".", 1)[1] for l in lines),
-                         ["KnownBad,Fail", "RegisteringFreshRangeSucceeds,Fail"])
+        # the expected failure (KnownBad) and the flake are expected-or-passing: not listed
+        self.assertEqual([l.rsplit(".", 1)[1] for l in lines], ["RegisteringFreshRangeSucceeds,Fail"])
+
+    def test_unexpected_pass_and_lost_coverage_are_in_failures_csv(self):
+        run, comp, _ = testsupport.morning(extra_passes=2)
+        known = next(c for c in run.cases if c.name == "KnownBad")
+        comp.status[known.id] = model.Change.UNEXPECTED_PASS
+        comp.dropped.append("suites/hostregister:hostregister_test/HostRegisterTest.Gone")
+        lines = ciout.failures_csv(run, comp).splitlines()
+        self.assertIn(known.id + ",UnexpectedImprovement(Pass)", lines)
+        self.assertIn("suites/hostregister:hostregister_test/HostRegisterTest.Gone,Missing", lines)
+
+    def test_a_qualified_run_has_an_empty_failures_csv(self):
+        run, comp, _ = testsupport.morning(extra_passes=2)
+        reg = next(c for c in run.cases if c.name == "RegisteringFreshRangeSucceeds")
+        flake = next(c for c in run.cases if c.name == "SometimesSlow")
+        comp.status[reg.id] = model.Change.EXPECTED_FAIL
+        comp.status[flake.id] = model.Change.KNOWN_FLAKE
+        self.assertEqual(ciout.failures_csv(run, comp), "")
+
+    def test_failures_csv_without_comparison_lists_every_failure_no_header(self):
+        run = model.Run({}, [testsupport.case("A,b", "FAIL", "x"), testsupport.case("Ok", "PASS"),
+                             testsupport.case("Flaky", "PASS", attempts="FAIL PASS")])
+        self.assertEqual(ciout.failures_csv(run), '"suites/hostregister:hostregister_test/HostRegisterTest.A,b",Fail\n')
+
+    def test_expectations_update_entry_excuses_the_same_failure_and_no_other(self):
+        from reports import compare as cmp
+        from reports import expectations as expect
+        run, comp, _ = testsupport.morning(extra_passes=1)
+        text = cmp.failures_csv(run, comp).replace("bug=TODO", "bug=http://x")
+        entry = next(e for e in expect.parse(text, "update.txt") if e.pattern.endswith("RegisteringFreshRangeSucceeds"))
+        self.assertTrue(entry.message, "no message= in the proposed fail entry")
+        reg = next(c for c in run.cases if c.name == "RegisteringFreshRangeSucceeds")
+        self.assertTrue(entry.excuses("FAIL", reg.message))
+        self.assertTrue(entry.excuses("FAIL", reg.message.replace("88", "91")))  # another line number
+        self.assertFalse(entry.excuses("FAIL", "x.cc:1\nsomething else broke"))
 
     def test_write_puts_the_three_files_in_the_run_folder(self):
         d = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

@@ -21,15 +21,19 @@ Machine coverage (against the baseline's fingerprint), id 'fingerprint:<key>':
   gpu0_name       another GPU SKU than the baseline
   gpuN_cudaDevAttr*  a capability attribute that went from nonzero (supported) to 0
 
+Stale expectation entries (exit 5 when nothing worse; each with its file:line and why): see
+reports/expectations.py. qualify passes the cases `skip` kept out and the bundle's targets.
+
 Exit codes (qualify's, EXIT_CODES below is the one table; the README's comes from it).
 """
 
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
 
 from reports.expectations import driver_in_range
-from reports.model import Change, Status
+from reports.model import CaseId, Change, Status
 
 EXIT_QUALIFIED, EXIT_INFRA, EXIT_CONFIG, EXIT_REGRESSION, EXIT_NOTHING_RAN, EXIT_UPDATE = 0, 1, 2, 3, 4, 5
 EXIT_COVERAGE_LOST, EXIT_INTERRUPTED = 6, 7
@@ -72,7 +76,8 @@ class Comparison:
     dropped: list = field(default_factory=list)  # case ids in the baseline, not in this run
     dropped_covered: list = field(default_factory=list)  # of those, named by an expectation
     machine: list = field(default_factory=list)  # [(fingerprint:<key>, Change, why)]
-    stale: list = field(default_factory=list)  # expectation entries that matched no failure
+    stale: list = field(default_factory=list)  # expectation entries that did nothing here
+    stale_why: list = field(default_factory=list)  # [(Entry, why)], the same entries
     exit_code: int = EXIT_QUALIFIED
     summary: dict = field(default_factory=dict)
 
@@ -116,21 +121,104 @@ def machine_losses(fp, base_fp):
     return out
 
 
-def _coverage_entry(expectations, key, driver):
+def _coverage_entry(expectations, key, driver, matched=None):
     if not expectations:
         return None
-    e = expectations.lookup(key, driver)
+    entries = expectations.matching_entries(key, driver)
+    if matched is not None:
+        matched.update(id(e) for e in entries)
+    e = {}
+    for x in entries:
+        e.setdefault(x.kind, x)
     return e.get("coverage") or e.get("skip")
 
 
-def compare(run, expectations=None, baseline=None):
-    """run, baseline: model.Run (baseline may be None)."""
+# The machine keys a `coverage fingerprint:<key>` entry may name besides the fingerprint's own.
+MACHINE_KEYS = ("device_status", "gpu_count", "gpu0_name")
+
+
+def _target_glob(pattern):
+    """The part of a case glob that names targets ('suites/a:a_test' of
+    'suites/a:a_test/S.*'), as a glob over 'package:target'; None when the pattern does not
+    say (no ':' in it, so a '*' may stand for any target)."""
+    colon = pattern.find(":")
+    if colon < 0:
+        return None
+    slash = pattern.find("/", colon + 1)
+    end = slash if slash >= 0 else len(pattern)
+    wild = next((i for i in range(colon + 1, end) if pattern[i] in "*?["), None)
+    if wild is not None:
+        return pattern[:wild] + "*"
+    return pattern[:end] + ("" if slash >= 0 else "*")
+
+
+class _TargetNamer:
+    """Does a pattern name one of these labels ('//pkg:name')? None when it cannot tell (no
+    ':' in it): such an entry may be for another tier's cases, and is never called stale for
+    its targets. Answers are kept per target glob: 100,000 entries share a few dozen."""
+
+    def __init__(self, targets):
+        self.targets = [t[2:] for t in targets]
+        self.known = {}
+
+    def __call__(self, pattern):
+        glob = _target_glob(pattern)
+        if glob is None:
+            return None
+        if glob not in self.known:
+            rx = re.compile(fnmatch.translate(glob))
+            self.known[glob] = any(rx.match(t) for t in self.targets)
+        return self.known[glob]
+
+
+def stale_entries(expectations, driver, matched, used_fail, run_targets, known_targets=None,
+                  skipped_judged=True, matched_by_run=None):
+    """[(Entry, why)] for entries that did nothing in this run, each with its file:line.
+    - fail: a case it names ran and did not fail as it says;
+    - skip, flake, coverage: it names a target of this run and matches no case of the run (nor a
+      case the skip kept out, nor a dropped case, nor a machine key) -- a misspelled entry;
+    - any kind: it names no target of the bundle at all (known_targets, when given).
+    An entry for the cases of another tier or driver says nothing about this run."""
+    out = []
+    by_run = matched if matched_by_run is None else matched_by_run
+    in_run, in_bundle = _TargetNamer(run_targets), _TargetNamer(known_targets or ())
+    for e in expectations.entries:
+        if not driver_in_range(driver, e.driver):
+            continue
+        if e.pattern.startswith(FINGERPRINT_PREFIX):
+            if e.kind in ("coverage", "skip") and id(e) not in matched:
+                out.append((e, "names no machine key of this run or its baseline"))
+            continue
+        if e.kind == "fail":
+            if id(e) in by_run and id(e) not in used_fail:
+                out.append((e, "the cases it names ran and did not fail as it says"))
+                continue
+        elif id(e) not in matched and (e.kind != "skip" or skipped_judged) and \
+                in_run(e.pattern) is True:
+            out.append((e, "matches no case of the targets this run ran"))
+            continue
+        if known_targets is not None and id(e) not in matched and in_bundle(e.pattern) is False:
+            out.append((e, "names no target of the bundle"))
+    return out
+
+
+def compare(run, expectations=None, baseline=None, skipped=None, known_targets=None):
+    """run, baseline: model.Run (baseline may be None). skipped: the case ids that `skip`
+    entries kept out of this run (qualify's listing); None when the caller did not say (then a
+    skip entry is never called stale for matching nothing). known_targets: every target label
+    of the bundle, of any tier; an entry naming none of them is stale (a misspelled target)."""
     comp = Comparison()
     driver = run.fingerprint.get("nvidia_driver", "")
     base = baseline.by_id() if baseline else {}
     used_fail_entries = set()
+    matched_by_run = set()  # id() of every entry whose pattern and driver apply to a case here
+    matched = set()  # ... or to a skipped or dropped case or a machine key (filled below)
     for c in run.cases:
-        exp = expectations.lookup(c.id, driver) if expectations else {}
+        entries = expectations.matching_entries(c.id, driver) if expectations else []
+        matched_by_run.update(id(e) for e in entries)
+        exp = {}
+        for e in entries:
+            exp.setdefault(e.kind, e)
         prev = base.get(c.id)
         st = None
         if c.flaky:
@@ -155,7 +243,7 @@ def compare(run, expectations=None, baseline=None):
             st = Change.UNEXPECTED_PASS
             comp.notes[c.id] = f"stale expectation {exp['fail'].source}"
         elif c.status.is_coverage_gap and prev is not None and prev.status.is_pass:
-            e = _coverage_entry(expectations, c.id, driver)
+            e = exp.get("coverage") or exp.get("skip")
             st = Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST
             comp.notes[c.id] = (f"baseline: {prev.status}; now {c.status}"
                                 + (f" ({c.reason})" if c.reason else "") + (f"; {e.source}" if e else ""))
@@ -166,12 +254,16 @@ def compare(run, expectations=None, baseline=None):
             comp.notes[c.id] = "baseline: " + str(prev.status)
         if st:
             comp.status[c.id] = st
+    matched |= matched_by_run
+    if expectations:
+        for i in skipped or ():
+            matched.update(id(e) for e in expectations.matching_entries(str(i), driver))
     if baseline is not None:
         ids = {c.id for c in run.cases}
         comp.dropped = sorted(i for i in base if i not in ids)
         for i in comp.dropped:
             exercised = base[i].status.is_pass or base[i].status.is_fail
-            if not exercised or _coverage_entry(expectations, i, driver):
+            if _coverage_entry(expectations, i, driver, matched) or not exercised:
                 comp.dropped_covered.append(i)
         for key, why, excusable in machine_losses(run.fingerprint, baseline.fingerprint):
             e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, driver) if excusable else None
@@ -179,12 +271,19 @@ def compare(run, expectations=None, baseline=None):
                                  Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
                                  why + (f"; {e.source}" if e else "")))
     if expectations:
-        for e in expectations.entries:
-            # Stale: a case it names ran and did not fail as it says. An entry for cases this
-            # run does not hold (another tier's, another binary's) says nothing about this run.
-            if e.kind == "fail" and id(e) not in used_fail_entries and \
-                    any(e.matches(c.id, driver) for c in run.cases):
-                comp.stale.append(e)
+        keys = set(run.fingerprint) | set(MACHINE_KEYS) | set(baseline.fingerprint if baseline else ())
+        for key in keys:
+            matched.update(id(e) for e in expectations.matching_entries(FINGERPRINT_PREFIX + key, driver))
+        run_targets = {c.target for c in run.cases}
+        for i in skipped or ():
+            try:
+                run_targets.add(CaseId.parse(str(i)).target)
+            except ValueError:
+                pass
+        comp.stale_why = stale_entries(expectations, driver, matched, used_fail_entries,
+                                       run_targets, known_targets, skipped is not None,
+                                       matched_by_run)
+        comp.stale = [e for e, _ in comp.stale_why]
     counts = {}
     for s in comp.status.values():
         counts[str(s)] = counts.get(str(s), 0) + 1
@@ -208,22 +307,4 @@ def compare(run, expectations=None, baseline=None):
     return comp
 
 
-def failures_csv(run, comp):
-    """The failing cases in `fail` expectation syntax: a drop-in starting point for updating."""
-    lines = ["# failures of this run, in expectations syntax (add bug= links before committing)"]
-    for c in run.cases:
-        st = comp.status.get(c.id)
-        if c.status.is_fail and st != Change.KNOWN_FLAKE:
-            first = c.message.splitlines()[0][:100] if c.message else ""
-            lines.append(f"fail {c.id} status={c.status} bug=TODO  # {first}")
-        if st == Change.FLAKE:
-            lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
-        if st == Change.COVERAGE_LOST:
-            lines.append(f"coverage {c.id} bug=TODO  # {comp.notes.get(c.id, '')}")
-    for i in comp.dropped:
-        if i not in comp.dropped_covered:
-            lines.append(f"coverage {i} bug=TODO  # dropped: in the baseline, not in this run")
-    for key, st, why in comp.machine:
-        if st == Change.COVERAGE_LOST and key != FINGERPRINT_PREFIX + "device_status":
-            lines.append(f"coverage {key} bug=TODO  # {why}")
-    return "\n".join(lines) + "\n"
+from reports.ciout import expectations_update as failures_csv  # noqa: E402,F401 (expectations-update.txt; moved to ciout)

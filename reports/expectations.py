@@ -19,7 +19,16 @@ machine loss 'fingerprint:gpu_count', 'fingerprint:gpu0_name', 'fingerprint:gpu0
 message= (fail only) is an fnmatch glob over the case's failure message, '_' standing for a space:
 the known failure is excused only when it fails for the known reason (e.g. message=*OOM-killed*);
 the same case failing for another reason is a REGRESSION.
-A malformed line is an ExpectationError naming file and line (qualify exits 2).
+A malformed line is an ExpectationError naming file and line (qualify exits 2); so is a driver=
+range that admits no version (driver=>=590,<580), and a file that is not a regular file (a link
+to /dev/zero, a FIFO). A UTF-8 byte-order mark and CRLF line ends are accepted.
+
+An entry that did nothing in a run is stale (reports/compare.py, exit 5 when nothing worse): a
+`fail` whose cases ran and did not fail so; a `skip`, `flake` or `coverage` entry that names a
+target of the run but matches none of its cases (nor a case the skip kept out, a dropped case or
+a machine key); and any entry that names no target of the bundle.
+
+Patterns are compiled once (reports/model.py PatternSet): 100,000 entries cost about what 10 do.
 """
 
 import fnmatch
@@ -28,7 +37,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from reports.model import FAILING
+from reports.model import FAILING, NotRegularFile, PatternSet, read_regular_file
 
 KINDS = ("fail", "flake", "skip", "coverage")
 FAIL_STATUSES = set(FAILING)
@@ -53,12 +62,21 @@ class Entry:
         """A fail entry excuses a failure of one of its statuses, for its reason (message=)."""
         if str(status) not in self.statuses:
             return False
-        return not self.message or fnmatch.fnmatchcase(message or "", self.message)
+        if not self.message:
+            return True
+        if self._message_rx is None:  # compiled once: fnmatch's cache is shared and bounded
+            self._message_rx = re.compile(fnmatch.translate(self.message))
+        return self._message_rx.match(message or "") is not None
 
     def matches(self, case_id, nvidia_driver):
-        if not fnmatch.fnmatchcase(case_id, self.pattern):
+        if self._pattern_rx is None:
+            self._pattern_rx = re.compile(fnmatch.translate(self.pattern))
+        if not self._pattern_rx.match(case_id):
             return False
         return driver_in_range(nvidia_driver, self.driver)
+
+    _message_rx = None
+    _pattern_rx = None
 
 
 def _version(text):
@@ -83,11 +101,42 @@ def parse_driver(text, where):
         if not m:
             raise ExpectationError(f"{where}: bad driver bound '{part}' (use e.g. driver=>=580,<590)")
         bounds.append((m.group(1), _version(m.group(2))))
+    if range_is_empty(bounds):
+        raise ExpectationError(f"{where}: driver={text} admits no driver version (reversed or "
+                               "empty range; e.g. driver=>=580,<590)")
     return bounds
 
 
+def range_is_empty(bounds):
+    """True when no version satisfies every bound (>=590,<580; ==580,>=590; >580,<=580).
+    Versions compare as tuples; '==580' means any 580.x."""
+    low = high = None  # (version, inclusive): the tightest lower and upper bound
+    for op, v in bounds:
+        if op in (">=", ">"):
+            if low is None or v > low[0] or (v == low[0] and op == ">"):
+                low = (v, op == ">=")
+        elif op in ("<=", "<"):
+            if high is None or v < high[0] or (v == high[0] and op == "<"):
+                high = (v, op == "<=")
+    exact = [v for op, v in bounds if op == "=="]
+    for a in exact:  # '==580' is every version starting with 580
+        for b in exact:
+            if a[:len(b)] != b and b[:len(a)] != a:
+                return True
+        if low is not None and low[0][:len(a)] > a:
+            return True
+        if high is not None and (high[0] < a or (high[0] == a and not high[1])):
+            return True
+    if low is None or high is None:
+        return False
+    return low[0] > high[0] or (low[0] == high[0] and not (low[1] and high[1]))
+
+
 def parse(text, name):
+    """The entries of one expectations file. A UTF-8 byte-order mark and CRLF line ends (a file
+    saved on Windows) are accepted."""
     entries = []
+    text = text[1:] if text.startswith("\ufeff") else text
     for n, raw in enumerate(text.splitlines(), start=1):
         where = f"{name}:{n}"
         # A comment starts at a '#' that begins the line or follows whitespace (URLs keep theirs).
@@ -134,12 +183,25 @@ class Expectations:
     entries: list = field(default_factory=list)
     files: dict = field(default_factory=dict)  # path -> sha256
 
+    def _index(self):
+        """The entries' patterns compiled once (model.PatternSet), rebuilt when entries change:
+        a lookup stays about as cheap at 100,000 entries as at 10."""
+        key = (id(self.entries), len(self.entries))
+        if getattr(self, "_index_key", None) != key:
+            self._patterns = PatternSet([e.pattern for e in self.entries])
+            self._index_key = key
+        return self._patterns
+
+    def matching_entries(self, case_id, nvidia_driver):
+        """Every entry (in file order) whose pattern and driver range apply to case_id."""
+        return [e for e in (self.entries[i] for i in self._index().matches(case_id))
+                if driver_in_range(nvidia_driver, e.driver)]
+
     def lookup(self, case_id, nvidia_driver):
         """Entries of each kind that apply to a case: {'fail': Entry, ...}."""
         out = {}
-        for e in self.entries:
-            if e.kind not in out and e.matches(case_id, nvidia_driver):
-                out[e.kind] = e
+        for e in self.matching_entries(case_id, nvidia_driver):
+            out.setdefault(e.kind, e)
         return out
 
     def skip_patterns(self, nvidia_driver):
@@ -151,19 +213,26 @@ def sku_of(gpu_name):
     return re.sub(r"[^a-z0-9]+", "-", (gpu_name or "unknown").lower()).strip("-") or "unknown"
 
 
+FILE_MAX_BYTES = 64 << 20  # a 100,000-entry file is about 10 MiB
+
+
 def load(directory, sku):
     """Reads common.txt and <sku>.txt under directory (either may be absent; the directory
-    itself must exist: a mistyped path is an error, not a run without expectations)."""
+    itself must exist: a mistyped path is an error, not a run without expectations). A file
+    that is not a regular file (a link to /dev/zero, a FIFO) is refused, never read."""
     if not os.path.isdir(directory):
         raise ExpectationError(f"{directory}: no such expectations directory")
     exp = Expectations()
     for name in ("common.txt", f"{sku}.txt"):
         path = os.path.join(directory, name)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             continue
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            text = read_regular_file(path, FILE_MAX_BYTES)
+        except FileNotFoundError:
+            raise ExpectationError(f"{path}: unreadable: a link to a file that does not exist")
+        except NotRegularFile as e:
+            raise ExpectationError(f"{path}: {e}")
         except (OSError, UnicodeDecodeError) as e:
             raise ExpectationError(f"{path}: unreadable: {e}")
         exp.entries += parse(text, path)

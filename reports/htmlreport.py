@@ -4,14 +4,20 @@ escaped, and a first screen that answers "what changed and why".
 The page is rendered by Jinja2 (Debian's python3-jinja2, autoescape on) from
 reports/templates/*.html.j2; this module prepares plain data for them (report.css and report.js
 are included verbatim). Rendering is deterministic: the same run gives the same bytes (the
-golden-file test in report_test.py holds it to reports/testdata/golden_*.html).
+golden-file test in report_test.py holds it to reports/testdata/golden/*.html).
 
-Page order (the morning review, issue 8): verdict (and the mutation score when the run folder
-has one); one line of raw counts and, labelled apart, the counts against expectations and
-baseline; the changes (regressions, coverage lost, crashes, timeouts, flakes), each with rule,
-the meaningful line of the message, attempts, a link to the case and its replay command; then,
-folded, the run and the machine; the mutation section; the matrix grouped per suite; all cases,
-paged by JavaScript from one JSON block (10,000 cases load in well under a second); metrics.
+Page order (the morning review, issues 8 and 23): the first line says what is under test (the
+--label, GPU, driver, CUDA runtime; the browser tab: verdict, date, host, SKU); the verdict (and
+the mutation score when the run folder has one); one line of raw counts and, labelled apart, the
+counts against expectations and baseline; what changed, one cause a line: the cases that changed
+for one reason (the same rule ids and the same message once numbers, addresses, bytes, sizes and
+the case's parameter words are left out) are one group with its count, the rules' sentences
+(suites/rules.tsv) on hover, the message cut at a word (the whole text one click away), the cases
+folded and the first one's replay command -- 10 causes fit a 1440x900 screen; then, folded, the
+run and the machine; the mutation section; the matrix grouped per suite; all cases, paged by
+JavaScript from one JSON block (10,000 cases load in well under a second; above EAGER_CASES the
+first page is apart and every case is parsed when a filter, search, page or link needs it);
+the rules the cases cite; metrics.
 
 URL state: `#case=<id>` opens one case; `#s=FAIL,REGRESSION&q=text&p=2` keeps the filters,
 search and page. `#selftest` makes the page exercise itself and write what it saw into
@@ -54,7 +60,11 @@ SHORT = {"PASS": "ok", "WARN": "warn", "NOT_SUPPORTED": "n/s", "SKIP": "skip", "
          "TIMEOUT": "T/O", "CRASH": "CRASH", "INFRA_ERROR": "INFRA", "MISSING": "miss"}
 
 PAGE_SIZE = 100  # case rows per page
-CHANGES_SHOWN = 12  # rows of one kind on the first screen before the rest folds
+# Above this many cases the page embeds its first page of cases apart from all of them, which the
+# browser parses only when a filter, search, page or case link needs them: measured in headless
+# Chromium (2 shared cores), 100,000 cases are ready in 0.9 s when parsed at load, 1,000,000 in
+# 8.2 s; lazily, the million-case page is ready in 0.9 s and its first filter takes 6-12 s.
+EAGER_CASES = 200000
 MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
 MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
 
@@ -161,6 +171,8 @@ def _render_elsewhere(func, args, kwargs):
 
 _BOILER = re.compile(r"^(Failure|Google Test trace:|Stack trace:|\[\s*FAILED\s*\].*)$")
 _LOC = re.compile(r"^\S+:\d+(:\s*(Failure)?)?$")
+MESSAGE_SHOWN = 200  # characters of a one-line reason shown before it is cut (at a word, with '…')
+
 
 def first_line(message):
     """The first line of a failure message that is not just a 'file:line' location."""
@@ -170,14 +182,20 @@ def first_line(message):
     return message.strip()
 
 
+def meaningful_lines(message):
+    """The message's lines without gtest's locations ('file:line: Failure') and boilerplate."""
+    lines = [l.rstrip() for l in message.splitlines()]
+    return [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
+
+
 def headline(message):
     """The one meaningful line of a failure message: the assertion's own text, with gtest's
     boilerplate ('Expected equality of these values:', 'Value of:', file:line) folded into one
-    sentence, and the test's own streamed explanation kept when there is one."""
-    lines = [l.rstrip() for l in message.splitlines()]
-    lines = [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
+    sentence, and the test's own streamed explanation kept when there is one. Whole: the page
+    cuts it for display (cut_at_word) and keeps the whole text one click away."""
+    lines = meaningful_lines(message)
     if not lines:
-        return message.strip()[:300]
+        return message.strip()
     first = lines[0].strip()
     rest = lines[1:]
     said = ""
@@ -205,17 +223,95 @@ def headline(message):
     elif re.match(r"^Expected: \(.*\) (==|!=|<|<=|>|>=) \(.*\), actual: ", first):
         said, tail = first[len("Expected: "):], [l.strip() for l in rest if l.strip()]
     else:
-        return first[:300]
+        return first
     # A message streamed with << follows the values: it says why, so it leads.
     tail = [t for t in tail if not t.startswith("Which is:")]
-    return (f"{tail[0]} — {said}" if tail else said)[:300]
+    return f"{tail[0]} — {said}" if tail else said
 
 
-def _param_of(case):
-    """The flag-combination part of a parameterized case name ('.../portable_mapped')."""
-    if "/" in case.name:
-        return case.name.rsplit("/", 1)[1]
-    return None
+def cut_at_word(text, limit=MESSAGE_SHOWN):
+    """text when it fits, else its longest prefix ending at a word boundary within limit,
+    followed by an ellipsis (never a word cut in two, as '— o' was)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > limit // 2 else text[:limit]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
+# A cause is a rule and a message with its values left out: two cases failing for one reason
+# differ only in numbers, addresses, bytes and sizes.
+_NORMALISE = [(re.compile(p), r) for p, r in (
+    (r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4,12}){2,}\b", "<uuid>"),  # GPU UUIDs
+    (r"\b0x[0-9a-fA-F]+\b", "<hex>"),  # addresses, bit masks
+    (r"\\x[0-9a-fA-F]{2}", "<byte>"),  # gtest's '\xEE' for a byte
+    (r"\b\d+(?:\.\d+)?\s*(?:[KMGT]i?B|bytes?)\b", "<size>"),
+    (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "<n>"),
+    (r"'[^']{1,2}'", "<char>"),  # a printable byte gtest quotes
+)]
+
+
+def _without_param_words(text, cid):
+    """The message with the case's parameter words left out: 'Pinned MemcpyAsync D2H ...' of
+    '.../Pinned_MemcpyAsync' and 'Pageable MemcpyAsync D2H ...' of '.../Pageable_MemcpyAsync'
+    are one cause."""
+    name = cid.rsplit(".", 1)[-1]
+    if "/" not in name:
+        return text
+    for word in re.split(r"[_\W]+", name.rsplit("/", 1)[1]):
+        if len(word) >= 3:
+            text = re.sub(r"\b" + re.escape(word) + r"\b", "<param>", text, flags=re.IGNORECASE)
+    return text
+
+
+def normalise_message(text):
+    """The message a cause is keyed on: numbers, addresses, hex, bytes and sizes left out."""
+    for rx, repl in _NORMALISE:
+        text = rx.sub(repl, text)
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules (suites/rules.tsv): every rule id the page shows carries its sentence.
+
+RULES_TSV = os.path.join(os.path.dirname(HERE), "suites", "rules.tsv")
+_RULES = {}
+
+
+def rules_table(path=None):
+    """{rule id: (family, sentence)} from suites/rules.tsv; {} when it cannot be read (the ids
+    are then shown bare)."""
+    path = path or RULES_TSV
+    if path not in _RULES:
+        table = {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                header = f.readline().rstrip("\n").split("\t")
+                for line in f:
+                    row = dict(zip(header, line.rstrip("\n").split("\t")))
+                    if row.get("id"):
+                        table[row["id"]] = (row.get("family", ""), row.get("rule", ""))
+        except OSError:
+            pass
+        _RULES[path] = table
+    return _RULES[path]
+
+
+NO_RULES = "rule text unavailable: suites/rules.tsv was not found beside the report tool"
+
+
+def rule_text(rule_id, rules):
+    """The rule's sentence; what is missing when the table lacks it (or there is no table)."""
+    if rule_id in rules:
+        return rules[rule_id][1]
+    return "not in suites/rules.tsv" if rules else NO_RULES
+
+
+def rule_refs(ids, rules):
+    """[(id, sentence)] for the page."""
+    return [(i, rule_text(i, rules)) for i in ids]
 
 
 def _case_json(c, comp, prefixes, run_seed):
@@ -229,10 +325,11 @@ def _case_json(c, comp, prefixes, run_seed):
         d["c"] = str(comp)
     if c.message:
         d["m"] = c.message
-        d["h"] = headline(c.message)
+        d["h"] = c.reason or headline(c.message)
     if c.reason:
         d["rs"] = c.reason
-    if c.status.is_fail or c.status == model.Status.WARN or c.flaky or (comp and str(comp) not in ("NEW", "FIXED")):
+    if c.status in _FAILING or c.status == model.Status.WARN or len(c.attempts) > 1 or \
+            (comp and str(comp) not in ("NEW", "FIXED")):
         d["rp"] = c.replay_command()
     if c.first_failure:
         d["ff"] = c.first_failure
@@ -275,17 +372,23 @@ def _json_text(obj):
 # ---------------------------------------------------------------------------------------------
 # The first screen: what changed and why (changes.html.j2)
 
+def reason_line(case):
+    """A case's one-line reason: the model's reason when it has one, else the meaningful line
+    of its failure message, else (a retry passed) its failed attempt's."""
+    if case.reason:
+        return case.reason
+    if case.message:
+        return headline(case.message)
+    if case.first_failure:
+        return "failed attempt: " + headline(case.first_failure)
+    return ""
+
+
 def _change_row(kind, now, cid, case, note="", baseline_status=None):
-    """One row of the changes table. kind: comparison status (or raw status without one)."""
-    msg = ""
-    if case is not None:
-        msg = headline(case.message) if case.message else (case.reason or "")
-        if not msg and case.first_failure:
-            msg = "failed attempt: " + headline(case.first_failure)
-    if not msg:
-        msg = note
+    """One affected case of a cause. kind: comparison status (or raw status without one)."""
+    msg = (reason_line(case) if case is not None else "") or note
     r = {"kind": kind, "now": now, "cid": cid, "linked": case is not None, "msg": msg, "note": note,
-         "baseline_status": baseline_status, "rule": ",".join(case.rules) if case else "",
+         "baseline_status": baseline_status, "rules": list(case.rules) if case else [],
          "attempts": " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else "",
          "klog": "", "klog_more": "", "replay": ""}
     klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
@@ -300,32 +403,58 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
     return r
 
 
-def _group(rows, title):
-    """The first CHANGES_SHOWN rows; the rest fold."""
-    return {"shown": rows[:CHANGES_SHOWN], "folded": rows[CHANGES_SHOWN:], "title": title}
+GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 1440x900)
 
 
-def changes_context(run, comp=None, baseline=None):
-    """Regressions, coverage lost, dropped, crashes, timeouts, new flakes, unexpected passes;
-    the rest of the differences (expected failures, known flakes, fixed, new) folded."""
+def cause_groups(rows, rules):
+    """Rows of one change kind grouped by cause: the rule ids and the message with its values
+    left out. Most cases first; each group keeps its rows in order, the first one leading."""
+    groups = {}
+    for r in rows:
+        key = (r["kind"], tuple(r["rules"]), normalise_message(_without_param_words(r["msg"], r["cid"])))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (kind, ids, _), members in groups.items():
+        first = members[0]
+        text = " ".join(first["msg"].split())
+        out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
+                    "msg_cut": cut_at_word(text), "first": first, "rows": members,
+                    "replay": next((m["replay"] for m in members if m["replay"]), "")})
+    out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
+    return out
+
+
+def _fold(groups):
+    return {"shown": groups[:GROUPS_SHOWN], "folded": groups[GROUPS_SHOWN:],
+            "folded_cases": sum(g["count"] for g in groups[GROUPS_SHOWN:])}
+
+
+def changes_context(run, comp=None, baseline=None, rules=None):
+    """Causes of the regressions, coverage lost, dropped, crashes, timeouts, new flakes and
+    unexpected passes, most serious kind first; the rest of the differences (expected failures,
+    known flakes, fixed, new) folded, grouped the same way."""
+    rules = rules_table() if rules is None else rules
     by_id = run.by_id()
-    groups, other = [], []
+    kinds, other = [], []
     listed = set()
     if comp is not None:
         machine = [_change_row(str(s), None, key, None, why) for key, s, why in comp.machine]
         if machine:
-            groups.append({"shown": machine, "folded": [], "title": "machine"})
+            kinds.append(machine)
         base = baseline.by_id() if baseline else {}
+        by_change = {}
+        for cid, s in sorted(comp.status.items()):
+            if cid in by_id:
+                by_change.setdefault(str(s), []).append(cid)
         for st in model.Change:  # most serious first
             group = []
-            for cid, s in sorted(comp.status.items()):
-                if s == st and cid in by_id:
-                    c = by_id[cid]
-                    r = _change_row(str(s), str(c.status), cid, c, comp.notes.get(cid, ""),
-                                    str(base[cid].status) if cid in base and st in (
-                                        model.Change.COVERAGE_LOST, model.Change.FIXED) else None)
-                    listed.add(cid)
-                    (group if st.blocks else other).append(r)
+            for cid in by_change.get(str(st), ()):
+                c = by_id[cid]
+                r = _change_row(str(st), str(c.status), cid, c, comp.notes.get(cid, ""),
+                                str(base[cid].status) if cid in base and st in (
+                                    model.Change.COVERAGE_LOST, model.Change.FIXED) else None)
+                listed.add(cid)
+                (group if st.blocks else other).append(r)
             if st == model.Change.DROPPED:
                 for cid in comp.dropped:
                     prev = base.get(cid)
@@ -336,19 +465,24 @@ def changes_context(run, comp=None, baseline=None):
                                     str(prev.status) if prev else None)
                     (other if covered else group).append(r)
             if group:
-                groups.append(_group(group, str(st)))
-    # Crashes and timeouts always show, even when an expectation covers them.
-    for kind in (model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING,
-                 model.Status.FAIL):
-        if comp is not None and kind == model.Status.FAIL:
-            break  # with a comparison, plain failures are regressions or expected
-        group = [_change_row(str(comp.status.get(c.id, kind)) if comp else str(kind), str(c.status), c.id, c,
-                             comp.notes.get(c.id, "") if comp else "")
-                 for c in sorted(run.cases, key=lambda c: c.id) if c.status == kind and c.id not in listed]
+                kinds.append(group)
+    # Crashes and timeouts always show, even when an expectation covers them; with a comparison,
+    # plain failures are regressions or expected.
+    shown = [model.Status.CRASH, model.Status.TIMEOUT, model.Status.INFRA_ERROR, model.Status.MISSING]
+    if comp is None:
+        shown.append(model.Status.FAIL)
+    failing = sorted(((c.id, c) for c in run.cases if c.status in shown), key=lambda ic: ic[0])
+    for kind in shown:
+        group = [_change_row(str(comp.status.get(cid, kind)) if comp else str(kind), str(c.status), cid, c,
+                             comp.notes.get(cid, "") if comp else "")
+                 for cid, c in failing if c.status == kind and cid not in listed]
         if group:
-            groups.append(_group(group, str(kind)))
-    return {"compared": comp is not None, "change_groups": groups, "other_changes": other,
-            "kernel_log_note": kernel_log_note(run)}
+            kinds.append(group)
+    causes = [g for rows in kinds for g in cause_groups(rows, rules)]
+    others = cause_groups(other, rules)
+    return {"compared": comp is not None, "causes": _fold(causes), "n_causes": len(causes),
+            "n_changed": sum(g["count"] for g in causes), "other_causes": others,
+            "n_other": sum(g["count"] for g in others), "kernel_log_note": kernel_log_note(run)}
 
 
 def kernel_log_note(run):
@@ -375,18 +509,25 @@ def machine_context(run):
             "device_attrs": [(k, fp[k]) for k in sorted(k for k in fp if attr.match(k))]}
 
 
+_FAILING = frozenset(s for s in model.Status if s.is_fail)
+
+
 def matrix_context(cases):
     """Test x parameter (flag combination) matrix of worst status, one folded table per suite
     family with only the columns that family uses (the page's JavaScript fills it when opened)."""
     fams = {}
     for c in cases:
-        p = _param_of(c)
-        if p is None:
+        cid = c.cid
+        test, slash, p = cid.case.rpartition("/")
+        if not slash:
             continue
-        f = fams.setdefault(c.family, {"rows": set(), "params": set(), "bad": 0})
-        f["rows"].add(f"{c.suite.split('/')[-1]}.{c.name.rsplit('/', 1)[0]}")
+        family = cid.target[2:].split(":", 1)[0].rsplit("/", 1)[-1]  # Case.family, without the views
+        f = fams.get(family)
+        if f is None:
+            f = fams[family] = {"rows": set(), "params": set(), "bad": 0}
+        f["rows"].add(f"{cid.suite.rsplit('/', 1)[-1]}.{test}")
         f["params"].add(p)
-        f["bad"] += c.status.is_fail
+        f["bad"] += c.status in _FAILING
     return {"families": [{"name": fam, "rows": len(fams[fam]["rows"]), "params": len(fams[fam]["params"]),
                           "bad": fams[fam]["bad"]} for fam in sorted(fams)],
             "short_labels": list(SHORT.items())}
@@ -441,7 +582,7 @@ def mutation_context(doc, case_ids=()):
         for c in (r.get("caught_by") or []) + (r.get("handled_cases") or []):
             cases.append({"case": c.get("case", ""), "control": c.get("control", ""), "fault": c.get("fault", ""),
                           "linked": c.get("case") in ids,
-                          "why": headline(c["message"]) if c.get("message") else c.get("reason", "")})
+                          "why": cut_at_word(headline(c["message"])) if c.get("message") else c.get("reason", "")})
         faults.append({"name": r.get("name", ""), "verdict": r.get("verdict", ""), "rule": r.get("rule", ""),
                        "description": r.get("description", ""), "cases": cases,
                        "why": why or ("unexplained" if r.get("verdict") == "SURVIVED" else "")})
@@ -456,29 +597,44 @@ def mutation_context(doc, case_ids=()):
 # ---------------------------------------------------------------------------------------------
 # The page
 
+def rules_cited(cases, rules):
+    """The Rules section: every rule a case of the run cites, with how many of its cases failed."""
+    failing, cited = {}, set()
+    for c in cases:
+        cited.update(c.rules)
+        if c.status.is_fail:
+            for r in c.rules:
+                failing[r] = failing.get(r, 0) + 1
+    def order(r):  # R01 < R10 < S01: family letter, then number
+        m = re.match(r"([A-Za-z]+)(\d+)$", r)
+        return (m.group(1), int(m.group(2)), r) if m else (r, 0, r)
+    return [{"id": r, "family": rules.get(r, ("", ""))[0],
+             "text": rule_text(r, rules), "failing": failing.get(r, 0)}
+            for r in sorted(cited, key=order)]
+
+
 def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=(), mutation=None):
+           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
     folded_sections go right after the changes (HTML from run_info_section), extra_sections
-    after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation)."""
+    after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
+    title is the page's first line; page_title the browser tab's (default: title). rules:
+    {id: (family, sentence)} (default: suites/rules.tsv)."""
     if _jinja() is None:
         return _render_elsewhere("render", (run,), dict(
             title=title, verdict=verdict, extra_sections=list(extra_sections), seed=seed, comp=comp,
-            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation))
+            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation,
+            page_title=page_title, rules=rules))
+    rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
     seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
     counts = run.counts()
-    ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
-    prefixes = {}
-    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
-    data = {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
-            "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
-            "prefixes": list(prefixes), "cases": rows}
+    cited = rules_cited(run.cases, rules)
     ctx = {
-        "title": title, "css": _markup(css()), "verdict": verdict,
+        "title": title, "page_title": page_title or title, "css": _markup(css()), "verdict": verdict,
         "summary": model.format_counts(counts).splitlines()[-1], "n_cases": len(run.cases), "seed": seed,
         "mutation_line": mutation_line(mutation) if mutation and "error" not in mutation else "",
         "raw_counts": [(s, counts[s]) for s in model.STATUSES if counts.get(s)],
@@ -489,12 +645,29 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "mutation": mutation_context(mutation, (c.id for c in run.cases)),
         "filter_statuses": [s for s in model.STATUSES if counts.get(s)],
         "filter_changes": sorted({str(v) for v in comp_status.values()}),
-        "case_data": _json_text(data),
+        "n_lazy": len(run.cases) if len(run.cases) > EAGER_CASES else 0,
+        "rules_cited": cited,
     }
-    ctx.update(changes_context(run, comp, baseline))
+    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
+    if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
+        every = data["cases"]
+        data.update(cases=every[:PAGE_SIZE], lazy=True, total=len(every))
+        ctx["case_data_all"] = _json_text(every)
+    ctx["case_data"] = _json_text(data)
+    ctx.update(changes_context(run, comp, baseline, rules))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))
     return _template("page.html.j2", **ctx)
+
+
+def case_data(run, comp_status, seed, rule_text):
+    """What the page's JavaScript pages through: every case, most serious first."""
+    ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
+    prefixes = {}
+    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
+    return {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
+            "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
+            "prefixes": list(prefixes), "rules": rule_text, "cases": rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +737,31 @@ def render_qualification(run, info, comp, baseline, trends, mutation=None):
     if _jinja() is None:
         return _render_elsewhere("render_qualification", (run, info, comp, baseline, trends),
                                  {"mutation": mutation})
-    fp = run.fingerprint
-    title = f"pagelock qualification: {fp.get('gpu0_name', 'no GPU')} / driver {fp.get('nvidia_driver', '?')}"
+    title, page_title = qualification_titles(run, info, comp)
     return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
-                  extra_sections=[metrics_section(run, trends)], mutation=mutation)
+                  extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title)
+
+
+def _cuda_version(v):
+    """'13000' (CUDA's integer) -> '13.0'; anything else as it is."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return f"{n // 1000}.{n % 1000 // 10}"
+
+
+def qualification_titles(run, info, comp):
+    """(first line, browser tab title). The first line says what is under test: the change
+    (--label), GPU, driver, CUDA runtime. The tab says verdict, date, host and SKU, so a
+    morning's tabs and bookmarks tell the nights apart."""
+    fp = run.fingerprint
+    what = [fp.get("gpu0_name") or "no GPU", "driver " + fp.get("nvidia_driver", "?")]
+    if fp.get("cuda_runtime_version"):
+        what.append("CUDA runtime " + _cuda_version(fp["cuda_runtime_version"]))
+    label = info.get("label", "")
+    title = "pagelock qualification: " + (f"{label} — " if label else "") + ", ".join(what)
+    date = str(info.get("started_at", ""))[:10] or str(info.get("run_key", ""))[:8]
+    tab = [comp.verdict[0], date, fp.get("host", ""), info.get("sku", "") or fp.get("gpu0_name", ""), label]
+    return title, " · ".join(x for x in tab if x) + " — pagelock qualification"

@@ -13,6 +13,8 @@ import json
 import math
 import os
 import re
+import shlex
+import stat
 from dataclasses import dataclass, field
 
 FORMAT_VERSION = 2  # results.json; 0/absent = before the typed model (properties in one dict)
@@ -196,8 +198,149 @@ def gtest_filters(case_ids, negative=False):
 
 
 def matching(patterns, case_ids):
-    """The case ids that any fnmatch pattern ('suites/a:a_test/S.*') matches."""
-    return [c for c in case_ids if any(fnmatch.fnmatchcase(str(c), p) for p in patterns)]
+    """The case ids that any fnmatch pattern ('suites/a:a_test/S.*') matches. The compiled set
+    of the last patterns is kept: qualify asks once per target with the same skip patterns."""
+    key = tuple(patterns)
+    if _LAST_SET[0] != key:
+        _LAST_SET[:] = [key, PatternSet(key)]
+    globs = _LAST_SET[1]
+    return [c for c in case_ids if globs.any_match(str(c))]
+
+
+_LAST_SET = [None, None]
+
+
+_GLOB_PART = re.compile(r"\*|\?|\[!?\]?[^\]]*\]")  # fnmatch's wildcards ('[' without ']' is literal)
+_BLOCK = 256  # patterns per combined regex: one C-level scan rules out a whole block
+
+
+class PatternSet:
+    """fnmatch globs compiled once, so that a lookup costs about the same for 10 patterns or
+    100,000 (fnmatch's own cache holds 32,768 patterns; above it every lookup recompiled all).
+
+    A pattern without a wildcard is one dict lookup. Every other pattern is filed under the
+    rarest three-character piece of its literal text: a text is tried only against the patterns
+    filed under a piece it contains, each compiled when first tried. Patterns with no literal
+    piece of three characters ('*', '*a*') are tried a block at a time through one regex."""
+
+    def __init__(self, patterns):
+        self.exact = {}  # pattern -> [index]
+        same = {}  # a wildcard pattern -> [index of every copy of it]
+        for i, p in enumerate(patterns):
+            wild = "*" in p or "?" in p or "[" in p
+            (same if wild else self.exact).setdefault(p, []).append(i)
+        # Below, i is the number of a distinct wildcard pattern; self.copies[i] its indices.
+        self.patterns = list(same)
+        self.copies = list(same.values())
+        self.by_piece = {}  # three characters -> [i]
+        self.rest = []  # the patterns with no literal piece
+        self.compiled = {}  # i -> regex, filled as patterns are tried
+        # What a text must hold for pattern i to match it, checked before any regex is built:
+        # its literal head and tail, and every literal piece between its wildcards.
+        self.must = []
+        pieces_of = []
+        counts = {}
+        split = _GLOB_PART.split
+        for i, p in enumerate(self.patterns):
+            literals = split(p)
+            if len(literals) == 1:  # a '[' without its ']' is a literal: an exact name after all
+                self.exact.setdefault(p, []).extend(self.copies[i])
+                pieces_of.append(None)
+                self.must.append(None)
+                continue
+            self.must.append((literals[0], literals[-1], [lit for lit in literals[1:-1] if lit]))
+            pieces = {lit[k:k + 3] for lit in literals for k in range(len(lit) - 2)}
+            pieces_of.append(pieces)
+            for piece in pieces:
+                counts[piece] = counts.get(piece, 0) + 1
+        for lst in self.exact.values():
+            lst.sort()
+        rarity = counts.__getitem__
+        for i, pieces in enumerate(pieces_of):
+            if pieces:
+                self.by_piece.setdefault(min(pieces, key=rarity), []).append(i)
+            elif pieces is not None:
+                self.rest.append(i)
+        self.rest_blocks = None
+
+    def _regex(self, i):
+        rx = self.compiled.get(i)
+        if rx is None:
+            rx = self.compiled[i] = re.compile(fnmatch.translate(self.patterns[i]))
+        return rx
+
+    def _candidates(self, text):
+        """The patterns filed under a piece of text that could match it, by their literals."""
+        seen = set()
+        for k in range(len(text) - 2):
+            piece = text[k:k + 3]
+            if piece in seen:
+                continue
+            seen.add(piece)
+            for i in self.by_piece.get(piece, ()):
+                head, tail, middle = self.must[i]
+                if text.startswith(head) and text.endswith(tail) and \
+                        len(head) + len(tail) <= len(text) and all(m in text for m in middle):
+                    yield i
+
+    def _rest_hits(self, text, first_only=False):
+        if self.rest_blocks is None:
+            self.rest_blocks = []
+            for start in range(0, len(self.rest), _BLOCK):
+                chunk = self.rest[start:start + _BLOCK]
+                expr = "|".join(f"(?:{fnmatch.translate(self.patterns[i])})" for i in chunk)
+                self.rest_blocks.append((re.compile(expr), chunk))
+        for combined, chunk in self.rest_blocks:
+            if combined.match(text):
+                for i in chunk:
+                    if self._regex(i).match(text):
+                        yield i
+                        if first_only:
+                            return
+
+    def matches(self, text):
+        """The indices of every pattern that matches text, in pattern order."""
+        hits = list(self.exact.get(text, ()))
+        for i in self._candidates(text):
+            if self._regex(i).match(text):
+                hits += self.copies[i]
+        for i in self._rest_hits(text):
+            hits += self.copies[i]
+        if len(hits) > 1:
+            hits.sort()
+        return hits
+
+    def any_match(self, text):
+        if text in self.exact:
+            return True
+        if any(self._regex(i).match(text) for i in self._candidates(text)):
+            return True
+        return next(self._rest_hits(text, first_only=True), None) is not None
+
+
+# --- Failure messages ----------------------------------------------------------------------
+
+_LOCATION = re.compile(r"^\S+:\d+:?$")
+
+
+def gtest_message(text):
+    """A failure message without GoogleTest's bare 'Failed' label. FAIL() << msg,
+    ADD_FAILURE() << msg and every child-process scenario (ASSERT_CHILD_COMPLETED) record
+    'file:line\nFailed\nmsg': the label says nothing, and left in it becomes the one-line reason
+    of every such failure. A 'Failed' with no text after it (a bare FAIL()) stays: it is all the
+    assertion said. Every reader (XML, journal, results.json) passes messages through here, so
+    the page, JUnit, the CSVs and the terminal all show the assertion's own text."""
+    if not text or "Failed" not in text:
+        return text
+    lines = text.split("\n")
+    kept = []
+    for i, line in enumerate(lines):
+        if line.strip() == "Failed":
+            after = next((l.strip() for l in lines[i + 1:] if l.strip()), "")
+            if after and not _LOCATION.match(after):
+                continue  # the explanation follows: it is the message
+        kept.append(line)
+    return "\n".join(kept)
 
 
 # --- Metrics ------------------------------------------------------------------------------
@@ -339,12 +482,16 @@ class Case:
                     f"--test_env={SEED_ENV}=N or tools/qualify --seed N\n"
                     + Case(self.cid, self.status, stress=self.stress).replay_command(bundle))
         stress = self.stress if self.stress is not None else _is_stress(self.target)
-        env = f" --test_env={SEED_ENV}={seed}" if seed is not None else ""
+        # Every name is quoted for the shell: a case name from a foreign test.xml or
+        # results.json may hold quotes and semicolons, and the command is pasted into a shell.
+        seed_text = shlex.quote(str(seed)) if seed is not None else ""
+        env = f" --test_env={SEED_ENV}={seed_text}" if seed is not None else ""
         config = " --config=stress" if stress else ""
-        bundle_env = f"{SEED_ENV}={seed} " if seed is not None else ""
-        return (f"bazel test {self.target}{config} --test_filter='{self.gtest_name}'{env}\n"
-                f"{bundle_env}{bundle}/bin/{self.cid.package}/{self.cid.target_name} "
-                f"--gtest_filter='{self.gtest_name}'")
+        bundle_env = f"{SEED_ENV}={seed_text} " if seed is not None else ""
+        binary = shlex.quote(f"{bundle}/bin/{self.cid.package}/{self.cid.target_name}")
+        name = single_quoted(self.gtest_name)
+        return (f"bazel test {shlex.quote(self.target)}{config} --test_filter={name}{env}\n"
+                f"{bundle_env}{binary} --gtest_filter={name}")
 
     @staticmethod
     def from_raw(target, suite, name, status, seconds=0.0, message="", reason="", properties=None,
@@ -355,7 +502,8 @@ class Case:
         run_seed = props.pop(PROP_RUN_SEED, run_seed)
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
             seconds = 0.0
-        c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0, message or "", reason or "")
+        c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0,
+                 gtest_message(message or ""), reason or "")
         declared = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
         props.pop(_LEGACY_STATUS, None)
         st, dst = Status.parse(status), Status.parse(declared) if declared else None
@@ -395,7 +543,7 @@ class Case:
             c.attempts[-1] = c.status
         else:
             c.attempts = [c.status]
-        c.first_failure = props.pop("first_failure", "")
+        c.first_failure = gtest_message(props.pop("first_failure", ""))
         for k in list(props):
             v = props[k]
             if k.startswith(PROP_METRIC_PREFIX) or k.startswith(PROP_BUDGET_PREFIX):
@@ -435,7 +583,7 @@ class Case:
                           d.get("seconds", 0.0), d.get("message", ""), d.get("reason", ""),
                           d.get("properties", {}), d.get("run_seed"))
         c.attempts = [Status.parse(a) or Status.INFRA_ERROR for a in d.get("attempts", [])] or [c.status]
-        c.first_failure = d.get("first_failure", "")
+        c.first_failure = gtest_message(d.get("first_failure", ""))
         c.seed = _int_or_none(d.get("seed"))
         c.rules = list(d.get("rules", []))
         c.metrics = {k: Metric.from_json(m) for k, m in d.get("metrics", {}).items()}
@@ -444,6 +592,12 @@ class Case:
         c.logs = dict(d.get("logs", {}))
         c.child, c.health, c.stress = d.get("child", ""), d.get("health", ""), d.get("stress")
         return c
+
+
+def single_quoted(text):
+    """text as one shell word, always in single quotes (as the commands have always shown it);
+    a quote inside ends the quoting, is escaped, and starts it again."""
+    return "'" + str(text).replace("'", "'\"'\"'") + "'"
 
 
 def _int_or_none(v):
@@ -474,9 +628,12 @@ class Run:
                 "problems": self.problems, "cases": [c.to_json() for c in self.cases]}
 
     @staticmethod
-    def from_json(d):
+    def from_json(d, validated=False):
         if not isinstance(d, dict) or not isinstance(d.get("cases", []), list):
             raise ResultsError("not a pagelock run (expected an object with a 'cases' list)")
+        problem = None if validated else validate_results_dict(d)
+        if problem:
+            raise ResultsError(problem)
         version = d.get("format_version", 0)
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise ResultsError(f"results format {version!r} is newer than this tool ({FORMAT_VERSION})")
@@ -501,6 +658,154 @@ class ResultsError(Exception):
     """A results.json (or baseline) that cannot be read as a run."""
 
 
+class NotRegularFile(OSError):
+    """A path that names a device, a FIFO, a socket or a folder where a file was expected."""
+
+
+def read_regular_file(path, max_bytes, encoding="utf-8"):
+    """The text of a regular file (links followed) of at most max_bytes. /dev/zero, a FIFO, a
+    socket or a folder is refused before it is opened: opening a FIFO blocks, and /dev/zero never
+    ends. Raises FileNotFoundError, NotRegularFile, OSError or UnicodeDecodeError."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise NotRegularFile(f"not a regular file ({kind}), not read")
+    if st.st_size > max_bytes:
+        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
+    # O_NONBLOCK: should the path become a FIFO between the check and the open, open() returns
+    # at once instead of waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise NotRegularFile("not a regular file, not read")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
+    return data.decode(encoding)
+
+
+# --- Field types of results.json: checked before any field is used ----------------------
+
+_STR, _NUM, _INT = (str,), (int, float), (int,)
+_CASE_FIELDS = {  # field -> accepted JSON types (bool is never a number here)
+    "id": _STR, "target": _STR, "suite": _STR, "name": _STR, "status": _STR, "seconds": _NUM,
+    "message": _STR, "reason": _STR, "attempts": (list,), "first_failure": _STR,
+    "seed": (str, int, type(None)), "run_seed": (str, int, type(None)), "rules": (list,),
+    "metrics": (dict,), "budgets": (dict,), "observed": (dict,), "logs": (dict,), "child": _STR,
+    "health": _STR, "stress": (bool, type(None)), "properties": (dict,)}
+_REQUIRED_CASE_FIELDS = ("target", "suite", "name")
+_INFO_FIELDS = {
+    "run_key": _STR, "started_at": _STR, "sku": _STR, "tier": _STR, "label": _STR, "seed": _STR,
+    "verdict": _STR, "exit_code": _INT, "baseline": _STR, "command": _STR, "bundle": (dict,),
+    "expectations": (dict,), "retries": _INT, "skipped_by_expectations": (list,),
+    "outputs": (dict,), "mutation": (dict,), "interrupted_by": _STR}
+
+
+def _type_name(v):
+    return "null" if v is None else {"str": "string", "int": "integer", "float": "number",
+                                     "bool": "boolean", "list": "list", "dict": "object"}.get(
+        type(v).__name__, type(v).__name__)
+
+
+def _wrong(where, v, want):
+    shown = repr(v) if not isinstance(v, (dict, list)) else _type_name(v)
+    return f"field {where}: expected {want}, found {_type_name(v)} {shown[:60]}"
+
+
+def _is(v, types):
+    return isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
+
+
+def validate_results_dict(data):
+    """The first field of a results.json document (or a bare run) whose type the readers do not
+    accept, as 'field run.cases[3].target: expected ...'; None when every field is usable.
+    compare, compare_runs, qualify's baseline and report.py read through this, so a wrong-typed
+    field is exit 2 naming the file and the field, never a traceback later."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, found {_type_name(data)}"
+    info = data.get("info", {})
+    if "info" in data and not isinstance(info, dict):
+        return _wrong("info", info, "an object")
+    for k, types in _INFO_FIELDS.items():
+        if isinstance(info, dict) and k in info and not _is(info[k], types):
+            return _wrong(f"info.{k}", info[k], _want(types))
+    if isinstance(info, dict) and isinstance(info.get("bundle"), dict):
+        for k, v in info["bundle"].items():
+            if not _is(v, (str, int, float, bool, type(None), list, dict)):
+                return _wrong(f"info.bundle.{k}", v, "a JSON value")
+        if "commit" in info["bundle"] and not _is(info["bundle"]["commit"], _STR):
+            return _wrong("info.bundle.commit", info["bundle"]["commit"], "a string")
+    run, prefix = (data["run"], "run.") if "run" in data else (data, "")
+    if not isinstance(run, dict):
+        return _wrong(prefix.rstrip(".") or "run", run, "an object")
+    fp = run.get("fingerprint", {})
+    if not isinstance(fp, dict):
+        return _wrong(f"{prefix}fingerprint", fp, "an object")
+    for k, v in fp.items():
+        if not isinstance(v, str):
+            return _wrong(f"{prefix}fingerprint.{k}", v, "a string")
+    if "problems" in run and not isinstance(run["problems"], list):
+        return _wrong(f"{prefix}problems", run["problems"], "a list")
+    cases = run.get("cases", [])
+    if not isinstance(cases, list):
+        return _wrong(f"{prefix}cases", cases, "a list")
+    for n, c in enumerate(cases):
+        why = _validate_case(c, f"{prefix}cases[{n}]")
+        if why:
+            return why
+    return None
+
+
+def _want(types):
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+             list: "a list", dict: "an object", type(None): "null"}
+    if types == _NUM:
+        return "a number"
+    return " or ".join(names[t] for t in types)
+
+
+def _validate_case(c, where):
+    if not isinstance(c, dict):
+        return _wrong(where, c, "an object")
+    for k in _REQUIRED_CASE_FIELDS:
+        if k not in c:
+            return f"field {where}.{k}: missing"
+    for k, types in _CASE_FIELDS.items():
+        if k in c and not _is(c[k], types):
+            return _wrong(f"{where}.{k}", c[k], _want(types))
+    if not (c["target"].startswith("//") and ":" in c["target"]):
+        return f"field {where}.target: expected a label like '//pkg:name', found {c['target'][:60]!r}"
+    for k in ("attempts", "rules"):
+        for i, a in enumerate(c.get(k, [])):
+            if not isinstance(a, str):
+                return _wrong(f"{where}.{k}[{i}]", a, "a string")
+    for k in ("metrics", "budgets"):
+        for name, m in c.get(k, {}).items():
+            if not isinstance(m, dict):
+                return _wrong(f"{where}.{k}.{name}", m, "an object {value, unit}")
+            v = m.get("value", "nan")
+            if not (_is(v, _NUM) or isinstance(v, str) and _float_or_none(v) is not None):
+                return _wrong(f"{where}.{k}.{name}.value", v, "a number")
+            if not isinstance(m.get("unit", ""), str):
+                return _wrong(f"{where}.{k}.{name}.unit", m["unit"], "a string")
+    for k in ("logs", "observed", "properties"):
+        for name, v in c.get(k, {}).items():
+            if k == "logs" and not isinstance(v, str):
+                return _wrong(f"{where}.{k}.{name}", v, "a string")
+            if isinstance(v, (dict, list)):
+                return _wrong(f"{where}.{k}.{name}", v, "a string or number")
+    return None
+
+
+def _float_or_none(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 # --- results.json: the one writer and reader ----------------------------------------------
 
 def write_results(path, run, info=None, comparison=None):
@@ -515,27 +820,36 @@ def write_results(path, run, info=None, comparison=None):
     os.replace(tmp, path)
 
 
+RESULTS_MAX_BYTES = 4 << 30  # a results.json of 10^6 cases is about 0.5 GB
+
+
 def read_results(path):
     """(Run, info dict, whole document) from a results.json, a run directory or a bare run.
-    Raises ResultsError with a message naming the file on anything unreadable."""
+    Raises ResultsError with a message naming the file (and the field) on anything unreadable:
+    not a regular file (/dev/zero, a FIFO), not JSON, or a field of the wrong type."""
     if os.path.isdir(path):
         path = os.path.join(path, "results.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        text = read_regular_file(path, RESULTS_MAX_BYTES)
+        data = json.loads(text)
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file")
+    except NotRegularFile as e:
+        raise ResultsError(f"{path}: {e}")
     except OSError as e:
-        raise ResultsError(f"{path}: unreadable: {e.strerror}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: unreadable: {e.strerror or e}")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise ResultsError(f"{path}: not JSON: {e}")
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: expected a JSON object, found a {type(data).__name__}")
+    problem = validate_results_dict(data)
+    if problem:
+        raise ResultsError(f"{path}: {problem}")
     run_json = data.get("run", data)
     if isinstance(run_json, dict) and "format_version" not in run_json and "format_version" in data:
         run_json = dict(run_json, format_version=data["format_version"])
     try:
-        run = Run.from_json(run_json)
+        run = Run.from_json(run_json, validated=True)
     except ResultsError as e:
         raise ResultsError(f"{path}: {e}")
     info = data.get("info", {})

@@ -23,7 +23,8 @@ Exit codes (the meanings the runner, qualify and compare_runs.py share):
      not know (--exit-zero: 0 instead, for scripts that only want the report)
   4  nothing ran: no test results in the folder
 Nothing is written before the input has been read; the HTML page is written last. --json FILE writes results.json ('-' for
-stdout: then the human lines go to stderr).
+stdout: then the human lines go to stderr, and stdout carries one JSON object, also on an error:
+{"tool": "report", "exit_code": N, "error": "the reason"}).
 """
 
 import argparse
@@ -38,8 +39,36 @@ from reports import htmlreport as html_report  # noqa: E402
 from reports import model  # noqa: E402
 
 
+def _wants_json(argv):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return "--json=-" in argv or any(a == "--json" and b == "-" for a, b in zip(argv, argv[1:]))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors also reach a --json - reader as one JSON object."""
+    json_errors = False
+
+    def error(self, message):
+        if self.json_errors:
+            print(json.dumps({"tool": "report", "exit_code": 2, "error": message}))
+        super().error(message)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return _main(argv)
+
+
+def _fail(args_json, code, message):
+    """Says why on stderr, and to a --json - reader in the JSON object; returns the exit code."""
+    print(f"report: {message}", file=sys.stderr)
+    if args_json == "-":
+        print(json.dumps({"tool": "report", "exit_code": code, "error": message}))
+    return code
+
+
+def _main(argv=None):
+    p = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.json_errors = _wants_json(argv)
     p.add_argument("testlogs", help="testlogs tree, or a Bazel build event JSON file (--build_event_json_file)")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--json", help="write results.json here ('-': a summary and the run on stdout)")
@@ -55,20 +84,16 @@ def main(argv=None):
         run = (model.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
                else model.load_bep(args.testlogs))
     except (OSError, ValueError) as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+        return _fail(args.json, 2, str(e))
     if not run.cases:
-        print(f"report: no test results under {args.testlogs}", file=sys.stderr)
-        return 4
+        return _fail(args.json, 4, f"no test results under {args.testlogs}")
     mutation = None
     if args.mutation:
         if not os.path.isfile(args.mutation):
-            print(f"report: --mutation {args.mutation}: no such file", file=sys.stderr)
-            return 2
+            return _fail(args.json, 2, f"--mutation {args.mutation}: no such file")
         mutation = html_report.read_mutation(args.mutation)
         if "error" in mutation:
-            print(f"report: --mutation: {mutation['error']}", file=sys.stderr)
-            return 2
+            return _fail(args.json, 2, f"--mutation: {mutation['error']}")
     elif args.html:
         for folder in (os.path.dirname(os.path.abspath(args.html)),
                        os.path.dirname(os.path.abspath(args.testlogs.rstrip("/")))):
@@ -100,11 +125,9 @@ def main(argv=None):
                 f.write(page)
             print(f"report: wrote {args.html}", file=human)
     except html_report.MissingDependency as e:
-        print(f"report: {e}; the other outputs were written", file=sys.stderr)
-        return 1
+        return _fail(args.json, 1, f"{e}; the other outputs were written")
     except OSError as e:
-        print(f"report: cannot write the report: {e}", file=sys.stderr)
-        return 2
+        return _fail(args.json, 2, f"cannot write the report: {e}")
     print(model.format_counts(run.counts()), file=human)
     if args.json == "-":  # stdout carries the JSON alone; the human lines went to stderr
         print(json.dumps({"tool": "report", "exit_code": code,

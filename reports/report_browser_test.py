@@ -112,7 +112,7 @@ class FirstScreenTest(unittest.TestCase):
         self.assertEqual(console, [])
         first = seen["first_change"]
         self.assertIsNotNone(first, "no change row on the page")
-        self.assertIn("R14,R51", first["rule"]["text"])
+        self.assertEqual(first["rule"]["text"], "R14")  # the first rule id; its sentence is the title
         self.assertIn("registering a fresh range must succeed", first["msg"]["text"])
         self.assertIn("cudaErrorHostMemoryAlreadyRegistered", first["msg"]["text"])
         self.assertNotIn("Expected equality", first["msg"]["text"])
@@ -158,6 +158,148 @@ class FirstScreenTest(unittest.TestCase):
               f"chromium wall {wall:.1f} s, {os.path.getsize(page) // 1024} KiB")
 
 
+def one_fault_run(regressions=31, causes=1, passes=40, lost_coverage=False):
+    """A qualification run against an all-PASS baseline: `regressions` failing cases spread over
+    suites, from `causes` different faults (rule and message); within one cause the messages
+    differ only in their numbers, addresses and sizes, as one injected fault's do."""
+    from reports import model
+    cases = [testsupport.case(f"Passes{i}", "PASS") for i in range(passes)]
+    for i in range(regressions):
+        k = i % causes
+        rule = "R76" if k == 0 else f"R{10 + k}"
+        msg = (f"suites/streams/copies_test.cc:{100 + i}\nExpected equality of these values:\n  bad\n"
+               f"    Which is: {i + 1}\n  0u\n    Which is: 0\npageable: the timed D2H copies did not deliver "
+               f"every byte of {4096 * (i + 1)} bytes at 0x7f{i:04x}a000" if k == 0 else
+               f"x.cc:{i}\ncause number {'ABCDEFGHIJKLMNOP'[k]} broke in its own way")
+        cases.append(testsupport.case(f"Copy{i}/Flags{i % 4}", "FAIL", msg, rules=rule, attempts="FAIL FAIL",
+                                      suite=f"Suite{i % 5}", target=f"//suites/s{i % 3}:s{i % 3}_test"))
+    if lost_coverage:  # COVERAGE_LOST over NOT_SUPPORTED: the widest badges
+        cases.append(testsupport.case("LongBadge", "NOT_SUPPORTED", rules="R04"))
+    run = model.Run(dict(testsupport.FP, cuda_runtime_version="13000"), cases)
+    base = model.Run(dict(testsupport.FP), [testsupport.case(c.name, "PASS", suite=c.suite, target=c.target)
+                                            for c in cases])
+    return run, cmp.compare(run, None, base), base
+
+
+class CausesTest(unittest.TestCase):
+    """Issue 23 item 2: one cause a line."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", self.tmp)
+
+    def page(self, run, comp, base, name, label="injected fault dtoh_async_corrupts"):
+        info = {"run_key": "20261130-143955_vm_nvidia-h200_580.159.04", "tier": "full", "seed": "7",
+                "label": label, "started_at": "2026-11-30T14:39:55+00:00", "sku": "nvidia-h200"}
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(htmlreport.render_qualification(run, info, comp, base, {}))
+        return path
+
+    def test_thirty_one_regressions_from_one_fault_are_one_line_on_the_first_screen(self):
+        run, comp, base = one_fault_run(31, causes=1)
+        self.assertEqual(comp.summary.get("REGRESSION"), 31)
+        page = self.page(run, comp, base, "one-fault.html")
+        seen, console, _ = open_page(page, screenshot=os.path.join(self.out, "one-fault.png"))
+        self.assertEqual(console, [])
+        groups = seen["groups"]
+        self.assertEqual(len(groups), 1, groups)
+        g = groups[0]
+        self.assertEqual((g["kind"], g["count"]), ("REGRESSION", 31))
+        rules = htmlreport.rules_table()
+        self.assertEqual(g["rules"], [f"R76: {rules['R76'][1]}"])  # the rule's sentence on hover
+        self.assertIn("pageable: the timed D2H copies did not deliver every byte", g["msg"])
+        self.assertIn("bad (= 1) != 0u (= 0)", g["msg"])  # the assertion, with the first case's values
+        self.assertLessEqual(g["bottom"], 900, f"the cause is below the first screen: {g}")
+        self.assertEqual(seen["overlaps"], [])
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("id='rule-R76'", text)  # the Rules section the id links to
+        title = re.search(r"<title>(.*?)</title>", text).group(1)
+        for part in ("REGRESSIONS", "2026-11-30", "lab1", "nvidia-h200"):
+            self.assertIn(part, title)
+        h1 = re.search(r"<h1>(.*?)</h1>", text).group(1)
+        for part in ("injected fault dtoh_async_corrupts", "NVIDIA H200", "580.159.04", "CUDA runtime 13.0"):
+            self.assertIn(part, h1)
+
+    def test_ten_causes_fit_on_a_1440x900_screen_and_badges_stay_in_their_cells(self):
+        run, comp, base = one_fault_run(36, causes=12, lost_coverage=True)
+        page = self.page(run, comp, base, "twelve-causes.html")
+        seen, console, _ = open_page(page, screenshot=os.path.join(self.out, "twelve-causes.png"))
+        self.assertEqual(console, [])
+        self.assertEqual(len(seen["groups"]), 13)  # 12 regressions' causes and the coverage loss
+        visible = [g for g in seen["groups"] if g["bottom"] <= 900]
+        self.assertGreaterEqual(len(visible), 10, [round(g["bottom"]) for g in seen["groups"]])
+        self.assertEqual(seen["overlaps"], [])
+        self.assertLessEqual(seen["scroll_width"], seen["inner_width"], "the page scrolls sideways")
+
+    def test_the_widest_badges_fit_their_cells_at_1280x720(self):
+        from reports import model
+        run, comp, base = one_fault_run(6, causes=3, lost_coverage=True)
+        failing = [c.id for c in run.cases if c.status.is_fail]
+        comp.status[failing[0]] = model.Change.UNEXPECTED_PASS
+        comp.status[failing[1]] = model.Change.KNOWN_COVERAGE_LOSS
+        page = self.page(run, comp, base, "wide-badges.html")
+        seen, console, _ = open_page(page, size="1280,720")
+        self.assertEqual(console, [])
+        self.assertEqual(seen["overlaps"], [], "a badge is wider than its cell (clipped or covering its neighbour)")
+
+    def test_a_long_message_is_cut_at_a_word_and_the_whole_text_is_one_click_away(self):
+        run, comp, base = one_fault_run(1, causes=1)
+        reg = next(c for c in run.cases if c.status.is_fail)
+        reg.message = "x.cc:1\n" + " ".join(["problems: worker 1: 1 bytes wrong after a round trip"] * 12)
+        html = htmlreport.render_qualification(run, {"run_key": "k"}, comp, base, {})
+        cut = re.search(r"<details class='whole'><summary><span class='msg'>(.*?)</span></summary>"
+                        r"<div class='msgfull'>(.*?)</div>", html)
+        self.assertIsNotNone(cut, "no folded whole message")
+        shown, whole = cut.group(1), cut.group(2)
+        self.assertTrue(shown.endswith("…"), shown)
+        self.assertTrue(whole.startswith(shown[:-1].rstrip()), (shown, whole))
+        self.assertIn(whole[len(shown) - 1:len(shown)], (" ", ""), "cut inside a word")
+        self.assertIn("round trip problems: worker 1: 1 bytes wrong after a round trip", whole)
+
+
+def distinct_bytes(png):
+    """How many different byte values the PNG's pixel data has (a blank page has very few)."""
+    import zlib
+    with open(png, "rb") as f:
+        data = f.read()
+    i, idat = 8, b""
+    while i < len(data):
+        n = int.from_bytes(data[i:i + 4], "big")
+        if data[i + 4:i + 8] == b"IDAT":
+            idat += data[i + 8:i + 8 + n]
+        i += 12 + n
+    return len(set(zlib.decompress(idat)))
+
+
+class LazyCasesTest(unittest.TestCase):
+    """Above htmlreport.EAGER_CASES the page embeds its first page apart from every case and
+    parses them all only when asked (a million cases: ready in about 1 s instead of 8)."""
+
+    def test_a_lazy_page_shows_its_first_page_and_filters_searches_and_links_over_every_case(self):
+        from unittest import mock
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        run = testsupport.big(1000)
+        with mock.patch.object(htmlreport, "EAGER_CASES", 500):
+            page = os.path.join(tmp, "lazy.html")
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(htmlreport.render(run, title="lazy"))
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("id='case-data-all'", text)
+        self.assertIn("1,000 cases: the first page is shown at once", text)
+        seen, console, _ = open_page(page)
+        self.assertEqual(console, [])
+        self.assertTrue(seen["lazy"])
+        self.assertEqual(seen["total"], 1000)
+        self.assertEqual(seen["filters"]["FAIL"], 2)  # every case, not the first page's
+        self.assertEqual(seen["search"]["shown"], 1)
+        self.assertEqual(seen["after_clear"], 1000)
+        self.assertTrue(seen["anchor"]["found"] and seen["anchor"]["expanded"], seen["anchor"])
+        self.assertEqual(seen["matrix_cells"], 1000)
+
+
 class ScreenshotToolTest(unittest.TestCase):
     def test_writes_a_1440x900_png_of_the_first_screen_and_refuses_bad_input(self):
         chromium()
@@ -173,6 +315,18 @@ class ScreenshotToolTest(unittest.TestCase):
             head = f.read(24)
         self.assertEqual(head[:8], b"\x89PNG\r\n\x1a\n")
         self.assertEqual((int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")), (1440, 900))
+        # A '#case=' link: the page scrolls to the case and highlights it before the capture.
+        run_cases = sorted(run.cases, key=lambda c: c.id)
+        last = [c for c in run_cases if c.status.is_pass][-1].id
+        case_png = os.path.join(tmp, "shots", "case.png")
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            self.assertEqual(screenshot.main([page, case_png, "--hash", "#case=" + last, "--size", "1280x400"]), 0)
+        self.assertIn("scrolled to y=", said.getvalue())
+        self.assertGreater(screenshot.LAST_STATE["scrollY"], 0, screenshot.LAST_STATE)
+        self.assertEqual(screenshot.LAST_STATE["highlighted"], 1)
+        self.assertGreater(distinct_bytes(case_png), 8, "the '#case=' screenshot is blank")
+        with open(case_png, "rb") as f:
+            self.assertNotEqual(f.read(), open(png, "rb").read())
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             self.assertEqual(screenshot.main([os.path.join(tmp, "absent.html"), png]), 2)

@@ -6,8 +6,12 @@ This module only reads and writes files; it knows nothing of baselines or verdic
 becomes a RawCase: target, suite, name, raw status, message, seconds, properties. A missing,
 truncated or malformed file is a result (CRASH, TIMEOUT or MISSING with the reason), never an
 exception. The bundle runner uses the same functions to merge the attempts of one binary.
+A test.xml over XML_MAX_BYTES is read incrementally (every case kept); a failure message of any
+size is kept as its head and tail, with how much was cut (MESSAGE_MAX_CHARS), in the XML and in
+a journal line longer than JOURNAL_MAX_LINE.
 """
 
+import codecs
 import json
 import os
 import re
@@ -15,19 +19,22 @@ import zipfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-NOT_SUPPORTED_PREFIX = "NotSupported: "
-# The case journal's file name, under Bazel's test.outputs/ and under each attempt_N/ folder of
-# the bundle runner (which passes the full path in PAGELOCK_JOURNAL).
-JOURNAL_NAME = "pagelock_journal.jsonl"
-EXIT_POISONED = 75  # fixtures' kExitPoisoned
-PROP_STATUS = "pagelock.status"  # NOT_SUPPORTED WARN CRASH TIMEOUT (and MISSING, INFRA_ERROR)
-PROP_REASON = "pagelock.reason"
-_LEGACY_STATUS = "pagelock_status"
-RAW_STATUSES = ("PASS", "WARN", "NOT_SUPPORTED", "SKIP", "FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR",
-                "MISSING")
+# The names and statuses are the model's (reports/model.py spells them once, beside
+# fixtures/outcome.h). JOURNAL_NAME: the case journal, under Bazel's test.outputs/ and under each
+# attempt_N/ folder of the bundle runner (which passes the full path in PAGELOCK_JOURNAL).
+# PROP_STATUS: NOT_SUPPORTED WARN CRASH TIMEOUT (and MISSING, INFRA_ERROR).
+from reports.model import (  # noqa: F401
+    EXIT_POISONED, JOURNAL_NAME, NOT_SUPPORTED_PREFIX, PROP_REASON, PROP_STATUS, STATUSES,
+    _LEGACY_STATUS, gtest_message)
+
+RAW_STATUSES = tuple(STATUSES)
 _JOURNAL_STATUSES = ("PASS", "FAIL", "SKIP")
-# Bounds on what one file may cost to read.
+# Bounds on what one file may cost to read. A test.xml over XML_MAX_BYTES is read
+# incrementally (each case parsed, kept as a record and dropped), up to XML_STREAM_MAX_BYTES.
 XML_MAX_BYTES = 64 << 20
+XML_STREAM_MAX_BYTES = 8 << 30
+XML_STREAM_CHUNK = 1 << 20
+XML_MAX_DEPTH = 256
 JOURNAL_MAX_LINE = 1 << 20
 JOURNAL_MAX_BYTES = 256 << 20
 MESSAGE_MAX_CHARS = 64 << 10
@@ -115,15 +122,96 @@ def parse_xml_file(path):
         return None, "nested too deeply"
 
 
+def _is_large(path):
+    try:
+        return os.path.getsize(path) > XML_MAX_BYTES
+    except OSError:
+        return False
+
+
+def _cap_element(el):
+    """Cuts the texts of one <testcase> to MESSAGE_MAX_CHARS, saying how much was cut: a
+    failure message of 200 MB is kept, as its head and tail."""
+    for child in el.iter():
+        if child.text and len(child.text) > MESSAGE_MAX_CHARS:
+            child.text = _cap(child.text)
+        for k, v in child.attrib.items():
+            if len(v) > MESSAGE_MAX_CHARS:
+                child.set(k, _cap(v))
+
+
+def stream_gtest_xml(path, on_case):
+    """Reads a GoogleTest XML of any size incrementally: on_case(<testcase> element) for each
+    case in file order, each element's texts capped (_cap_element) and detached from the tree
+    after the call, so memory holds one case at a time (plus what on_case keeps). The
+    same refusals as parse_xml_file: a DOCTYPE or ENTITY declaration, malformed or truncated
+    XML, a root that is not GoogleTest's. Returns (root attributes, None) or ({}, why)."""
+    try:
+        size = os.path.getsize(path)
+        f = open(path, "rb")
+    except OSError as e:
+        return {}, f"unreadable ({e.strerror or e})"
+    if size > XML_STREAM_MAX_BYTES:
+        f.close()
+        return {}, f"larger than {XML_STREAM_MAX_BYTES >> 30} GiB, not read"
+    parser = ET.XMLPullParser(events=("start", "end"))
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    stack, attrs, first, carry = [], None, True, b""
+    try:
+        with f:
+            while True:
+                chunk = f.read(XML_STREAM_CHUNK)
+                if _DTD.search(carry + chunk):  # carry: a declaration cut by the chunk border
+                    return {}, "has a DOCTYPE or ENTITY declaration, not read"
+                carry = chunk[-16:]
+                text = decoder.decode(chunk, final=not chunk)
+                if first:
+                    text, first = _XML_DECL.sub("", text, count=1), False
+                parser.feed(_BAD_XML_CHARS.sub("\ufffd", text))
+                for event, el in parser.read_events():
+                    if event == "start":
+                        stack.append(el)
+                        if len(stack) > XML_MAX_DEPTH:
+                            return {}, "nested too deeply"
+                        if len(stack) == 1:
+                            if el.tag != "testsuites" or el.get("name") != "AllTests":
+                                return {}, "not GoogleTest's"
+                            attrs = dict(el.attrib)
+                        continue
+                    stack.pop()
+                    if el.tag == "testcase":
+                        _cap_element(el)
+                        on_case(el)
+                        if stack:
+                            stack[-1].remove(el)  # the finished case is the last child
+                if not chunk:
+                    break
+            parser.close()
+    except ET.ParseError as e:
+        return {}, f"truncated or malformed ({e})"
+    except OSError as e:
+        return {}, f"unreadable ({e.strerror or e})"
+    if attrs is None:
+        return {}, "empty"
+    return attrs, None
+
+
 def _case_id(el):
     return f"{el.get('classname', '')}.{el.get('name', '')}"
 
 
 def read_gtest_xml(path):
     """Returns ({'Suite.Name': <testcase> element}, root attributes, None), or
-    (None, {}, why) when the file is missing, truncated, not GoogleTest XML or refused."""
+    (None, {}, why) when the file is missing, truncated, not GoogleTest XML or refused.
+    A file over XML_MAX_BYTES is read incrementally, its messages capped."""
     if not os.path.exists(path):
         return None, {}, "no XML was written"
+    if _is_large(path):
+        cases = {}
+        attrs, why = stream_gtest_xml(path, lambda el: cases.__setitem__(_case_id(el), el))
+        if why:
+            return None, {}, f"the XML is {why}"
+        return cases, attrs, None
     root, why = parse_xml_file(path)
     if root is None:
         return None, {}, f"the XML is {why}"
@@ -165,8 +253,10 @@ def synthesize_case(case_id, status, message, log_tail="", seconds=0.0, properti
 
 
 def _bounded_lines(f):
-    """Lines of a binary file, each at most JOURNAL_MAX_LINE bytes (longer ones are skipped) and
-    JOURNAL_MAX_BYTES in all."""
+    """Lines of a binary file, each at most JOURNAL_MAX_LINE bytes and JOURNAL_MAX_BYTES in all.
+    A longer line (an end event with a huge failure message) is read through, keeping its head
+    and tail, and comes back as the same event with its message cut (_salvage_long_event);
+    one that is not such an event is skipped."""
     total = 0
     while total < JOURNAL_MAX_BYTES:
         line = f.readline(JOURNAL_MAX_LINE + 1)
@@ -174,11 +264,66 @@ def _bounded_lines(f):
             return
         total += len(line)
         if len(line) > JOURNAL_MAX_LINE:
+            head, tail, size = line, line[-_SALVAGE_TAIL:], len(line)
             while line and not line.endswith(b"\n") and total < JOURNAL_MAX_BYTES:
                 line = f.readline(JOURNAL_MAX_LINE)
                 total += len(line)
+                size += len(line)
+                tail = (tail + line)[-_SALVAGE_TAIL:]
+            event = _salvage_long_event(head, tail, size)
+            if event is not None:
+                yield event
             continue
         yield line.decode("utf-8", "replace")
+
+
+_SALVAGE_TAIL = 256 << 10
+_LONG_END_HEAD = re.compile(
+    rb'^\{"event":"end","case":("(?:[^"\\]|\\.)*"),"status":("[A-Z_]*"),"seconds":([-0-9.eE+]+),'
+    rb'"message":"')
+_LONG_END_TAIL = re.compile(rb'","properties":(\{.*\})\}\s*$', re.S)
+
+
+def _json_fragment(raw):
+    """The text of a piece of a JSON string's body (cut anywhere, even inside an escape)."""
+    text = raw.decode("utf-8", "replace")
+    for start in range(0, 7):  # drop half an escape (\ or \uXX) at either cut
+        for cut in range(0, 7):
+            try:
+                return json.loads('"' + text[start:len(text) - cut] + '"')
+            except ValueError:
+                continue
+    return text.replace("\\n", "\n")
+
+
+def _salvage_long_event(head, tail, size):
+    """An end event written on one line longer than JOURNAL_MAX_LINE (fixtures/journal.cc writes
+    event, case, status, seconds, message, properties in that order): the same event as one
+    JSON line, its message the head and tail of the real one with how much was cut between."""
+    m = _LONG_END_HEAD.match(head)
+    if not m:
+        return None
+    try:
+        case, status, seconds = json.loads(m.group(1)), json.loads(m.group(2)), float(m.group(3))
+    except ValueError:
+        return None
+    body = head[m.end():]
+    t = _LONG_END_TAIL.search(tail)
+    props, ending = {}, b""
+    if t:
+        try:
+            props = json.loads(t.group(1))
+        except ValueError:
+            props = {}
+        ending = tail[:t.start()]
+        start = max(0, len(ending) - (MESSAGE_MAX_CHARS // 2))
+        ending = ending[start:]
+    first = _json_fragment(body[:MESSAGE_MAX_CHARS // 2])
+    last = _json_fragment(ending) if ending else ""
+    message = (f"{first}\n[... the journal line was {size} bytes; its message is cut here by "
+               f"pagelock ...]\n{last}")
+    return json.dumps({"event": "end", "case": case, "status": status, "seconds": seconds,
+                       "message": message, "properties": props if isinstance(props, dict) else {}})
 
 
 def _journal_lines(path):
@@ -270,7 +415,8 @@ def case_from_element(target, el):
     props = _properties(el, _CASE_ATTRS)
     failures = el.findall("failure") + el.findall("error")
     skipped = el.find("skipped")
-    message = _cap("\n\n".join((f.text or f.get("message", "")).strip() for f in failures))
+    message = _cap(gtest_message("\n\n".join((f.text or f.get("message", "")).strip()
+                                              for f in failures)))
     reason = ""
     status = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
     props.pop(_LEGACY_STATUS, None)
@@ -455,6 +601,9 @@ def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None)
         run.problems.append(f"{label}: test.log without test.xml")
         run.cases += _cases_without_gtest_xml(label, dirpath, "no test.xml was written")
         return
+    if _is_large(xml_path):
+        _load_large_target(run, label, dirpath, xml_path, bazel_status)
+        return
     xroot, why = parse_xml_file(xml_path)
     if xroot is None:
         run.problems.append(f"{label}: test.xml {why}")
@@ -482,6 +631,25 @@ def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None)
         if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
             run.fingerprint[k] = v
     cases = [case_from_element(label, el) for el in xroot.iter("testcase")]
+    log = os.path.join(dirpath, "test.log")
+    for c in cases:
+        c.log_path = log
+    run.cases += cases + _exit_status_case(label, cases, bazel_status)
+
+
+def _load_large_target(run, label, dirpath, xml_path, bazel_status):
+    """A test.xml over XML_MAX_BYTES (10^6 cases in one binary, or one huge failure message):
+    read incrementally, every case kept. One that is not GoogleTest's, or is cut short, is
+    recovered from the journals as a small one would be."""
+    cases = []
+    attrs, why = stream_gtest_xml(xml_path, lambda el: cases.append(case_from_element(label, el)))
+    if why:
+        run.problems.append(f"{label}: test.xml is {why}")
+        run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is {why}")
+        return
+    for k, v in attrs.items():
+        if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
+            run.fingerprint[k] = v
     log = os.path.join(dirpath, "test.log")
     for c in cases:
         c.log_path = log

@@ -43,7 +43,7 @@ MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may b
 SHIM_LABEL = "//tools/faults:shim/libcuda.so.1"
 # The fault layer and the mutation tool: what `mutation.py BUNDLE` needs on a machine without
 # Bazel (the shim's sources and build_shim.sh rebuild it with g++ if the binary will not load).
-FAULT_FILES = ["tools/faults/catalogue.tsv", "tools/faults/survivors.tsv", "tools/faults/probe.sh",
+FAULT_FILES = ["tools/faults/catalogue.tsv", "tools/faults/conforming.tsv", "tools/faults/survivors.tsv", "tools/faults/probe.sh",
                "tools/faults/probe_summary.py", "tools/faults/build_shim.sh", "tools/faults/shim.cc",
                "tools/faults/shim.h", "tools/faults/faults.cc", "tools/faults/exports.S",
                "tools/faults/symbols.inc", "tools/faults/README.md", "tools/mutation/__init__.py",
@@ -123,10 +123,22 @@ def main(argv=None):
         build = ["build", "--config=bundle", *config]
         if args.archs:
             build.append(f"--//tools:cuda_archs={args.archs}")
-        bazel(*build, *[t["label"] for t in targets], SHIM_LABEL, capture=False)
+        # The fault shim stands in for the driver, whose ABI does not follow the runtime the
+        # suites are built with: it is always built with the default toolkit's headers.
+        own_shim = args.cuda == "default"
+        bazel(*build, *[t["label"] for t in targets], *([SHIM_LABEL] if own_shim else []),
+              capture=False)
         bin_dir = bazel("info", *build[1:], "bazel-bin").stdout.strip()
         output_base = bazel("info", *build[1:], "output_base").stdout.strip()
         args.cudart_version = read_cudart_version(output_base)
+        args.shim_bin_dir = bin_dir
+        if not own_shim:
+            saved, STARTUP[:] = STARTUP[:], []
+            try:
+                bazel("build", "--config=bundle", SHIM_LABEL, capture=False)
+                args.shim_bin_dir = bazel("info", "--config=bundle", "bazel-bin").stdout.strip()
+            finally:
+                STARTUP[:] = saved
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True).stdout.strip() or "unknown"
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
@@ -196,10 +208,13 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
                      if n.endswith(".py") and not n.endswith("_test.py"))
     reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
-    for rel in ["tools/__init__.py", "tools/nvbandwidth_compare.py"] + runner_files() + reports:
+    # suites/rules.tsv: the report shows each rule's text beside its id.
+    for rel in (["tools/__init__.py", "tools/nvbandwidth_compare.py", "suites/rules.tsv"]
+                + runner_files() + reports):
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
-    add_fault_layer(out, os.path.join(bin_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))
+    shim_dir = getattr(args, "shim_bin_dir", None) or bin_dir
+    add_fault_layer(out, os.path.join(shim_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))
     run_sh = os.path.join(out, "run")
     with open(run_sh, "w") as f:
         f.write('#!/bin/sh\nexec python3 "$(dirname "$0")/tools/runner/runner.py" '

@@ -22,7 +22,8 @@ for a in "$@"; do
   esac
 done
 
-packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 python3-jinja2 git)
+# libxml2-utils: xmllint, which validates every junit.xml against the Jenkins xUnit schema.
+packages=(bazel-bootstrap libgtest-dev googletest librapidcheck-dev python3 python3-jinja2 git libxml2-utils)
 if [[ $browser == 1 ]]; then
   packages+=(chromium)
 fi

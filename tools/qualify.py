@@ -610,7 +610,7 @@ def publish(plan, run, comp, info, args, state):
                        "suggested expectation entries": EXPECTATIONS_UPDATE}
     state["phase"] = "writing results"
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
-    ciout.write(run_dir, run, comp)
+    ciout.write(run_dir, run, comp, info)
     with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
         f.write(cmp.failures_csv(run, comp))
     state["phase"] = "rendering"
@@ -722,6 +722,9 @@ def stop_mutation(proc, token):
         time.sleep(0.1)
 
 
+MUTATION_FALSE_ALARMS = 3  # mutation.py: done, and a conforming variation failed a case
+
+
 def run_mutation(plan, run, comp, info, args, state):
     """Runs tools/mutation over the bundle into <run dir>/mutation/, then adds its score to
     results.json, the --json summary and the report. Whatever goes wrong here is a note: the
@@ -731,7 +734,9 @@ def run_mutation(plan, run, comp, info, args, state):
     doc_path = os.path.join(out, "mutation.json")
     cmd = [sys.executable, MUTATION_TOOL, plan.bundle, "--out", out,
            "--budget", str(args.mutation_budget), "--jobs", str(args.mutation_jobs),
-           "--reference", os.path.join(plan.run_dir, "testlogs")]
+           "--reference", os.path.join(plan.run_dir, "testlogs"),
+           # the fault catalogue (the score) and the conforming variations (false alarms)
+           "--catalogue", "both"]
     say(f"mutation: the fault catalogue over this bundle, under the fault shim (budget "
         f"{args.mutation_budget:g} s, {args.mutation_jobs} jobs) into {out}")
     state["phase"] = "running the mutation score"
@@ -751,7 +756,7 @@ def run_mutation(plan, run, comp, info, args, state):
                 note = "the mutation tool ran past its budget and was stopped"
             state.pop("mutation", None)
             kill_token_holders(token)  # a runner mutation.py lost track of
-        if rc not in (None, 0):
+        if rc not in (None, 0, MUTATION_FALSE_ALARMS):
             with open(os.path.join(out, "mutation.out"), errors="replace") as f:
                 tail = [l.strip() for l in f if l.strip()][-1:] or [""]
             note = f"the mutation tool exited {rc}: {tail[0][:300]}"
@@ -770,6 +775,12 @@ def run_mutation(plan, run, comp, info, args, state):
                        seconds=doc.get("config", {}).get("seconds"),
                        survivors=[f["name"] for f in doc.get("faults", []) if f["verdict"] == "SURVIVED"])
             mut["line"] = s["line"]  # "caught K of N ..." or "partial: K of 72 faults run; ..."
+            # A conforming variation that fails a case is a defect of the suite: shown beside
+            # the score, never mixed into it.
+            fa = doc.get("false_alarms") or {}
+            if fa.get("variations"):
+                mut.update(false_alarms=fa.get("count"), false_alarm_line=fa.get("line"))
+                mut["line"] += f"; {fa['line']}"
     except (OSError, ValueError, KeyError, TypeError) as e:
         note = note or f"no usable mutation.json ({e})"
     if note:
@@ -896,9 +907,10 @@ def main(argv=None, restore_signals=True):
     except Stop as e:
         say(str(e))
         code = e.code
-        SUMMARY["message"] = str(e)  # --json: the reason, not only the code
+        SUMMARY["message"] = SUMMARY["error"] = str(e)  # --json: the reason, not only the code
     except Interrupted as e:
         _kill_children()
+        SUMMARY["error"] = f"interrupted by {e}"
         say(f"interrupted by {e}; verdict: INTERRUPTED (exit {cmp.EXIT_INTERRUPTED})")
         code = cmp.EXIT_INTERRUPTED
     finally:
@@ -955,7 +967,8 @@ def _run_and_publish(plan, info, args, state):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
 
     state["phase"] = "comparing"
-    comp = cmp.compare(run, plan.expectations, plan.baseline)
+    comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
+                       known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
     why_not = nothing_passed(run, comp)
     state["comp"] = comp
     verdict, _ = comp.verdict

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <type_traits>
 
@@ -127,14 +128,34 @@ WordVerdict Judge(AtomicOp op, uint64_t initial, uint64_t final_bits,
   T fold = FromBits<T>(initial);
   std::vector<uint64_t> olds;
   olds.reserve(history.size());
+  std::map<uint64_t, int64_t> written = {{initial, 1}};  // values some agent stored whole
+  std::vector<uint64_t> stored;
+  stored.reserve(history.size());
   for (const Contribution& c : history) {
     const T operand = FromOperand<T>(AtomicOperand(op, type, c.id, seed, wrap));
-    balance[ToBits<T>(NewValue<T>(op, FromBits<T>(c.old_bits), operand))] += 1;
+    stored.push_back(ToBits<T>(NewValue<T>(op, FromBits<T>(c.old_bits), operand)));
+    balance[stored.back()] += 1;
+    written[stored.back()] += 1;
     balance[c.old_bits] -= 1;
     fold = NewValue<T>(op, fold, operand);
     olds.push_back(c.old_bits);
   }
   balance[final_bits] -= 1;
+  // A lost update still reads a whole value; a torn one reads a value nobody wrote (R78). An
+  // agent's own store does not count for its own read (it came after).
+  auto note_torn = [&](uint64_t value) {
+    if (v.torn++ == 0) {
+      std::ostringstream os;
+      os << "value 0x" << std::hex << value << std::dec << " was seen but no agent wrote it (torn)";
+      v.detail = os.str();
+    }
+  };
+  for (size_t i = 0; i < olds.size(); ++i) {
+    const auto it = written.find(olds[i]);
+    const int64_t by_others = it == written.end() ? 0 : it->second - (stored[i] == olds[i] ? 1 : 0);
+    if (by_others <= 0) note_torn(olds[i]);
+  }
+  if (!written.count(final_bits)) note_torn(final_bits);
   for (const auto& [value, count] : balance) {
     if (count > 0) {
       v.lost += static_cast<uint64_t>(count);
@@ -326,6 +347,7 @@ cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const 
   return e;
 }
 
+#if CUDART_VERSION >= 13000
 cudaAtomicOperation CapabilityOperation(OpType o) {
   switch (o.op) {
     case AtomicOp::kAdd:
@@ -343,6 +365,21 @@ cudaAtomicOperation CapabilityOperation(OpType o) {
   }
 }
 
+#endif
+
+#if CUDART_VERSION < 13000
+// An 11.x/12.x runtime has attr 86 only: 1 promises every op native, 0 none (the 13.0 partial
+// attribute and per-operation query do not exist there).
+AtomicPromise HostAtomicPromise(OpType, int device) {
+  AtomicPromise p;
+  const int all = Probe().devices.at(device).Attr(cudaDevAttrHostNativeAtomicSupported);
+  p.native = all == 1;
+  p.why = "device " + std::to_string(device) + ": cudaDevAttrHostNativeAtomicSupported=" +
+          std::to_string(all) + " (CUDART_VERSION=" + std::to_string(CUDART_VERSION) +
+          ": no per-operation capability query before 13.0)";
+  return p;
+}
+#else
 AtomicPromise HostAtomicPromise(OpType o, int device) {
   AtomicPromise p;
   const DeviceInfo& d = Probe().devices.at(device);
@@ -372,6 +409,7 @@ AtomicPromise HostAtomicPromise(OpType o, int device) {
   p.why = why.str();
   return p;
 }
+#endif
 
 }  // namespace pagelock
 
@@ -385,7 +423,7 @@ namespace pagelock {
 std::string AtomicOutcome::Describe() const {
   std::ostringstream os;
   if (!error.empty()) return error;
-  os << contributions << " atomics on " << words << " word(s): " << lost << " lost/torn, "
+  os << contributions << " atomics on " << words << " word(s): " << lost << " lost/torn, " << torn << " torn, "
      << wrong_finals << " wrong final value(s), " << repeated_olds << " repeated old value(s), "
      << gave_up << " gave up, " << clobbered << " untouched word(s) changed";
   if (!detail.empty()) os << "; first: " << detail;
@@ -572,6 +610,7 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     out.contributions += history[i].size();
     const WordVerdict v = JudgeWord(run.ot.op, t, initial[i], final_words[i], history[i], run.seed, kAtomicWrap);
     out.lost += v.lost;
+    out.torn += v.torn;
     out.wrong_finals += !v.final_ok;
     out.repeated_olds += !v.olds_unique;
     if (!v.exact() && out.detail.empty()) out.detail = "word " + std::to_string(i) + ": " + v.detail;
@@ -592,12 +631,14 @@ RacingTally RunRacingPatterns(AtomicWords& words, AtomicRun run) {
     else if (out.gave_up || out.clobbered) t.error = PatternName(pattern) + ": " + out.Describe();
     if (!t.error.empty()) return t;
     t.lost += out.lost;
+    t.torn += out.torn;
     t.wrong += out.wrong_finals + out.repeated_olds;
     t.contributions += out.contributions;
     if (!out.exact() && t.first.empty()) t.first = PatternName(pattern) + ": " + out.Describe();
   }
   Metric("lost_or_torn_updates_count", static_cast<double>(t.lost), "count");
   Metric("wrong_words_count", static_cast<double>(t.wrong), "count");
+  Metric("torn_values_count", static_cast<double>(t.torn), "count");
   Metric("atomics_checked_count", static_cast<double>(t.contributions), "count");
   return t;
 }

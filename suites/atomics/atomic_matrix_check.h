@@ -50,16 +50,20 @@ struct Contribution {
 
 struct WordVerdict {
   uint64_t lost = 0;        // updates missing from the chain of values (lost or torn)
+  uint64_t torn = 0;        // values seen (old values, final) that no agent wrote: torn (R78)
   bool final_ok = true;     // final value equals the order-independent fold of every operand
   bool olds_unique = true;  // add/sub/exch/CAS: every returned old value distinct
   std::string detail;       // first mismatch, for the failure message
-  bool exact() const { return lost == 0 && final_ok && olds_unique; }
+  bool exact() const { return lost == 0 && torn == 0 && final_ok && olds_unique; }
 };
 
 // Judges a word's history: {initial} + {op(old_i, operand_i)} must equal {old_i} + {final} as
 // multisets (true for any linearizable sequence of read-modify-writes), the final value must be
 // the fold of all operands (every op but exch is order-independent here), and ops whose old
-// values are all distinct must return distinct ones.
+// values are all distinct must return distinct ones. Torn values are told apart from lost
+// updates: an atomic split into a load and a store (allowed without native host atomics, R78)
+// can lose updates, but every value it reads was written whole by some agent (the initial value
+// or op(old, operand) of a contribution); a value seen that nobody wrote is torn.
 WordVerdict JudgeWord(AtomicOp op, AtomicType t, uint64_t initial, uint64_t final_bits,
                       const std::vector<Contribution>& history, uint64_t seed, uint32_t wrap);
 
@@ -106,7 +110,9 @@ struct AtomicPromise {
   cudaError_t query = cudaSuccess;  // the capability query's result
 };
 AtomicPromise HostAtomicPromise(OpType o, int device);
+#if CUDART_VERSION >= 13000  // the per-operation capability query is a 13.0 runtime API
 cudaAtomicOperation CapabilityOperation(OpType o);
+#endif
 
 }  // namespace pagelock
 
@@ -129,14 +135,15 @@ struct AtomicOutcome {
   uint64_t contributions = 0;  // atomics applied, all agents
   uint64_t words = 0;          // words touched
   uint64_t lost = 0;           // lost or torn updates (WordVerdict::lost summed)
+  uint64_t torn = 0;           // values seen that no agent wrote (WordVerdict::torn summed)
   uint64_t wrong_finals = 0;   // words whose final value is wrong
   uint64_t repeated_olds = 0;  // words where an old value came back twice (add/sub/exch/CAS)
   uint64_t gave_up = 0;        // CAS loops out of attempts, threads that never saw the start
   uint64_t clobbered = 0;      // words no agent touched that changed
   std::string detail;          // first bad word, for the message
   bool exact() const {
-    return error.empty() && lost == 0 && wrong_finals == 0 && repeated_olds == 0 && gave_up == 0 &&
-           clobbered == 0;
+    return error.empty() && lost == 0 && torn == 0 && wrong_finals == 0 && repeated_olds == 0 &&
+           gave_up == 0 && clobbered == 0;
   }
   std::string Describe() const;
 };
@@ -166,6 +173,7 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run);
 struct RacingTally {
   std::string error;  // a CUDA call failed, a CAS loop gave up or an untouched word changed
   uint64_t lost = 0, wrong = 0, contributions = 0;
+  uint64_t torn = 0;  // values seen that no agent wrote: R78 broken whatever attr 86 says
   std::string first;  // the first inexact pattern, described
 };
 RacingTally RunRacingPatterns(AtomicWords& words, AtomicRun run);

@@ -76,6 +76,28 @@ TEST(AtomicMatrixCheckTest, OneLostUpdateIsCaught) {
     history.push_back({2, history[1].old_bits});
     const WordVerdict v = JudgeWord(ot.op, ot.type, initial, final_bits, history, kSeed, kAtomicWrap);
     EXPECT_FALSE(v.exact()) << OpTypeName(ot) << " lost update not caught";
+    EXPECT_EQ(v.torn, 0u) << OpTypeName(ot) << ": a lost update read a whole value, it is not torn";
+  }
+}
+
+TEST(AtomicMatrixCheckTest, ATornValueIsToldApartFromALostUpdate) {
+  PAGELOCK_RULE("R78");
+  for (const OpType& ot : DefinedOpTypes()) {
+    Word w;
+    const uint64_t initial = AtomicInitialBits(ot.op, ot.type, 3, kSeed);
+    StoreBits(ot.type, &w.bits, initial);
+    std::vector<Contribution> history;
+    Apply(ot, &w, 0, 2, &history);
+    // A third agent read a value made of halves of two others: nobody wrote it.
+    const uint64_t a = history[0].old_bits, b = LoadBits(ot.type, &w.bits);
+    const uint64_t half = AtomicTypeBytes(ot.type) == 8 ? 0xffffffffull : 0xffffull;
+    uint64_t torn = (a & half) | (b & ~half);
+    if (AtomicTypeBytes(ot.type) == 4) torn &= 0xffffffffull;
+    if (torn == a || torn == b || torn == history[1].old_bits) torn ^= half & 0x5a5a5a5aull;  // really new
+    history.push_back({2, torn});
+    const WordVerdict v = JudgeWord(ot.op, ot.type, initial, b, history, kSeed, kAtomicWrap);
+    EXPECT_GE(v.torn, 1u) << OpTypeName(ot) << ": torn old value 0x" << std::hex << torn << " not told apart";
+    EXPECT_NE(v.detail.find("torn"), std::string::npos) << v.detail;
   }
 }
 

@@ -52,6 +52,8 @@ class MappedAtomicsTest : public GpuTest {
 
 TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
   PAGELOCK_RULE("R82");
+  PAGELOCK_REQUIRE(RequireRuntimeApi(13000, "cudaDeviceGetHostAtomicCapabilities"));
+#if CUDART_VERSION >= 13000
   const cudaAtomicOperation ops[] = {cudaAtomicOperationIntegerAdd, cudaAtomicOperationCAS,
                                      cudaAtomicOperationExchange, cudaAtomicOperationFloatAdd};
   unsigned caps[4] = {0xdead, 0xdead, 0xdead, 0xdead};
@@ -66,9 +68,18 @@ TEST_F(MappedAtomicsTest, HostAtomicCapabilitiesAreConsistentAndValidated) {
       EXPECT_NE(c, 0u) << "attr 86 = 1 means all native";
     }
   }
+  // Neither "all" (attr 86) nor "only some" (attr 147, 13.0 cuda.h) host-native atomics: no
+  // operation may then claim a native capability (the H200: every mask 0).
+  if (device().Attr(cudaDevAttrHostNativeAtomicSupported) == 0 &&
+      device().Attr(cudaDevAttrOnlyPartialHostNativeAtomicSupported) == 0) {
+    for (unsigned c : caps) {
+      EXPECT_EQ(c, 0u) << "attr 86 = 0 and attr 147 = 0, yet an operation reports capabilities 0x" << std::hex << c;
+    }
+  }
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaDeviceGetHostAtomicCapabilities(caps, ops, 0, 0));
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaDeviceGetHostAtomicCapabilities(nullptr, ops, 4, 0));
   EXPECT_CUDA_ERROR(cudaErrorInvalidDevice, cudaDeviceGetHostAtomicCapabilities(caps, ops, 4, 1 << 20));
+#endif
 }
 
 TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {

@@ -31,7 +31,7 @@ TEST_F(DevicePointerTest, RegisteredMemoryRejectsNonZeroFlags) {
 
 TEST_F(DevicePointerTest, UnpinnedMemoryHasNoDevicePointer) {
   PAGELOCK_RULE("R52,R83");
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccess, 0));
+  PAGELOCK_REQUIRE(RequireNoPageableMemoryAccess());
   std::vector<char> buf(kSize);
   void* dev = nullptr;
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 0));
@@ -53,7 +53,8 @@ TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffs
 
 TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSaysSo) {
   PAGELOCK_RULE("R45");
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
+  // "If all devices visible to the application have a non-zero value ..." (13.0 cudaHostRegister).
+  PAGELOCK_REQUIRE(RequireAttrOnEveryDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
   std::vector<char> buf(kSize);
   for (unsigned flags : {0u, unsigned{cudaHostRegisterMapped}, unsigned{cudaHostRegisterPortable}}) {
     ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), flags));
@@ -66,7 +67,8 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSa
 
 TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHostPointers) {
   PAGELOCK_RULE("R45");
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 0));
+  // "If any device visible to the application has a zero value ... will not match".
+  PAGELOCK_REQUIRE(RequireAttrOnSomeDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 0));
   std::vector<unsigned char> buf(kSize);
   HostFillPattern(buf.data(), buf.size(), 45);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
@@ -83,7 +85,8 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHo
 
 TEST_F(DevicePointerTest, KernelCanUseTheHostPointerOfRegisteredMemoryDirectly) {
   PAGELOCK_RULE("R45");
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
+  // "If all devices visible to the application have a non-zero value ..." (13.0 cudaHostRegister).
+  PAGELOCK_REQUIRE(RequireAttrOnEveryDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
   std::vector<unsigned char> buf(kSize);
   HostFillPattern(buf.data(), buf.size(), 99);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
@@ -167,10 +170,10 @@ TEST_F(PointerAttributesTest, NullAttributesStructReturnsInvalidValue) {
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaPointerGetAttributes(nullptr, buf.data()));
 }
 
-// The caller value-initialises the struct (R03); the runtime fills the documented fields and
-// must leave the reserved tail zero, since later versions give those words a meaning.
-TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
-  PAGELOCK_RULE("R03");
+// The documented fields of the same query as the reserved-tail case below, in a case of their
+// own: that case is a known failure on r580, and a wrong field must not hide behind it.
+TEST_F(PointerAttributesTest, QueryFillsTheDocumentedFieldsOfMappedPinnedMemory) {
+  PAGELOCK_RULE("R72");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
   cudaPointerAttributes a{};
@@ -178,6 +181,21 @@ TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   EXPECT_EQ(a.type, cudaMemoryTypeHost);
   EXPECT_EQ(a.hostPointer, p);
   EXPECT_NE(a.devicePointer, nullptr);
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
+
+// The caller value-initialises the struct (R03); the runtime must leave the reserved tail zero,
+// since later versions give those words a meaning. Reading the header's "Must be zero" as a
+// promise of the runtime (rather than an obligation of the caller) is this suite's
+// interpretation (suites/DEVIATIONS.md#r03). Every step before the check is fatal, so the
+// known failure is the only one this case can end with for the known reason.
+TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
+  PAGELOCK_RULE("R03");
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
+  cudaPointerAttributes a{};
+  ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+  ASSERT_EQ(a.type, cudaMemoryTypeHost) << "the query answered for other memory";
 #if CUDART_VERSION >= 13000
   // The message names the written words, the values (process addresses, different every run) go
   // to the observations: a failure that reproduces reads the same every time.

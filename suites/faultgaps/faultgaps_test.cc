@@ -274,9 +274,13 @@ TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {
   PAGELOCK_RULE("R09");
   for (unsigned flags : {0x8u, 0x80000000u}) {
     void* p = nullptr;
-    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostAlloc(&p, kSize, flags))
-        << "flags 0x" << std::hex << flags;
-    if (p) EXPECT_CU_OK(d.cuMemFreeHost(p));
+    // An inference (13.0 cuMemHostAlloc defines three flags, names no code for another bit):
+    // any failure passes, the code is recorded.
+    const CUresult r = d.cuMemHostAlloc(&p, kSize, flags);
+    Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
+    EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostAlloc accepted undefined flag bits 0x" << std::hex << flags
+                               << " (inference: the flags parameter defines no such bit)";
+    if (p && r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemFreeHost(p));
   }
 }
 
@@ -286,7 +290,10 @@ TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
   std::vector<char> buf(kSize);
   for (unsigned flags : {0x10u, 0x80000000u}) {
     const CUresult r = d.cuMemHostRegister(buf.data(), buf.size(), flags);
-    EXPECT_EQ(r, CUDA_ERROR_INVALID_VALUE) << "flags 0x" << std::hex << flags;
+    // An inference (no code is documented for an undefined bit): any failure passes, recorded.
+    Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
+    EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostRegister accepted undefined flag bits 0x" << std::hex << flags
+                               << " (inference: the flags parameter defines no such bit)";
     if (r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
   }
 }

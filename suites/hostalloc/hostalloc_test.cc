@@ -101,10 +101,22 @@ TEST_P(HostAllocFlagsTest, InteriorPointersAndLastByteMapToBasePlusOffset) {
 
 TEST_P(HostAllocFlagsTest, OnePastTheEndHasNoDevicePointer) {
   PAGELOCK_RULE("R52");
+  PAGELOCK_REQUIRE(RequireNoPageableMemoryAccess());
   char* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  // R52 speaks of memory that is not pinned. One past the end is such memory only if no other
+  // pinned block starts there (r580 can place the next allocation at exactly p + size), so the
+  // precondition is checked first and recorded; where it fails the case says so.
+  cudaPointerAttributes a{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p + kSize));
+  Observe("one_past_the_end_type", static_cast<long long>(a.type));
   void* dev = nullptr;
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, p + kSize, 0));
+  if (a.type == cudaMemoryTypeUnregistered) {
+    EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, p + kSize, 0));
+  } else {
+    Warn("one past the end of the allocation is other memory of type " + std::to_string(a.type) +
+         " (another allocation starts there): R52 does not apply to it");
+  }
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -200,8 +212,14 @@ class HostAllocUnknownFlagTest : public GpuTest, public ::testing::WithParamInte
 TEST_P(HostAllocUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
   PAGELOCK_RULE("R09");
   void* p = nullptr;
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostAlloc(&p, kSize, GetParam()));
-  if (p) cudaFreeHost(p);
+  // An inference, not a quote: 13.0 cudaHostAlloc defines three flags and names no code for
+  // another bit. Any failure passes; the code is recorded.
+  const cudaError_t e = cudaHostAlloc(&p, kSize, GetParam());
+  (void)cudaGetLastError();
+  Observe("unknown_bit_code", ErrName(e));
+  EXPECT_NE(e, cudaSuccess) << "cudaHostAlloc accepted undefined flag bits " << GetParam()
+                            << " (inference: the flags parameter defines no such bit)";
+  if (p && e == cudaSuccess) cudaFreeHost(p);
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, HostAllocUnknownFlagTest,
@@ -209,6 +227,23 @@ INSTANTIATE_TEST_SUITE_P(Bits, HostAllocUnknownFlagTest,
                          [](const ::testing::TestParamInfo<unsigned>& info) {
                            return HostAllocFlagsName(info.param);
                          });
+
+// R10, R55: on a device that cannot map host memory (attr 19 = 0) the Mapped flag is still
+// accepted ("a Portable allocation may be mapped in another context"), and the failure comes from
+// cudaHostGetDevicePointer, always. NotSupported on every device that can map (the H200).
+TEST_F(HostAllocTest, MappedOnADeviceThatCannotMapDefersTheFailureToGetDevicePointer) {
+  PAGELOCK_RULE("R10,R55");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 0));
+  void* p = nullptr;
+  ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, cudaHostAllocMapped | cudaHostAllocPortable))
+      << "R10: the Mapped flag is accepted on a device that cannot map";
+  void* dev = nullptr;
+  const cudaError_t e = cudaHostGetDevicePointer(&dev, p, 0);
+  (void)cudaGetLastError();
+  Observe("get_device_pointer", ErrName(e));
+  EXPECT_NE(e, cudaSuccess) << "R55: a device that cannot map host memory returned a device pointer";
+  EXPECT_CUDA_OK(cudaFreeHost(p));
+}
 
 TEST_F(HostAllocTest, NullOutPointerReturnsInvalidValue) {
   PAGELOCK_RULE("R05");
@@ -219,29 +254,27 @@ TEST_F(HostAllocTest, NullOutPointerReturnsInvalidValue) {
 TEST_F(HostAllocTest, ZeroSizeSucceedsAndItsResultCanBeFreed) {
   PAGELOCK_RULE("R11");
   void* const sentinel = reinterpret_cast<void*>(uintptr_t{0x10});
-  // R11: 13.x runtimes return nullptr without calling the driver; 11.x left the pointer
-  // unchanged; 12.x is not documented either way, so there only success and a freeable result
-  // are asserted.
-  const char* const expected = ZeroSizeRuntimeRule();
-  Observe("rule_applied", std::string("R11 zero-size pointer: ") + expected);
+  // R11: no text documents the pointer a zero-size allocation leaves (null on 13.3, unchanged on
+  // 11.x were observations), so success and a freeable result are asserted and the pointer is
+  // recorded, beside what earlier runtimes were seen to do.
+  Observe("earlier_runtimes_left", ZeroSizeRuntimeRule());
   for (int use_malloc_host = 0; use_malloc_host < 2; ++use_malloc_host) {
     void* p = sentinel;
     EXPECT_CUDA_OK(use_malloc_host ? cudaMallocHost(&p, 0) : cudaHostAlloc(&p, 0, 0));
     const char* outcome = p == nullptr ? "null" : (p == sentinel ? "unchanged" : "allocated");
     Observe(use_malloc_host ? "malloc_host_zero_size_pointer" : "host_alloc_zero_size_pointer",
             outcome);
-    if (std::string(expected) != "any") {
-      EXPECT_STREQ(outcome, expected) << (use_malloc_host ? "cudaMallocHost" : "cudaHostAlloc");
-    }
     if (p != sentinel) {
-      EXPECT_CUDA_OK(cudaFreeHost(p));
+      EXPECT_CUDA_OK(cudaFreeHost(p)) << "the result of a zero-size allocation could not be freed";
     }
   }
 }
 
 // Fixed regression case from the model-based test (suites/model), which shrank an H200 run to
 // three calls: a small allocation, a second one with Portable, then cudaHostGetFlags of the
-// second. R56: the flags are those of the allocation asked about.
+// second. R56: the flags are those of the allocation asked about. The cause is the driver's
+// shared pinned chunk (cuMemHostGetFlags answers the same, at least up to 1 MiB:
+// DriverChunkFlagsTest), not the thread or the runtime; the name keeps its history.
 TEST_F(HostAllocTest, GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit) {
   PAGELOCK_RULE("R56,R57");
   void* first = nullptr;
@@ -249,7 +282,9 @@ TEST_F(HostAllocTest, GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit)
   ASSERT_CUDA_OK(cudaHostAlloc(&first, 1, cudaHostAllocDefault));
   ASSERT_CUDA_OK(cudaHostAlloc(&second, 4097, cudaHostAllocPortable));
   unsigned got = 0xdeadbeef;
-  EXPECT_CUDA_OK(cudaHostGetFlags(&got, second));
+  // Fatal, so the known failure below is the only failure this case can end with for the
+  // known reason (its expectation's message= glob matches that text alone).
+  ASSERT_CUDA_OK(cudaHostGetFlags(&got, second));
   Observe("host_get_flags_second", got);
   EXPECT_EQ(got & cudaHostAllocPortable, static_cast<unsigned>(cudaHostAllocPortable))
       << "cudaHostGetFlags of a Portable allocation made after another returned 0x" << std::hex << got;

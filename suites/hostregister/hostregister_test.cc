@@ -105,15 +105,22 @@ TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer
   EXPECT_EQ(a.type, cudaMemoryTypeHost);
   void* dev = nullptr;
   EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, region->data(), 0));
-  if (device().Attr(cudaDevAttrCanUseHostPointerForRegisteredMem) == 1) {
-    EXPECT_EQ(dev, region->data()) << "R45: attr 91 = 1 means one address for host and device";
+  if (RequireAttrOnEveryDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 1).met) {
+    EXPECT_EQ(dev, region->data()) << "R45: attr 91 = 1 on every visible device means one address for host and device";
+  } else if (RequireAttrOnSomeDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 0).met) {
+    EXPECT_NE(dev, region->data()) << "R45: a visible device with attr 91 = 0 means a distinct device address";
   }
   ExpectRoundTrip(region->data(), region->size(), (flags & kRO) == 0, seed);
   EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
   a = cudaPointerAttributes{};
   EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, region->data()));
   EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "R33: unregistered memory is pageable again";
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, region->data(), 0));
+  if (RequireNoPageableMemoryAccess().met) {  // R52's gate: on an HMM/ATS host it is undocumented
+    EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, region->data(), 0));
+  } else {
+    Observe("device_pointer_after_unregister", ErrName(cudaHostGetDevicePointer(&dev, region->data(), 0)));
+    (void)cudaGetLastError();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -148,7 +155,13 @@ TEST_F(HostRegisterTest, ReadOnlyMappingWithoutTheReadOnlyFlagFails) {
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0));
   auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
   ASSERT_NE(region->data(), nullptr) << region->unavailable();
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(region->data(), region->size(), 0));
+  // 13.0 cudaHostRegister: ReadOnly "is required in order to register memory mapped to the CPU
+  // as read-only"; no code is given, so any failure passes and the code is recorded.
+  const cudaError_t e = cudaHostRegister(region->data(), region->size(), 0);
+  (void)cudaGetLastError();
+  Observe("register_read_only_mapping_code", ErrName(e));
+  EXPECT_NE(e, cudaSuccess) << "a read-only mapping registered without cudaHostRegisterReadOnly";
+  if (e == cudaSuccess) (void)cudaHostUnregister(region->data());
 }
 
 TEST_F(HostRegisterTest, ReadOnlyFlagWithoutSupportReturnsNotSupported) {
@@ -187,11 +200,17 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
   PAGELOCK_RULE("R32");
+  // Whether overlap is judged per byte or per page is not documented (R32 was seen on one
+  // driver): the second registration's answer is recorded, either is accepted, and only what
+  // follows from it is asserted (a registration that succeeded unregisters).
   auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, PageSize());
   char* p = static_cast<char*>(region->data());
   ASSERT_CUDA_OK(cudaHostRegister(p, 256, 0));
-  EXPECT_CUDA_OK(cudaHostRegister(p + 1024, 256, 0));
-  EXPECT_CUDA_OK(cudaHostUnregister(p + 1024));
+  const cudaError_t second = cudaHostRegister(p + 1024, 256, 0);
+  EXPECT_DOCUMENTED_ONE_OF("second_registration_on_the_page", second,
+                           (std::vector<cudaError_t>{cudaSuccess, cudaErrorHostMemoryAlreadyRegistered}),
+                           "per-byte or per-page overlap: undocumented");
+  if (second == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(p + 1024));
   EXPECT_CUDA_OK(cudaHostUnregister(p));
 }
 
@@ -247,7 +266,11 @@ TEST_F(HostRegisterTest, UnregisteringHostAllocMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R38");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostUnregister(p));
+  // 713 is documented as "does not correspond to any currently registered memory region", which
+  // cudaHostAlloc memory does not; r580 answers 1. Either passes; the answer is recorded.
+  EXPECT_DOCUMENTED_ONE_OF("unregister_host_alloc_code", cudaHostUnregister(p),
+                           (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorHostMemoryNotRegistered}),
+                           "13.0 cudaHostUnregister and the 713 enum text");
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -255,7 +278,13 @@ TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R41");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(p, kSize, 0));
+  // 712 is documented as "the memory range passed to cudaHostRegister() has already been
+  // registered", which page-locked memory arguably is; r580 answers 1. Either passes, recorded.
+  const cudaError_t e = cudaHostRegister(p, kSize, 0);
+  EXPECT_DOCUMENTED_ONE_OF("register_host_alloc_code", e,
+                           (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorHostMemoryAlreadyRegistered}),
+                           "13.0 cudaHostRegister and the 712 enum text");
+  if (e == cudaSuccess) (void)cudaHostUnregister(p);
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -270,7 +299,7 @@ TEST_F(HostRegisterTest, GetFlagsOfRegisteredMemoryReturnsInvalidValue) {
   const cudaError_t e = cudaHostGetFlags(&flags, buf.data());
   Observe("host_get_flags_result", cudaGetErrorName(e));
   Observe("host_get_flags_value", flags);
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, e);
+  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, e) << "cudaHostGetFlags on memory from cudaHostRegister";
   EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
 }
 
@@ -330,7 +359,14 @@ class HostRegisterUnknownFlagTest : public HostRegisterTest,
 TEST_P(HostRegisterUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
   PAGELOCK_RULE("R26");
   std::vector<char> buf(kSize);
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostRegister(buf.data(), buf.size(), GetParam()));
+  // An inference, not a quote: 13.0 cudaHostRegister names no code for an undefined bit. Any
+  // failure passes; the code is recorded.
+  const cudaError_t e = cudaHostRegister(buf.data(), buf.size(), GetParam());
+  (void)cudaGetLastError();
+  Observe("unknown_bit_code", ErrName(e));
+  EXPECT_NE(e, cudaSuccess) << "cudaHostRegister accepted undefined flag bits " << GetParam()
+                            << " (inference: the flags parameter defines no such bit)";
+  if (e == cudaSuccess) (void)cudaHostUnregister(buf.data());
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
@@ -340,8 +376,15 @@ INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
 TEST_F(HostRegisterTest, IoMemoryFlagOnOrdinaryMemoryIsRejected) {
   PAGELOCK_RULE("R44");
   auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
-  EXPECT_CUDA_ERROR(cudaErrorInvalidValue,
-                    cudaHostRegister(region->data(), region->size(), cudaHostRegisterIoMemory));
+  // The flag's text (13.0 CU_MEMHOSTREGISTER_IOMEMORY): "It may return CUDA_ERROR_NOT_PERMITTED
+  // if run as an unprivileged user, CUDA_ERROR_NOT_SUPPORTED on older Linux kernel versions";
+  // r580 answers InvalidValue for ordinary RAM, as root and not. Any of the three passes.
+  const cudaError_t e = cudaHostRegister(region->data(), region->size(), cudaHostRegisterIoMemory);
+  EXPECT_DOCUMENTED_ONE_OF("io_memory_on_ram_code", e,
+                           (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorNotPermitted,
+                                                     cudaErrorNotSupported}),
+                           "13.0 CU_MEMHOSTREGISTER_IOMEMORY");
+  if (e == cudaSuccess) (void)cudaHostUnregister(region->data());
 }
 
 PAGELOCK_SCENARIO(RegisterPciBar) {
@@ -399,7 +442,11 @@ TEST_F(HostRegisterTest, GpuWriteToReadOnlyRegistrationFaults) {
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("register"), ErrName(cudaSuccess));
   EXPECT_EQ(r.Get("launch"), ErrName(cudaSuccess));
-  EXPECT_EQ(r.Get("synchronize"), ErrName(cudaErrorIllegalAddress));
+  // The driver enum says such writes "are considered invalid accesses and thus return error";
+  // no code is given (r580: cudaErrorIllegalAddress). Any error passes; the code is recorded.
+  Observe("write_fault_code", r.Get("synchronize"));
+  EXPECT_NE(r.Get("synchronize"), ErrName(cudaSuccess)) << "a GPU write into a read-only registration completed";
+  EXPECT_NE(r.Get("synchronize"), "<missing>");
   EXPECT_EQ(r.Get("host_bytes_changed"), "0");
 }
 

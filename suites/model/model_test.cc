@@ -43,7 +43,7 @@ const bool g_sequence_budget = [] {
 // The documented rules, with R52 only where pageable memory is not device-accessible (HMM/ATS).
 ModelRules Rules() {
   ModelRules r;
-  r.pageable_has_no_device_pointer = Probe().devices.at(0).Attr(cudaDevAttrPageableMemoryAccess) == 0;
+  r.pageable_has_no_device_pointer = RequireNoPageableMemoryAccess().met;  // attr 88 = 0 on every device
   return r;
 }
 

@@ -3,6 +3,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cctype>
+#include <string>
+
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 
@@ -14,7 +17,11 @@ static_assert(cudaHostAllocPortable == 0x1 && cudaHostAllocMapped == 0x2 &&
               cudaHostAllocWriteCombined == 0x4);
 static_assert(cudaHostRegisterPortable == 0x1 && cudaHostRegisterMapped == 0x2 &&
               cudaHostRegisterIoMemory == 0x4 && cudaHostRegisterReadOnly == 0x8);
+#ifdef cudaDeviceSyncMemops  // 12.x adds flag 0x80, and the mask grows from 0x1f to 0xff
 static_assert(cudaDeviceMapHost == 0x8 && cudaDeviceScheduleMask == 0x7 && cudaDeviceMask == 0xff);
+#else
+static_assert(cudaDeviceMapHost == 0x8 && cudaDeviceScheduleMask == 0x7 && cudaDeviceMask == 0x1f);
+#endif
 static_assert(CU_MEMHOSTALLOC_PORTABLE == 0x1 && CU_MEMHOSTALLOC_DEVICEMAP == 0x2 &&
               CU_MEMHOSTALLOC_WRITECOMBINED == 0x4 && CU_MEMHOSTREGISTER_READ_ONLY == 0x8);
 static_assert(static_cast<int>(cudaErrorInvalidValue) == static_cast<int>(CUDA_ERROR_INVALID_VALUE));
@@ -74,9 +81,40 @@ TEST_F(DeviceFactsTest, UnifiedAddressingIsOnInA64BitProcess) {
 }
 
 TEST_F(DeviceFactsTest, DiscreteGpuCanMapHostMemory) {
-  PAGELOCK_RULE("R85,R86");
+  PAGELOCK_RULE("R85");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrIntegrated, 0));
   EXPECT_EQ(device().Attr(cudaDevAttrCanMapHostMemory), 1);
+}
+
+// NVIDIA's discrete product lines, by the marketing name the driver reports: evidence that a
+// GPU is discrete which does not come from the attribute under test. Integrated parts (Tegra,
+// Jetson/Orin, Thor) carry none of these names.
+bool NamedAsADiscreteProduct(const std::string& name) {
+  for (const char* line : {"H100", "H200", "H800", "H20", "B100", "B200", "B300", "A100", "A800",
+                           "A30", "A40", "A10", "A16", "A2", "L40", "L4", "L20", "V100", "T4",
+                           "P100", "P40", "RTX", "GeForce", "Quadro", "TITAN", "Tesla"}) {
+    const std::string l = line;
+    const size_t at = name.find(l);
+    // A whole word: "A2" must not match inside "A200" of an unknown future name.
+    if (at != std::string::npos &&
+        (at + l.size() == name.size() || !std::isalnum(static_cast<unsigned char>(name[at + l.size()])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_F(DeviceFactsTest, AGpuOfADiscreteProductLineReportsIntegratedZero) {
+  PAGELOCK_RULE("R86");
+  // The gate is the product name, not cudaDevAttrIntegrated itself (which made this check unable
+  // to fail): an H200 that reported Integrated = 1 fails here.
+  const std::string name = Probe().devices.at(0).name;
+  Observe("device_name", name);
+  if (!NamedAsADiscreteProduct(name)) {
+    PAGELOCK_NOT_SUPPORTED("device 0 (" + name + ") is not of a known discrete product line, so "
+                           "nothing independent of the attribute says it is discrete");
+  }
+  EXPECT_EQ(device().Attr(cudaDevAttrIntegrated), 0) << name << " is a discrete GPU";
 }
 
 }  // namespace

@@ -86,13 +86,21 @@ PAGELOCK_SCENARIO(ReleaseWhileInFlight) {
   cudaFreeHost(unrelated);
 }
 
-// A copy's source rewritten by the host before the copy's event: what arrives is recorded.
+// A copy's source rewritten by the host before the copy's event: what arrives is recorded. The
+// unrelated memory is a pinned buffer of its own (allocated just before the source, so a copy
+// that ran past its source's bounds or a driver that mixed up the two would show), and the
+// device bytes just past the copy's destination.
 PAGELOCK_SCENARIO(ReuseBeforeEvent) {
   const uint32_t seed = 0x2e05e000u;
+  void* unrelated = nullptr;
+  report.Error("unrelated_alloc", cudaHostAlloc(&unrelated, 4096, cudaHostAllocDefault));
+  if (!unrelated) return;
+  streams::HostFillPatternFrom(unrelated, 4096, 0, seed ^ 5);
   void* x = nullptr;
   report.Error("pin", cudaHostAlloc(&x, kBytes, cudaHostAllocDefault));
   void* dev = nullptr;
-  report.Error("device_alloc", cudaMalloc(&dev, kBytes));
+  report.Error("device_alloc", cudaMalloc(&dev, kBytes + 4096));
+  if (dev) report.Error("device_tail", cudaMemset(static_cast<char*>(dev) + kBytes, 0x5a, 4096));
   cudaStream_t s = nullptr;
   report.Error("stream", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t ev = nullptr;
@@ -109,11 +117,16 @@ PAGELOCK_SCENARIO(ReuseBeforeEvent) {
   const size_t old_bad = streams::HostCountPattern(back.data(), kBytes, 0, seed);
   const size_t new_bad = streams::HostCountPattern(back.data(), kBytes, 0, seed ^ 3);
   report.Set("delivered", old_bad == 0 ? "old_bytes" : new_bad == 0 ? "new_bytes" : "mixed_bytes");
-  ReportAftermath(report, static_cast<unsigned char*>(x), seed ^ 3);
+  std::vector<unsigned char> tail(4096, 0);
+  report.Error("tail_back", cudaMemcpy(tail.data(), static_cast<char*>(dev) + kBytes, tail.size(),
+                                       cudaMemcpyDeviceToHost));
+  report.Set("device_tail_bad_bytes", static_cast<long long>(streams::HostCountByteMismatches(tail.data(), tail.size(), 0x5a)));
+  ReportAftermath(report, static_cast<unsigned char*>(unrelated), seed ^ 5);
   cudaEventDestroy(ev);
   cudaStreamDestroy(s);
   cudaFree(dev);
   cudaFreeHost(x);
+  cudaFreeHost(unrelated);
 }
 
 class HazardTest : public GpuTest, public ::testing::WithParamInterface<const char*> {
@@ -160,11 +173,13 @@ TEST_F(ReuseHazardTest, RewritingASourceBeforeItsEventIsRecordedAndHarmless) {
   PAGELOCK_RULE("R77,S10");
   ChildResult r = RunScenario("ReuseBeforeEvent", 60);
   ASSERT_CHILD_COMPLETED(r);
-  for (const char* k : {"pin", "device_alloc", "stream", "copy", "record", "event_sync", "copy_back", "next_work"}) {
+  for (const char* k : {"unrelated_alloc", "pin", "device_alloc", "device_tail", "stream", "copy", "record",
+                        "event_sync", "copy_back", "tail_back", "next_work"}) {
     EXPECT_EQ(r.Get(k), ErrName(cudaSuccess)) << k << ": a data race on host memory is no CUDA error";
   }
   EXPECT_EQ(r.Get("next_work_bad_bytes"), "0");
-  EXPECT_EQ(r.Get("unrelated_bad_bytes"), "0") << "the source does not hold what the host last wrote";
+  EXPECT_EQ(r.Get("unrelated_bad_bytes"), "0") << "a separate pinned buffer changed during the hazard";
+  EXPECT_EQ(r.Get("device_tail_bad_bytes"), "0") << "the copy wrote past its destination's bounds";
   Observe("delivered", r.Get("delivered"));
 }
 

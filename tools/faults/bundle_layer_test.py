@@ -84,6 +84,19 @@ class FaultLayerTest(unittest.TestCase):
         self.assertEqual({r["name"]: r["verdict"] for r in doc["faults"]},
                          {"htod_corrupts_last_byte": "KILLED", "cap_cannot_map_host": "HANDLED"})
 
+    def test_the_conforming_catalogue_travels_and_runs_from_the_bundle(self):
+        # Needs "tools/faults/conforming.tsv" in tools/bundle.py's FAULT_FILES (owned by the
+        # integrator); without it `mutation.py --catalogue conforming` exits 2 on the GPU machine.
+        self.assertIn("tools/faults/conforming.tsv", bundle.FAULT_FILES)
+        b = self.make_bundle("b5")
+        self.assertTrue(os.path.isfile(os.path.join(b, "faults/conforming.tsv")))
+        doc = self.mutation(b, os.path.join(self.tmp, "m5"), "--catalogue", "conforming",
+                            "--faults", "iomemory_on_ram_not_permitted")
+        self.assertEqual(doc["config"]["catalogue"], os.path.join(b, "faults/conforming.tsv"))
+        self.assertEqual([(v["name"], v["verdict"]) for v in doc["variations"]],
+                         [("iomemory_on_ram_not_permitted", "NOT_EXERCISED")])
+        self.assertEqual(doc["false_alarms"]["count"], 0)
+
     def test_without_the_shim_binary_the_bundle_rebuilds_it_with_gpp(self):
         b = self.make_bundle("b3")
         os.remove(os.path.join(b, "faults/libcuda.so.1"))

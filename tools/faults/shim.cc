@@ -144,6 +144,18 @@ void NoteFired(EntryBase* e) {
   if (fresh) Log("fired\t%s\t%s", g_fault ? g_fault->name : g_census ? "census" : "?", e->name);
 }
 
+void NoteChanged(const char* what) {
+  if (g_log_fd < 0) return;
+  static const char* seen[64] = {};
+  pthread_mutex_lock(&g_mu);
+  bool fresh = true;
+  size_t i = 0;
+  for (; i < sizeof(seen) / sizeof(seen[0]) && seen[i]; ++i) fresh = fresh && strcmp(seen[i], what) != 0;
+  if (fresh && i < sizeof(seen) / sizeof(seen[0])) seen[i] = what;
+  pthread_mutex_unlock(&g_mu);
+  if (fresh) Log("changed\t%s\t%s", g_fault ? g_fault->name : "?", what);
+}
+
 void* RealFunction(const char* name) {
   if (!g_gpa_v2) return nullptr;
   void* fn = nullptr;
@@ -171,7 +183,8 @@ __attribute__((constructor)) void Init() {
     g_fault = FindFault(fault);
     if (!g_fault) {
       // An unknown fault must not silently become a control run.
-      fprintf(stderr, "%sunknown PAGELOCK_FAULT=%s (see tools/faults/catalogue.tsv)\n",
+      fprintf(stderr, "%sunknown PAGELOCK_FAULT=%s (see tools/faults/catalogue.tsv and "
+              "conforming.tsv)\n",
               kErrorPrefix, fault);
       Log("error\tunknown fault %s", fault);
       _exit(86);
@@ -299,6 +312,11 @@ CUresult CUDAAPI pl_export_gpa_v1(const char* symbol, void** pfn, int version, c
 __attribute__((visibility("default"))) const pagelock_faults::Fault* pagelock_fault_catalogue(
     size_t* count) {
   return pagelock_faults::Catalogue(count);
+}
+// The conforming variations (conforming.tsv), for the same tools and tests.
+__attribute__((visibility("default"))) const pagelock_faults::Fault* pagelock_fault_conforming(
+    size_t* count) {
+  return pagelock_faults::Conforming(count);
 }
 // The entries a fault hooks, space-separated ("" for an unknown fault). Installs the fault's hooks
 // on a clean table and removes them again: only for tools, never in a process under test.

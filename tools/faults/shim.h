@@ -31,6 +31,10 @@ struct EntryBase {
 
 // Called by every wrapper: notes (once per process, in the log) that the fault was reached.
 void NoteFired(EntryBase* e);
+// Called by a hook when it really changed an answer (conforming variations): one "changed" line
+// per distinct `what` (a string literal) per process, so a variation that never changed
+// anything reads as not exercised rather than as conforming.
+void NoteChanged(const char* what);
 
 template <typename Sig, EntryBase* E>
 struct Wrap;
@@ -151,17 +155,23 @@ Fn Real(const char* name) {
 // One line in the log (PAGELOCK_FAULT_LOG), when logging is on.
 void Log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-// The catalogue (faults.cc).
+// The catalogues (faults.cc): the injected faults (catalogue.tsv) and the conforming variations
+// (conforming.tsv), selected the same way, by PAGELOCK_FAULT=<name>.
 struct Fault {
   const char* name;         // PAGELOCK_FAULT value
-  const char* rule;         // the rule of suites/rules.tsv it violates
+  const char* rule;         // the rule(s) of suites/rules.tsv it violates (a variation: it tests;
+                            //   comma-separated)
   const char* family;       // API family of the suites
-  const char* kind;         // "error" | "data" | "sync" | "flag" | "capability" | "resource" | "perf"
-  const char* description;  // what the buggy driver does
+  const char* kind;         // faults: "error" | "data" | "sync" | "flag" | "capability" |
+                            //   "resource" | "perf"; variations: "code" | "layout" | "timing" |
+                            //   "capability" | "flag" | "overlap"
+  const char* description;  // what the buggy (or differently conforming) driver does
   void (*install)();        // sets the hooks
+  const char* doc;          // variations: the documentation that allows it ("" for faults)
 };
 const Fault* Catalogue(size_t* count);
-const Fault* FindFault(const char* name);
+const Fault* Conforming(size_t* count);
+const Fault* FindFault(const char* name);  // either catalogue
 
 }  // namespace pagelock_faults
 

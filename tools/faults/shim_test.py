@@ -18,7 +18,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def locate():
-    """Returns (shim dir, fake driver path, client path, catalogue.tsv, rules.tsv)."""
+    """Returns (shim dir, fake driver path, client path, catalogue.tsv, rules.tsv); conforming.tsv
+    lies next to catalogue.tsv."""
     srcdir = os.environ.get("TEST_SRCDIR")
     if srcdir:
         base = os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "pagelock"))
@@ -42,6 +43,7 @@ def locate():
 
 
 SHIM, FAKE, CLIENT, CATALOGUE, RULES = locate()
+CONFORMING = os.path.join(os.path.dirname(CATALOGUE), "conforming.tsv")
 
 
 def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
@@ -57,7 +59,10 @@ def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
     if log:
         env["PAGELOCK_FAULT_LOG"] = log
     p = subprocess.run([CLIENT, mode], env=env, capture_output=True, text=True, timeout=60)
-    values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    if mode == "variations":  # several key=value pairs a line
+        values = dict(tok.split("=", 1) for tok in p.stdout.split() if "=" in tok)
+    else:
+        values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
     return p, values
 
 
@@ -205,6 +210,111 @@ class CatalogueTest(unittest.TestCase):
             self.assertIn(rule, rules, f"{name}: rule {rule} is not in suites/rules.tsv")
             self.assertIn(kind, {"error", "data", "sync", "flag", "capability", "resource", "perf"})
             self.assertTrue(text.endswith("."), name)
+
+
+# What each conforming variation changes in `shim_client variations` (against the fake driver,
+# which answers as r580 does); every other answer must stay as in the clean run.
+VARIATION_CHANGES = {
+    "iomemory_on_ram_not_permitted": {"iomemory_rc": "800"},
+    "iomemory_on_ram_not_supported": {"iomemory_rc": "801"},
+    "register_pinned_already_registered": {"register_hostalloc_rc": "712"},
+    "unregister_pinned_not_registered": {"unregister_hostalloc_rc": "713"},
+    "read_only_mapping_not_permitted": {"read_only_mapping_rc": "800"},
+    "fault_code_launch_failed": {"fault_code": "719"},
+    "hostalloc_unknown_flags_not_supported": {"unknown_hostalloc_flag_rc": "801"},
+    "register_unknown_flags_not_supported": {"unknown_register_flag_rc": "801"},
+    "zero_size_allocates": {"zero_size_pointer": "allocated"},
+    "allocation_64k_granular": {"hostalloc_size": "65536"},
+    "no_read_only_register": {"attr113": "0", "read_only_flag_rc": "801"},
+    "no_host_register": {k: "801" for k in (
+        "register_rc", "iomemory_rc", "unknown_register_flag_rc", "read_only_mapping_rc",
+        "read_only_flag_rc", "register_hostalloc_rc", "first_on_page_rc", "second_on_page_rc",
+        "next_page_rc", "again_after_unregister_rc")} | {
+        "attr99": "0", "unregister_rc": "713", "unregister_first_rc": "713"},
+    "completion_delayed": {"delays_explicit_stream": "2"},
+    "waits_return_late": {"stream_sync_late": "1"},
+    "sync_copies_return_late": {"htod_late": "1"},
+    "register_overlap_per_page": {"second_on_page_rc": "712"},
+    "set_flags_beside_driver_context_708": {"set_flags_beside_context_rc": "708"},
+}
+
+
+class ConformingVariationTest(unittest.TestCase):
+    """Each variation changes exactly the answers the documentation leaves open, and says so in
+    the log (a "changed" line); everything else is forwarded unchanged."""
+
+    @classmethod
+    def setUpClass(cls):
+        p, cls.clean = run(mode="variations")
+        assert p.returncode == 0, p.stderr
+        cls.tmp = tempfile.mkdtemp(prefix="shim_variations_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_the_clean_run_answers_as_r580(self):
+        self.assertEqual(self.clean["iomemory_rc"], "1")
+        self.assertEqual(self.clean["register_hostalloc_rc"], "1")
+        self.assertEqual(self.clean["zero_size_pointer"], "null")
+        self.assertEqual(self.clean["second_on_page_rc"], "0")
+        self.assertEqual(self.clean["delays_explicit_stream"], "0")
+
+    def test_each_variation_changes_only_its_answers_and_logs_that_it_did(self):
+        for name, changes in VARIATION_CHANGES.items():
+            with self.subTest(variation=name):
+                log = os.path.join(self.tmp, name + ".log")
+                p, got = run(mode="variations", fault=name, log=log)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(got, dict(self.clean, **changes))
+                with open(log) as f:
+                    changed = [l.split("\t")[2:] for l in f.read().splitlines()
+                               if l.split("\t")[1] == "changed"]
+                self.assertTrue(changed, f"{name} logged no 'changed' line")
+                self.assertEqual({c[0] for c in changed}, {name})
+
+    def test_the_delays_leave_the_default_stream_alone(self):
+        _, got = run(mode="variations", fault="completion_delayed")
+        self.assertEqual(got["delays_default_stream"], "0")
+
+    def test_a_variation_that_changes_nothing_logs_no_changed_line(self):
+        log = os.path.join(self.tmp, "unexercised.log")
+        run(mode="run", fault="iomemory_on_ram_not_permitted", log=log)  # never uses IoMemory
+        with open(log) as f:
+            self.assertNotIn("\tchanged\t", f.read())
+
+
+class ConformingCatalogueTest(unittest.TestCase):
+    def rows(self):
+        with open(CONFORMING) as f:
+            return [l.rstrip("\n").split("\t") for l in f][1:]
+
+    def test_conforming_tsv_matches_the_shim(self):
+        p, _ = run(mode="conforming")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(CONFORMING) as f:
+            self.assertEqual(p.stdout, f.read(),
+                             "tools/faults/conforming.tsv is stale: regenerate it with "
+                             "'shim_client conforming' (see tools/faults/README.md)")
+
+    def test_at_least_15_variations_each_justified_and_tested(self):
+        with open(RULES) as f:
+            rules = {l.split("\t", 1)[0] for l in f if l.strip()}
+        with open(CATALOGUE) as f:
+            faults = {l.split("\t", 1)[0] for l in f}
+        rows = self.rows()
+        self.assertGreaterEqual(len(rows), 15)
+        names = [r[0] for r in rows]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertEqual(set(names), set(VARIATION_CHANGES), "a variation without a shim test")
+        for name, rule, family, kind, entries, text, why in rows:
+            self.assertNotIn(name, faults, f"{name} is also a fault")
+            self.assertTrue(entries.startswith("cu"), f"{name}: hooks no entry")
+            for r in rule.split(","):
+                self.assertIn(r, rules, f"{name}: rule {r} is not in suites/rules.tsv")
+            self.assertIn(kind, {"code", "layout", "timing", "capability", "flag", "overlap"})
+            self.assertTrue(text.endswith("."), name)
+            self.assertTrue('"' in why or "R" in why, f"{name}: no doc quote or rule id")
 
 
 if __name__ == "__main__":

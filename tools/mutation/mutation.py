@@ -4,6 +4,14 @@ driver fault and says which faults the suite catches.
 
   mutation.py BUNDLE --out DIR [--faults NAME,...] [--jobs N] [--budget S] [--target-timeout S]
               [--select rules|all] [--sentinels N] [--control-runs 1|2] [--reference TESTLOGS]
+              [--catalogue faults|conforming|both|PATH]
+
+--catalogue faults (the default) runs the injected driver faults (catalogue.tsv) and scores
+them; conforming runs the conforming variations (conforming.tsv: driver behaviours the CUDA
+documentation allows but r580 does not show) and reports false alarms; both runs both in one
+pass (one control). A variation runs only the binaries it reaches that name one of its rules or
+sit in its family folder (phase 1; bandwidth targets never), all of them, never stopping early;
+--select all runs it against every binary it reaches, bandwidth targets included.
 
 Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
 a time:
@@ -38,15 +46,26 @@ Verdicts:
   NOT_RUN   the --budget ran out first (no run started, or its run was stopped before anything
             was caught); not counted in the score
 score = (KILLED + HANDLED) / (KILLED + HANDLED + SURVIVED).
+Conforming variations (never in the score):
+  FALSE_ALARM    a case that did not fail in the control fails, crashes, times out or goes
+                 missing in a run where the variation changed an answer (the shim's "changed"
+                 lines): a defect of the suite, not of the driver; every such case is listed
+                 under false_alarms in mutation.json, with its status and message
+  CONFORMS       it changed answers and nothing broke (NotSupported cases are listed)
+  NOT_EXERCISED  it never changed an answer in the binaries it ran: it proves nothing
+  ERROR, NOT_RUN as for faults; NOT_RUN also when a timing variation (its runs get twice the
+                 usual time limit) still ran past the tool's limit (past_the_time_limit)
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
 (runner.out, the shim's log; testlogs too with --keep-testlogs). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from
-tools/faults next to this file. The catalogue: --catalogue, else BUNDLE/faults/catalogue.tsv,
-else tools/faults/catalogue.tsv. Survivor explanations: tools/faults/survivors.tsv (or the
+tools/faults next to this file. A named catalogue: BUNDLE/faults/<file>, else tools/faults/<file>
+next to this tool. Survivor explanations: tools/faults/survivors.tsv (or the
 bundle's copy).
 
-Exit codes: 0 done (whatever the score); 1 the control run failed to run under the shim (or
-the shim found no real driver);
+Exit codes: 0 done (whatever the score) and no false alarm; 3 done, mutation.json and
+mutation.html written, but some conforming variation raised a false alarm (a suite defect; a
+false alarm is not a driver fault, so the score is unaffected); 1 the control run failed to run
+under the shim (or the shim found no real driver);
 2 bad usage (no bundle, unknown fault name, missing shim or catalogue);
 7 interrupted by SIGINT, SIGTERM or SIGHUP: no run starts after the signal, every running
   runner gets SIGTERM (it stops its test binaries, which run in sessions of their own, and
@@ -204,17 +223,65 @@ def find_shim(bundle, shim_arg, out):
     return dest
 
 
-def load_catalogue(bundle, catalogue_arg):
-    path = first_existing(catalogue_arg, os.path.join(bundle, "faults", "catalogue.tsv"),
-                          os.path.join(REPO, "tools", "faults", "catalogue.tsv"))
-    if not path:
-        raise UsageError("no fault catalogue (catalogue.tsv) found; pass --catalogue")
+CATALOGUES = {"faults": "catalogue.tsv", "conforming": "conforming.tsv"}
+
+
+def catalogue_file(bundle, name):
+    """The bundle's copy of a named catalogue, else the one next to this tool, else None."""
+    return first_existing(os.path.join(bundle, "faults", CATALOGUES[name]),
+                          os.path.join(REPO, "tools", "faults", CATALOGUES[name]))
+
+
+def read_catalogue(path):
+    """Rows of one catalogue file, each marked with the catalogue it belongs to: a file with a
+    'justification' column holds conforming variations (conforming.tsv), any other faults."""
     rows = read_tsv(path)
     for r in rows:
         for key in ("name", "rule", "family", "kind", "description"):
             if key not in r:
                 raise UsageError(f"{path}: no column '{key}'")
-    return rows, path
+        r["catalogue"] = "conforming" if "justification" in r else "faults"
+    return rows
+
+
+def load_catalogue(bundle, catalogue_arg):
+    """(rows, paths): --catalogue faults (the default), conforming, both, or a TSV path."""
+    arg = catalogue_arg or "faults"
+    if arg in ("faults", "conforming", "both"):
+        names = ["faults", "conforming"] if arg == "both" else [arg]
+        paths = []
+        for name in names:
+            path = catalogue_file(bundle, name)
+            if not path:
+                raise UsageError(
+                    f"no {CATALOGUES[name]} in {bundle}/faults/ or tools/faults/ (a bundle made "
+                    "before it was listed in tools/bundle.py's FAULT_FILES: refresh the layer "
+                    "with tools/faults/add_to_bundle.py, or pass --catalogue PATH)")
+            paths.append(path)
+    elif os.path.isfile(arg):
+        paths = [arg]
+    else:
+        raise UsageError(f"--catalogue {arg}: neither faults, conforming, both nor a file")
+    rows = [r for path in paths for r in read_catalogue(path)]
+    return rows, ",".join(paths)
+
+
+def other_catalogue_hint(bundle, chosen, unknown):
+    """'; --catalogue conforming or both has X' when names unknown to the chosen catalogue are
+    in the other one (a variation asked for under the default), else ''."""
+    other = {"faults": "conforming", "conforming": "faults"}.get(chosen)
+    path = other and catalogue_file(bundle, other)
+    found = [r["name"] for r in read_catalogue(path) if r["name"] in unknown] if path else []
+    return f"; --catalogue {other} or both has {', '.join(found)}" if found else ""
+
+
+def is_variation(row):
+    return row.get("catalogue") == "conforming"
+
+
+def rules_of(row):
+    """The rule ids a catalogue row names ('R27,R26' in a variation's rule column)."""
+    return {r.strip() for r in row["rule"].split(",") if r.strip()}
 
 
 def load_survivor_notes(bundle):
@@ -321,6 +388,19 @@ def read_statuses(out_dir, rules=None):
     return {c.id: (c.status, c.reason, c.message) for c in run.cases}
 
 
+def read_changed(out_dir):
+    """What a conforming variation changed in this run: its log's 'changed' lines."""
+    path = os.path.join(out_dir, "fault.log")
+    out = set()
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 4 and parts[1] == "changed":
+                    out.add(parts[3])
+    return sorted(out)
+
+
 def read_fault_log(out_dir):
     """(processes that loaded the shim with this fault, entry points where it fired, errors)."""
     inits, fired, errors = [], set(), []
@@ -414,6 +494,92 @@ def classify(fault, runs, unstable):
     return result
 
 
+def classify_variation(variation, runs, unstable):
+    """Verdict of one conforming variation (a behaviour the documentation allows): FALSE_ALARM
+    when a case that did not fail in the control fails, crashes, times out or goes missing in a
+    run where the variation really changed an answer (a defect of the suite, not of the driver);
+    CONFORMS when it changed answers and nothing failed; NOT_EXERCISED when it never changed an
+    answer (it proves nothing; failures without a change are listed as unexplained); ERROR when
+    the shim did not load it; NOT_RUN when the budget stopped it first. runs as for classify()."""
+    name = variation["name"]
+    alarms, unexplained, not_supported, too_slow = [], [], [], []
+    changed, fired, errors = set(), set(), []
+    inits_ok = cut = False
+    for meta, statuses, (inits, fired_here, errs), control in runs:
+        inits_ok = inits_ok or any(i == f"fault={name}" for i in inits)
+        fired.update(fired_here)
+        errors += errs
+        cut = cut or meta.get("cut_by_budget", False)
+        here = meta.get("changed") or []
+        changed.update(here)
+        for case, (before, _, _) in control.items():
+            if case in unstable or (meta.get("cut_by_budget") and case not in statuses):
+                continue
+            after, reason, message = statuses.get(case, ("MISSING", "", ""))
+            if meta["timed_out"] and case not in statuses:
+                after = "TIMEOUT"
+            if before not in FAILING and after in FAILING:
+                entry = {"case": case, "target": meta.get("target", ""), "control": before,
+                         "status": after, "message": (message or reason or "")[:300]}
+                if after == "TIMEOUT" and meta["timed_out"] and variation["kind"] == "timing":
+                    too_slow.append(entry)  # past the tool's limit, not the suite's
+                else:
+                    (alarms if here else unexplained).append(entry)
+            elif before in GOOD and after == "NOT_SUPPORTED":
+                not_supported.append({"case": case, "reason": (reason or "")[:200]})
+    result = {"name": name, "rule": variation["rule"], "family": variation["family"],
+              "kind": variation["kind"], "description": variation["description"],
+              "justification": variation.get("justification", ""), "reached": sorted(fired),
+              "changed": sorted(changed), "false_alarms": alarms,
+              "failed_without_change": unexplained, "not_supported_cases": not_supported,
+              "past_the_time_limit": too_slow, "runs": [r[0] for r in runs]}
+    if not inits_ok:
+        result["verdict"] = "ERROR"
+        result["note"] = ("the shim never loaded this variation (" +
+                          ("; ".join(sorted(set(errors))) or "no init line in its log") + ")")
+    elif alarms:
+        result["verdict"] = "FALSE_ALARM"
+    elif cut:
+        result["verdict"] = "NOT_RUN"
+        result["note"] = "the time budget stopped its run before it finished"
+    elif too_slow:
+        result["verdict"] = "NOT_RUN"
+        result["note"] = (f"{len(too_slow)} case(s) did not finish within the tool's time limit "
+                          "(twice the usual for a timing variation): raise --target-timeout")
+    elif not changed:
+        result["verdict"] = "NOT_EXERCISED"
+        result["note"] = ("it never changed an answer in the binaries it ran"
+                          + (f"; {len(unexplained)} case(s) failed anyway (unstable?)"
+                             if unexplained else ""))
+    else:
+        result["verdict"] = "CONFORMS"
+        if not_supported:
+            result["note"] = f"{len(not_supported)} case(s) turned NotSupported"
+    return result
+
+
+def false_alarm_summary(variations):
+    """The false_alarms section of mutation.json: every case a conforming variation broke."""
+    by = {v["name"]: [dict(c, variation=v["name"]) for c in v["false_alarms"]]
+          for v in variations if v["false_alarms"]}
+    counts = {k: sum(1 for v in variations if v["verdict"] == k)
+              for k in ("FALSE_ALARM", "CONFORMS", "NOT_EXERCISED", "ERROR", "NOT_RUN")}
+    count = sum(len(c) for c in by.values())
+    return {"count": count, "variations_with_false_alarms": len(by), "variations": len(variations),
+            "verdicts": counts, "by_variation": by, "line": false_alarm_line(count, len(by), counts,
+                                                                            len(variations))}
+
+
+def false_alarm_line(count, with_alarms, counts, total):
+    if not total:
+        return "not run"
+    line = (f"{count} false alarm(s) from {with_alarms} of {total} conforming variations: "
+            f"{counts['CONFORMS']} conform, {counts['NOT_EXERCISED']} not exercised")
+    if counts["NOT_RUN"] or counts["ERROR"]:
+        line += f", {counts['NOT_RUN']} not run, {counts['ERROR']} not loaded"
+    return line
+
+
 def score(results):
     counts = {v: 0 for v in ("KILLED", "HANDLED", "SURVIVED", "ERROR", "NOT_RUN")}
     for r in results:
@@ -456,11 +622,13 @@ def html_section(doc):
            "{background:#def}.pl-mutation .SURVIVED{background:#fdd}.pl-mutation .ERROR,"
            ".pl-mutation .NOT_RUN{background:#eee}.pl-mutation details{margin:0}</style>",
            "<h2>Mutation score: injected driver faults</h2>",
-           f"<p><b>The suite caught {caught} of {s['counted']} injected driver faults ({esc(pct)})"
-           f"</b>: {s['KILLED']} killed, {s['HANDLED']} handled as NotSupported, "
-           f"{s['SURVIVED']} survived"
-           + (f", {s['ERROR']} not loaded" if s["ERROR"] else "")
-           + (f", {s['NOT_RUN']} not run (time budget)" if s["NOT_RUN"] else "") + ".</p>",
+           (f"<p><b>The suite caught {caught} of {s['counted']} injected driver faults ({esc(pct)})"
+            f"</b>: {s['KILLED']} killed, {s['HANDLED']} handled as NotSupported, "
+            f"{s['SURVIVED']} survived"
+            + (f", {s['ERROR']} not loaded" if s["ERROR"] else "")
+            + (f", {s['NOT_RUN']} not run (time budget)" if s["NOT_RUN"] else "")
+            + (f"; false alarms: {doc['false_alarms']['count']}" if doc.get("variations") else "")
+            + ".</p>") if s.get("total") else "<p>No injected faults were run.</p>",
            f"<p>Control under the shim: {esc(doc['control']['summary'])}. "
            f"Unstable cases ignored: {len(doc['control']['unstable'])}.</p>"]
     survivors = [r for r in doc["faults"] if r["verdict"] == "SURVIVED"]
@@ -475,8 +643,9 @@ def html_section(doc):
             out.append(f"<tr class=\"SURVIVED\"><td>{esc(r['name'])}</td><td>{esc(r['rule'])}</td>"
                        f"<td>{esc(r['description'])}</td><td>{esc(why)}</td><td>{ran_html}</td></tr>")
         out.append("</table>")
-    out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
-               "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")
+    if doc["faults"]:
+        out.append("<h3>Every fault</h3><table><tr><th>fault</th><th>verdict</th><th>rule</th>"
+                   "<th>family</th><th>what the driver did</th><th>caught by</th></tr>")
     for r in doc["faults"]:
         cases = r.get("caught_by") or r.get("handled_cases") or []
         if cases:
@@ -489,8 +658,43 @@ def html_section(doc):
         out.append(f"<tr class=\"{esc(r['verdict'])}\"><td>{esc(r['name'])}</td>"
                    f"<td>{esc(r['verdict'])}</td><td>{esc(r['rule'])}</td><td>{esc(r['family'])}</td>"
                    f"<td>{esc(r['description'])}</td><td>{by}</td></tr>")
-    out.append("</table></section>")
+    if doc["faults"]:
+        out.append("</table>")
+    out += false_alarm_html(doc)
+    out.append("</section>")
     return "\n".join(out) + "\n"
+
+
+def false_alarm_html(doc):
+    """The conforming variations: the false-alarm count, every false alarm, every variation."""
+    variations = doc.get("variations") or []
+    if not variations:
+        return []
+    fa = doc["false_alarms"]
+    out = ["<h3>False alarms: conforming variations</h3>",
+           f"<p><b>{esc(fa['line'])}</b>. A variation is a driver behaviour the documentation "
+           "allows but this driver does not show; a case that fails under one is a defect of "
+           "the suite, not of the driver.</p>"]
+    if fa["count"]:
+        out.append("<table><tr><th>variation</th><th>case</th><th>control &rarr; status</th>"
+                   "<th>message</th></tr>")
+        for name, cases in fa["by_variation"].items():
+            for c in cases:
+                out.append(f"<tr class=\"SURVIVED\"><td>{esc(name)}</td><td>{esc(c['case'])}</td>"
+                           f"<td>{esc(c['control'])} &rarr; {esc(c['status'])}</td>"
+                           f"<td>{esc(c['message'])}</td></tr>")
+        out.append("</table>")
+    out.append("<table><tr><th>variation</th><th>verdict</th><th>rules</th><th>what the driver "
+               "does</th><th>why it conforms</th><th>binaries run</th></tr>")
+    for v in variations:
+        cls = {"FALSE_ALARM": "SURVIVED", "CONFORMS": "KILLED"}.get(v["verdict"], "NOT_RUN")
+        out.append(f"<tr class=\"{cls}\"><td>{esc(v['name'])}</td><td>{esc(v['verdict'])}"
+                   + (f"<br>{esc(v['note'])}" if v.get("note") else "") + "</td>"
+                   f"<td>{esc(v['rule'])}</td><td>{esc(v['description'])}</td>"
+                   f"<td>{esc(v.get('justification', ''))}</td>"
+                   f"<td>{len(v.get('targets_run') or [])}</td></tr>")
+    out.append("</table>")
+    return out
 
 
 def summary_line(statuses):
@@ -567,17 +771,22 @@ def select_for_fault(fault, usable, census, target_rules, dur, sentinels, select
     phase 1 'rule'/'family': reached targets with a case naming the fault's rule, or in the
     fault's family folder (suites/<family>), cheapest first; phase 2 'sentinel': the reached
     sentinels; phase 3 'sweep': every other reached target, run only while the fault is not
-    caught and the budget lasts. select='all' puts every reached target in phase 1."""
+    caught and the budget lasts. select='all' puts every reached target in phase 1.
+    A conforming variation runs phase 1 only (the binaries that test its rules or family: the
+    quick check); select='all' runs it against every reached target."""
     entries = set(fault.get("entries", "").split())
     reached = [l for l in usable if not entries or census.get(l, set()) & entries]
     cheap = lambda labels: sorted(labels, key=lambda l: (dur.get(l, 10.0), l))  # noqa: E731
     if select == "all":
         return [(l, 1, "reached") for l in cheap(reached)]
+    rules = rules_of(fault)
     plan = [(l, 1, "rule") for l in cheap(l for l in reached
-                                          if fault["rule"] in target_rules.get(l, ()))]
+                                          if rules & set(target_rules.get(l, ())))]
     plan += [(l, 1, "family") for l in cheap(l for l in reached
                                              if family_of(l) == fault["family"]
                                              and l not in {p[0] for p in plan})]
+    if is_variation(fault):
+        return plan
     seen = {p[0] for p in plan}
     plan += [(l, 2, "sentinel") for l in sentinels if l in reached and l not in seen]
     seen = {p[0] for p in plan}
@@ -629,7 +838,10 @@ def _main(argv=None):
                    help="an earlier run of the same bundle (a testlogs folder, e.g. qualify's): "
                         "its cases stand in for the second control (implies --control-runs 1)")
     p.add_argument("--shim", help="folder holding the shim's libcuda.so.1")
-    p.add_argument("--catalogue", help="catalogue.tsv (default: the bundle's or the repo's)")
+    p.add_argument("--catalogue", default="faults",
+                   help="faults (default: catalogue.tsv, the mutation score), conforming "
+                        "(conforming.tsv, the false alarms), both, or a TSV file; named ones "
+                        "come from BUNDLE/faults/, else tools/faults/")
     p.add_argument("--keep-testlogs", action="store_true",
                    help="keep every run's testlogs (default: only runner.out and fault.log stay)")
     args = p.parse_args(argv)
@@ -652,7 +864,8 @@ def _main(argv=None):
             known = {f["name"]: f for f in catalogue}
             unknown = [f for f in wanted if f not in known]
             if unknown:
-                raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path})")
+                hint = other_catalogue_hint(bundle, args.catalogue, unknown)
+                raise UsageError(f"unknown fault(s): {', '.join(unknown)} (see {catalogue_path}{hint})")
             catalogue = [known[f] for f in wanted]
         if args.sentinels < 0:
             raise UsageError("--sentinels must be 0 or more")
@@ -687,7 +900,7 @@ def _main(argv=None):
         # The runner restarts a binary after a crash or a timeout at most once here.
         meta = run_bundle(os.path.join(d, "view"), shim, d, fault, "", cap * 2 + 15, hard_stop,
                           runner=os.path.join(bundle, "tools", "runner", "runner.py"))
-        meta.update(name=run_name, target=target["label"], cap_s=cap)
+        meta.update(name=run_name, target=target["label"], cap_s=cap, changed=read_changed(d))
         return meta, read_statuses(d, rules), read_fault_log(d)
 
     def pool_run(jobs_list, workers):
@@ -760,12 +973,19 @@ def _main(argv=None):
     print(f"mutation: control {summary_line(all_control)} in {round(control_s)} s; "
           f"{len(unusable)} target(s) left out: {sorted(unusable)}", flush=True)
 
-    def cap_for(label):
-        # A fault that hangs a binary costs its whole limit: 3x the control's time + 10 s.
-        return min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
+    def cap_for(label, name=None):
+        # A fault that hangs a binary costs its whole limit: 3x the control's time + 10 s. A
+        # timing variation slows the work on purpose, so it gets twice that: the runner's limit
+        # is the tool's, not the suite's, and must not be what a slower driver trips over.
+        cap = min(args.target_timeout, max(20.0, 3 * dur.get(label, 10) + 10))
+        timing = name and is_variation(by_fault[name]) and by_fault[name]["kind"] == "timing"
+        return 2 * cap if timing else cap
 
     usable = [t["label"] for t in pool_targets + serial_targets if t["label"] not in unusable]
-    all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue])
+    # Sentinels serve the faults only (variations run no phase 2): chosen from the faults'
+    # entries, so --catalogue both scores the faults exactly as --catalogue faults does.
+    all_entries = set().union(*[set(f.get("entries", "").split()) for f in catalogue
+                                if not is_variation(f)])
     sentinels = pick_sentinels(usable, census, dur, all_entries, args.sentinels)
     plans = {f["name"]: select_for_fault(f, usable, census, target_rules, dur, sentinels, args.select)
              for f in catalogue}
@@ -775,7 +995,7 @@ def _main(argv=None):
     killed = set()
 
     def caught(name, result):
-        meta, statuses, fault_log = result
+        meta, statuses, fault_log = result  # noqa: F841 (fault runs only)
         r = classify(by_fault[name], [(meta, statuses, fault_log, control.get(meta["target"], {}))],
                      unstable)
         # HANDLED counts in the score as KILLED does: either ends the fault's search.
@@ -818,7 +1038,7 @@ def _main(argv=None):
                         finish(item)
                         continue
                     running[ex.submit(job, item[0], item[0], by_label[item[1]],
-                                      cap_for(item[1]))] = item
+                                      cap_for(item[1], item[0]))] = item
                 if not running:
                     break  # todo is empty too: a fault's lowest waiting phase is always ready
                 finished, _ = concurrent.futures.wait(list(running),
@@ -827,19 +1047,26 @@ def _main(argv=None):
                     item = running.pop(fut)
                     done[(item[0], item[1])] = fut.result()
                     finish(item)
-                    if caught(item[0], done[(item[0], item[1])]):
+                    # A variation runs all its targets: every false alarm is listed.
+                    if not is_variation(by_fault[item[0]]) and caught(item[0], done[(item[0], item[1])]):
                         killed.add(item[0])
 
     pool_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l not in serial]
     schedule(pool_items, args.jobs)
-    serial_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l in serial]
+    # Bandwidth targets judge speed (WARN, never FAIL) and run alone: a variation meets them
+    # only with --select all, which keeps the conforming check quick.
+    serial_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l in serial
+                    and (args.select == "all" or not is_variation(by_fault[name]))]
     schedule(serial_items, 1)
-    results = []
+    results, variations = [], []
     for f in catalogue:
         name = f["name"]
         plan = plans[name]
         labels = [l for l, _, _ in plan]
         runs = [done[(name, l)] + (control.get(l, {}),) for l in labels if (name, l) in done]
+        if is_variation(f):
+            variations.append(variation_result(f, plan, runs, done, skipped, unstable))
+            continue
         missing = [l for l in labels if (name, l) in skipped]
         missing_selected = [l for l, ph, _ in plan if ph < 3 and (name, l) in skipped]
         base = {k: f[k] for k in ("name", "rule", "family", "kind", "description")}
@@ -902,22 +1129,62 @@ def _main(argv=None):
                                                  if t not in pool_targets and t not in serial_targets),
                       "fault_runs": len(done),
                       "seconds": round(time.monotonic() - t0, 1)},
-           "faults": results}
+           "faults": results,
+           "variations": variations,
+           "false_alarms": false_alarm_summary(variations)}
     with open(os.path.join(out, "mutation.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
     with open(os.path.join(out, "mutation.html"), "w") as fh:
         fh.write(html_section(doc))
     s = doc["score"]
-    print(f"mutation: caught {s['KILLED'] + s['HANDLED']} of {s['counted']} faults "
-          f"({s['percent']}%): KILLED={s['KILLED']} HANDLED={s['HANDLED']} "
-          f"SURVIVED={s['SURVIVED']} ERROR={s['ERROR']} NOT_RUN={s['NOT_RUN']} "
-          f"in {doc['config']['seconds']} s")
+    if results:
+        print(f"mutation: caught {s['KILLED'] + s['HANDLED']} of {s['counted']} faults "
+              f"({s['percent']}%): KILLED={s['KILLED']} HANDLED={s['HANDLED']} "
+              f"SURVIVED={s['SURVIVED']} ERROR={s['ERROR']} NOT_RUN={s['NOT_RUN']} "
+              f"in {doc['config']['seconds']} s")
     for r in results:
         if r["verdict"] in ("SURVIVED", "ERROR", "NOT_RUN"):
             print(f"  {r['verdict']} {r['name']} ({r['rule']}): "
                   f"{r.get('explanation') or r.get('note') or ''}")
+    alarms = doc["false_alarms"]
+    if variations:
+        print(f"mutation: conforming variations: {alarms['line']} "
+              f"(FALSE_ALARM={alarms['verdicts']['FALSE_ALARM']}) in {doc['config']['seconds']} s")
+    for v in variations:
+        if v["verdict"] != "CONFORMS":
+            print(f"  {v['verdict']} {v['name']} ({v['rule']}): {v.get('note') or ''}")
+        for c in v["false_alarms"]:
+            print(f"    false alarm: {c['case']} {c['control']} -> {c['status']}: {c['message'][:160]}")
     print(f"mutation: wrote {out}/mutation.json and mutation.html")
-    return 0
+    # A false alarm is a defect of the suite (it fails a conforming driver), not a driver fault:
+    # exit 3 so that a CI step notices, while the mutation.json written above is complete.
+    return 3 if alarms["count"] else 0
+
+
+def variation_result(f, plan, runs, done, skipped, unstable):
+    """One conforming variation's entry in mutation.json, with its targets like a fault's."""
+    name = f["name"]
+    labels = [l for l, _, _ in plan]
+    base = {k: f.get(k, "") for k in ("name", "rule", "family", "kind", "description", "justification")}
+    empty = dict(base, changed=[], false_alarms=[], failed_without_change=[],
+                 not_supported_cases=[], past_the_time_limit=[], reached=[])
+    if not labels:
+        r = dict(empty, verdict="NOT_EXERCISED",
+                 note="no binary it selects calls an entry point it changes ("
+                      + (f.get("entries") or "none") + "); --select all tries every binary")
+    elif not runs:
+        r = dict(empty, verdict="NOT_RUN", note="the time budget ran out")
+    else:
+        r = classify_variation(f, runs, unstable)
+        missing = [l for l in labels if (name, l) in skipped]
+        if missing and r["verdict"] in ("CONFORMS", "NOT_EXERCISED"):
+            r["verdict"] = "NOT_RUN"
+            r["note"] = f"the time budget ran out before {len(missing)} of its {len(labels)} target(s)"
+    r["targets"] = labels
+    r["target_plan"] = [{"target": l, "phase": ph, "why": why, "ran": (name, l) in done}
+                        for l, ph, why in plan]
+    r["targets_run"] = [l for l in labels if (name, l) in done]
+    return r
 
 
 if __name__ == "__main__":

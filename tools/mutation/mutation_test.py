@@ -42,9 +42,11 @@ def shim_and_fake(tmp):
     return os.path.join(tmp, "shim"), os.path.join(tmp, "libfakecuda.so")
 
 
-def make_bundle(tmp, shim_dir, name="bundle", second=False):
+def make_bundle(tmp, shim_dir, name="bundle", second=False, conforming=False):
     """A bundle with //fake:fake_suite (its cases name rules R76, R85, R77) and, with second,
-    //fake:fake_norules (the same binary, naming no rule)."""
+    //fake:fake_norules (the same binary, naming no rule); with conforming,
+    //fake:fake_conforming (cases on R44 and R42, one pinning r580's code) and the bundle's
+    faults/conforming.tsv."""
     b = os.path.join(tmp, name)
     # What tools/bundle.py ships of the Python side: the runner and every module of reports/.
     rels = ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py"]
@@ -63,6 +65,11 @@ def make_bundle(tmp, shim_dir, name="bundle", second=False):
         shutil.copy(os.path.join(b, "bin/fake/fake_suite"), os.path.join(b, "bin/fake/fake_norules"))
         targets.append(dict(targets[0], label="//fake:fake_norules", path="bin/fake/fake_norules"))
     os.makedirs(os.path.join(b, "faults"))
+    if conforming:
+        shutil.copy(os.path.join(b, "bin/fake/fake_suite"), os.path.join(b, "bin/fake/fake_conforming"))
+        targets.append(dict(targets[0], label="//fake:fake_conforming", path="bin/fake/fake_conforming"))
+        shutil.copy(os.path.join(ROOT, "tools/faults/conforming.tsv"),
+                    os.path.join(b, "faults/conforming.tsv"))
     shutil.copy(os.path.join(shim_dir, "libcuda.so.1"), os.path.join(b, "faults/libcuda.so.1"))
     shutil.copy(os.path.join(ROOT, "tools/faults/catalogue.tsv"), os.path.join(b, "faults/catalogue.tsv"))
     with open(os.path.join(b, "faults/survivors.tsv"), "w") as f:
@@ -350,6 +357,185 @@ class ScheduleTest(unittest.TestCase):
                                            "--reference", os.path.join(self.tmp, "nope")])
         self.assertEqual(rc, 2)
         self.assertIn("--reference", err)
+
+
+VARIATION = {"name": "v", "rule": "R44", "family": "hostregister", "kind": "code",
+             "description": "d.", "justification": "q", "catalogue": "conforming"}
+V_LOADED = (["fault=v"], ["cuMemHostRegister"], [])
+CHANGED = dict(META, changed=["cuMemHostRegister IOMEMORY on ordinary memory"], target="//a:t")
+
+
+class VariationVerdictTest(unittest.TestCase):
+    def test_a_case_that_fails_under_a_variation_that_changed_an_answer_is_a_false_alarm(self):
+        statuses = {"a": ("FAIL", "", "returned 800, expected 1"), "b": ("PASS", "", "")}
+        r = mutation.classify_variation(VARIATION, [(CHANGED, statuses, V_LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "FALSE_ALARM")
+        self.assertEqual(r["false_alarms"], [{"case": "a", "target": "//a:t", "control": "PASS",
+                                              "status": "FAIL", "message": "returned 800, expected 1"}])
+
+    def test_a_crash_or_a_missing_case_is_a_false_alarm_too(self):
+        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="CRASH"), V_LOADED, st(a="PASS", b="WARN"))], set())
+        self.assertEqual([(c["case"], c["status"]) for c in r["false_alarms"]], [("a", "CRASH"), ("b", "MISSING")])
+
+    def test_changed_answers_and_nothing_broken_conform(self):
+        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="PASS", b="NOT_SUPPORTED"), V_LOADED,
+                                                     st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "CONFORMS")
+        self.assertEqual(len(r["not_supported_cases"]), 1)
+
+    def test_a_variation_that_changed_nothing_proves_nothing(self):
+        r = mutation.classify_variation(VARIATION, [(META, st(a="FAIL"), V_LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_EXERCISED")
+        self.assertEqual(r["false_alarms"], [])
+        self.assertEqual([c["case"] for c in r["failed_without_change"]], ["a"])
+
+    def test_unstable_cases_and_cases_the_control_failed_are_no_false_alarms(self):
+        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="FAIL", b="FAIL"), V_LOADED,
+                                                     st(a="PASS", b="FAIL"))], {"a"})
+        self.assertEqual(r["verdict"], "CONFORMS")
+
+    def test_a_timing_variation_that_runs_past_the_tools_limit_is_not_run_not_a_false_alarm(self):
+        timing = dict(VARIATION, kind="timing")
+        hung = dict(CHANGED, timed_out=True)
+        r = mutation.classify_variation(timing, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_RUN")
+        self.assertEqual([c["case"] for c in r["past_the_time_limit"]], ["b"])
+        self.assertIn("--target-timeout", r["note"])
+        # Any other variation that hangs a binary: a false alarm (the suite hung).
+        r = mutation.classify_variation(VARIATION, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        self.assertEqual(r["verdict"], "FALSE_ALARM")
+
+    def test_a_variation_the_shim_never_loaded_is_an_error(self):
+        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="FAIL"), ([], [], ["unknown fault v"]),
+                                                     st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "ERROR")
+
+    def test_the_summary_counts_false_alarm_cases_and_variations(self):
+        vs = [dict(verdict="FALSE_ALARM", name="x", false_alarms=[{"case": "a"}, {"case": "b"}]),
+              dict(verdict="CONFORMS", name="y", false_alarms=[]),
+              dict(verdict="NOT_EXERCISED", name="z", false_alarms=[])]
+        fa = mutation.false_alarm_summary(vs)
+        self.assertEqual((fa["count"], fa["variations_with_false_alarms"], fa["variations"]), (2, 1, 3))
+        self.assertEqual(fa["by_variation"]["x"][1], {"case": "b", "variation": "x"})
+        self.assertEqual(fa["line"], "2 false alarm(s) from 1 of 3 conforming variations: "
+                                     "1 conform, 1 not exercised")
+
+    def test_a_variation_runs_only_the_binaries_of_its_rules_and_family(self):
+        v = dict(VARIATION, rule="R51,R76", family="model", entries="cuMemcpyHtoD")
+        plan = mutation.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
+                                         SelectionTest.RULES, SelectionTest.DUR, ["//suites/hostalloc:a_test"])
+        self.assertEqual(plan, [("//suites/devptr:c_test", 1, "rule"), ("//suites/streams:b_test", 1, "rule"),
+                                ("//suites/model:d_test", 1, "family")])
+        every = mutation.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
+                                          SelectionTest.RULES, SelectionTest.DUR, [], select="all")
+        self.assertEqual(len(every), 4)
+
+
+class CatalogueChoiceTest(unittest.TestCase):
+    def test_named_catalogues_come_from_the_bundle_or_the_tool(self):
+        d = tempfile.mkdtemp()
+        try:
+            rows, path = mutation.load_catalogue(d, "conforming")  # the repo's copy
+            self.assertTrue(path.endswith("tools/faults/conforming.tsv"))
+            self.assertGreaterEqual(len(rows), 15)
+            self.assertTrue(all(mutation.is_variation(r) and r["justification"] for r in rows))
+            both, _ = mutation.load_catalogue(d, "both")
+            self.assertEqual(len(both), len(rows) + len(mutation.load_catalogue(d, "faults")[0]))
+            self.assertFalse(any(mutation.is_variation(r) for r in mutation.load_catalogue(d, None)[0]))
+        finally:
+            shutil.rmtree(d)
+
+    def test_a_catalogue_that_is_neither_a_name_nor_a_file_is_bad_usage(self):
+        d = tempfile.mkdtemp()
+        try:
+            with self.assertRaises(mutation.UsageError):
+                mutation.load_catalogue(d, os.path.join(d, "nope.tsv"))
+        finally:
+            shutil.rmtree(d)
+
+    def test_variation_names_are_distinct_from_fault_names(self):
+        d = tempfile.mkdtemp()
+        try:
+            names = [r["name"] for r in mutation.load_catalogue(d, "both")[0]]
+            self.assertEqual(len(names), len(set(names)))
+        finally:
+            shutil.rmtree(d)
+
+
+class FalseAlarmEndToEndTest(unittest.TestCase):
+    """The fake bundle with //fake:fake_conforming: one of its cases pins r580's IoMemory code."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mutation_conforming_")
+        shim, fake = shim_and_fake(cls.tmp)
+        cls.bundle = make_bundle(cls.tmp, shim, conforming=True)
+        os.environ["PAGELOCK_REAL_LIBCUDA"] = fake
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+        os.environ.pop("PAGELOCK_REAL_LIBCUDA", None)
+
+    def run_tool(self, out, catalogue, names):
+        rc, stdout, err = quiet(mutation.main, [self.bundle, "--out", out, "--catalogue", catalogue,
+                                                "--faults", ",".join(names), "--jobs", "3",
+                                                "--control-runs", "1"])
+        with open(os.path.join(out, "mutation.json")) as f:
+            return rc, stdout + err, json.load(f)
+
+    def test_a_suite_that_pins_the_r580_code_raises_a_false_alarm_and_exits_3(self):
+        out = os.path.join(self.tmp, "conforming")
+        rc, text, doc = self.run_tool(out, "conforming", [
+            "iomemory_on_ram_not_permitted", "no_read_only_register", "completion_delayed"])
+        self.assertEqual(rc, 3, text)
+        by = {v["name"]: v for v in doc["variations"]}
+        self.assertEqual({k: v["verdict"] for k, v in by.items()},
+                         {"iomemory_on_ram_not_permitted": "FALSE_ALARM",
+                          "no_read_only_register": "CONFORMS",
+                          "completion_delayed": "NOT_EXERCISED"})
+        alarms = doc["false_alarms"]
+        self.assertEqual(alarms["count"], 1)
+        self.assertEqual([(c["case"], c["status"], c["message"])
+                          for c in alarms["by_variation"]["iomemory_on_ram_not_permitted"]],
+                         [("fake:fake_conforming/FakeSuite.IoMemoryPinsTheR580Code", "FAIL",
+                           "IoMemory on RAM returned 800, expected 1")])
+        self.assertEqual(by["iomemory_on_ram_not_permitted"]["targets_run"], ["//fake:fake_conforming"])
+        self.assertIn("capability attribute answered 0", by["no_read_only_register"]["changed"])
+        self.assertEqual([c["case"] for c in by["no_read_only_register"]["not_supported_cases"]],
+                         ["fake:fake_conforming/FakeSuite.ReadOnlyNeedsItsCapability"])
+        self.assertEqual(doc["faults"], [])  # variations never count in the mutation score
+        self.assertIn("1 false alarm(s) from 1 of 3 conforming variations", text)
+        self.assertIn("false alarm: fake:fake_conforming/FakeSuite.IoMemoryPinsTheR580Code", text)
+        with open(os.path.join(out, "mutation.html")) as f:
+            html_text = f.read()
+        self.assertIn("False alarms: conforming variations", html_text)
+        self.assertIn("No injected faults were run", html_text)
+
+    def test_both_catalogues_in_one_run_keep_the_score_and_the_false_alarms_apart(self):
+        rc, text, doc = self.run_tool(os.path.join(self.tmp, "both"), "both",
+                                      ["htod_corrupts_last_byte", "iomemory_on_ram_not_supported"])
+        self.assertEqual(rc, 3, text)
+        self.assertEqual([(r["name"], r["verdict"]) for r in doc["faults"]],
+                         [("htod_corrupts_last_byte", "KILLED")])
+        self.assertEqual(doc["score"]["counted"], 1)
+        self.assertEqual(doc["false_alarms"]["verdicts"]["FALSE_ALARM"], 1)
+
+    def test_a_variation_asked_for_in_the_fault_catalogue_is_bad_usage_with_a_hint(self):
+        rc, _, err = quiet(mutation.main, [self.bundle, "--out", os.path.join(self.tmp, "hint"),
+                                           "--faults", "zero_size_allocates"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--catalogue conforming or both has zero_size_allocates", err)
+
+    def test_a_bundle_without_conforming_tsv_falls_back_to_the_tools_copy(self):
+        os.rename(os.path.join(self.bundle, "faults/conforming.tsv"),
+                  os.path.join(self.bundle, "faults/conforming.tsv.away"))
+        try:
+            rows, path = mutation.load_catalogue(self.bundle, "conforming")
+            self.assertTrue(path.startswith(ROOT))
+        finally:
+            os.rename(os.path.join(self.bundle, "faults/conforming.tsv.away"),
+                      os.path.join(self.bundle, "faults/conforming.tsv"))
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,7 @@
 /* A tiny fake driver for the shim's CPU tests: a few entry points over host memory, reachable
    directly and through cuGetProcAddress_v2 ("device" pointers are host addresses here). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,11 +13,86 @@ CUresult cuInit(unsigned int flags) { return flags == 0 ? OK : 1; }
 CUresult cuDriverGetVersion(int* v) { *v = 13000; return OK; }
 CUresult cuDeviceGetCount(int* n) { *n = 1; return OK; }
 CUresult cuDeviceGetAttribute(int* v, int attr, int dev) { *v = 1000 + attr; return OK; }
-CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
-  *p = malloc(n ? n : 1);
-  return *p ? OK : 2;
+/* Pinned blocks and registrations, so that pointer attributes, unregister and the overlap
+   check answer the way r580 does for the conforming variations' tests. */
+#define INVALID 1
+typedef struct { uintptr_t start, end; } Span;
+static Span g_alloc[64], g_reg[64];
+size_t fake_last_alloc_size = 0;
+static Span* find(Span* t, uintptr_t a) {
+  for (int i = 0; i < 64; ++i) if (t[i].start != t[i].end && a >= t[i].start && a < t[i].end) return &t[i];
+  return 0;
 }
-CUresult cuMemFreeHost(void* p) { free(p); return OK; }
+static void add(Span* t, uintptr_t s, uintptr_t e) {
+  for (int i = 0; i < 64; ++i) if (t[i].start == t[i].end) { t[i].start = s; t[i].end = e; return; }
+}
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
+  if (flags & ~7u) return INVALID;
+  fake_last_alloc_size = n;
+  if (n == 0) { *p = 0; return OK; }  /* r580 on 13.x: success and a null pointer */
+  *p = malloc(n);
+  if (!*p) return 2;
+  add(g_alloc, (uintptr_t)*p, (uintptr_t)*p + n);
+  return OK;
+}
+CUresult cuMemFreeHost(void* p) {
+  Span* s = find(g_alloc, (uintptr_t)p);
+  if (s) s->start = s->end = 0;
+  free(p);
+  return OK;
+}
+/* Whether the process maps a without write permission. */
+static int read_only(uintptr_t a) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  char line[512], perms[8];
+  unsigned long lo, hi;
+  int ro = 0;
+  if (!f) return 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) { ro = perms[1] == '-'; break; }
+  fclose(f);
+  return ro;
+}
+CUresult cuMemHostRegister(void* p, size_t n, unsigned int flags) {
+  uintptr_t s = (uintptr_t)p, e = s + n;
+  if ((flags & ~0xfu) || !p || !n || (flags & 4u) || find(g_alloc, s)) return INVALID;
+  for (int i = 0; i < 64; ++i)
+    if (g_reg[i].start != g_reg[i].end && s < g_reg[i].end && g_reg[i].start < e) return 712;
+  if (!(flags & 8u) && read_only(s)) return INVALID;
+  add(g_reg, s, e);
+  return OK;
+}
+CUresult cuMemHostUnregister(void* p) {
+  Span* r = find(g_reg, (uintptr_t)p);
+  if (r && r->start == (uintptr_t)p) { r->start = r->end = 0; return OK; }
+  if (r || find(g_alloc, (uintptr_t)p)) return INVALID;
+  return 713;
+}
+CUresult cuPointerGetAttribute(void* v, int attr, CUdeviceptr ptr) {
+  Span* s = find(g_alloc, (uintptr_t)ptr);
+  if (!s) s = find(g_reg, (uintptr_t)ptr);
+  if (!s) return INVALID;
+  if (attr == 2) { *(unsigned*)v = 1; return OK; }        /* MEMORY_TYPE: host */
+  if (attr == 11) { *(CUdeviceptr*)v = s->start; return OK; }  /* RANGE_START_ADDR */
+  return INVALID;
+}
+CUresult cuMemHostGetFlags(unsigned* f, void* p) {
+  if (!find(g_alloc, (uintptr_t)p)) return INVALID;
+  *f = 2;  /* DeviceMap, implicit as on r580 */
+  return OK;
+}
+/* Stream 0x700 holds a faulted kernel: its wait reports ILLEGAL_ADDRESS. */
+CUresult cuStreamSynchronize(void* s) { return (uintptr_t)s == 0x700 ? 700 : OK; }
+int fake_host_funcs = 0;
+CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) { ++fake_host_funcs; fn(data); return OK; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* st) { memcpy((void*)(uintptr_t)d, s, n); return OK; }
+CUresult cuEventRecord(void* e, void* s) { return OK; }
+static void* g_current = 0;
+CUresult cuCtxGetCurrent(void** c) { *c = g_current; return OK; }
+CUresult cuCtxSetCurrent(void* c) { g_current = c; return OK; }
+CUresult cuCtxGetDevice(int* d) { if (!g_current) return 201; *d = 0; return OK; }
+CUresult cuDevicePrimaryCtxGetState(int d, unsigned* f, int* active) { *f = 0; *active = 0; return OK; }
+CUresult cuDevicePrimaryCtxSetFlags(int d, unsigned f) { return OK; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return OK; }
 CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return OK; }
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return OK; }
@@ -38,6 +114,19 @@ static const Entry kTable[] = {
     {"cuMemcpyDtoH", (void*)cuMemcpyDtoH_v2},
     {"cuMemsetD8", (void*)cuMemsetD8_v2},
     {"cuCtxSynchronize", (void*)cuCtxSynchronize_counted},
+    {"cuMemHostRegister", (void*)cuMemHostRegister},
+    {"cuMemHostUnregister", (void*)cuMemHostUnregister},
+    {"cuPointerGetAttribute", (void*)cuPointerGetAttribute},
+    {"cuMemHostGetFlags", (void*)cuMemHostGetFlags},
+    {"cuStreamSynchronize", (void*)cuStreamSynchronize},
+    {"cuLaunchHostFunc", (void*)cuLaunchHostFunc},
+    {"cuMemcpyHtoDAsync", (void*)cuMemcpyHtoDAsync_v2},
+    {"cuEventRecord", (void*)cuEventRecord},
+    {"cuCtxGetCurrent", (void*)cuCtxGetCurrent},
+    {"cuCtxSetCurrent", (void*)cuCtxSetCurrent},
+    {"cuCtxGetDevice", (void*)cuCtxGetDevice},
+    {"cuDevicePrimaryCtxGetState", (void*)cuDevicePrimaryCtxGetState},
+    {"cuDevicePrimaryCtxSetFlags", (void*)cuDevicePrimaryCtxSetFlags},
 };
 
 CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int version, unsigned long long flags,

@@ -16,6 +16,15 @@ CASES = ["CopyDeliversEveryByte", "MappingNeedsCanMapHost", "SynchronizeSucceeds
 # script installed as "fake_norules" names none (a target the rule selection does not pick).
 RULES = {"CopyDeliversEveryByte": "R76", "MappingNeedsCanMapHost": "R85",
          "SynchronizeSucceeds": "R77"}
+# Installed as "fake_conforming" (the conforming variations' test) it runs other cases:
+#   IoMemoryPinsTheR580Code      expects exactly r580's INVALID_VALUE (a false alarm under a
+#                                variation that answers another member of R44's set)
+#   IoMemoryAcceptsTheDocumentedSet  accepts {INVALID_VALUE, NOT_PERMITTED, NOT_SUPPORTED}
+#   ReadOnlyNeedsItsCapability   NotSupported when attribute 113 is 0, else registers read-only
+CONFORMING_CASES = ["IoMemoryPinsTheR580Code", "IoMemoryAcceptsTheDocumentedSet",
+                    "ReadOnlyNeedsItsCapability"]
+RULES.update({"IoMemoryPinsTheR580Code": "R44", "IoMemoryAcceptsTheDocumentedSet": "R44",
+              "ReadOnlyNeedsItsCapability": "R42"})
 
 
 def driver():
@@ -33,8 +42,37 @@ def driver():
     return get
 
 
+def register(get, flags):
+    """cuMemHostRegister of a fresh 8 KiB buffer with flags; unregisters it again."""
+    reg = get("cuMemHostRegister", ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint)
+    unreg = get("cuMemHostUnregister", ctypes.c_void_p)
+    buf = ctypes.create_string_buffer(8192)
+    rc = reg(ctypes.addressof(buf), 8192, flags)
+    if rc == 0:
+        unreg(ctypes.addressof(buf))
+    return rc
+
+
+def run_conforming_case(name, get):
+    if name == "IoMemoryPinsTheR580Code":
+        rc = register(get, 0x4)
+        return ("PASS", "") if rc == 1 else ("FAIL", f"IoMemory on RAM returned {rc}, expected 1")
+    if name == "IoMemoryAcceptsTheDocumentedSet":
+        rc = register(get, 0x4)
+        return ("PASS", "") if rc in (1, 800, 801) else ("FAIL", f"IoMemory on RAM returned {rc}")
+    attr = get("cuDeviceGetAttribute", ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int)
+    v = ctypes.c_int()
+    attr(ctypes.byref(v), 113, 0)
+    if v.value == 0:
+        return "SKIP", "NotSupported: HostRegisterReadOnlySupported=0 (need 1) on device 0"
+    rc = register(get, 0x8)
+    return ("PASS", "") if rc == 0 else ("FAIL", f"read-only registration returned {rc}")
+
+
 def run_case(name, get):
     """Returns (status, message): PASS, FAIL or SKIP with a NotSupported message."""
+    if name in CONFORMING_CASES:
+        return run_conforming_case(name, get)
     if name == "CopyDeliversEveryByte":
         alloc = get("cuMemHostAlloc", ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint)
         htod = get("cuMemcpyHtoD", ctypes.c_ulonglong, ctypes.c_void_p, ctypes.c_size_t)
@@ -67,12 +105,13 @@ def main(argv):
         print('{"device_status": "usable", "gpu0_name": "Fake GPU", "nvidia_driver": "1.0", '
               '"host": "fakehost"}')
         return 0
+    all_cases = CONFORMING_CASES if sys.argv[0].endswith("fake_conforming") else CASES
     if "--gtest_list_tests" in argv:
         print("FakeSuite.")
-        for c in CASES:
+        for c in all_cases:
             print("  " + c)
         return 0
-    cases = CASES
+    cases = all_cases
     xml_path = None
     for a in argv:
         if a.startswith("--gtest_filter=") and a.split("=", 1)[1] not in ("", "*"):

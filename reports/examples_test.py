@@ -1,0 +1,53 @@
+"""The committed examples carry no absolute path of the machine that wrote them (issue 23
+item 6): every text file under examples/ is searched for /tmp/, /root, /work/, /home/ and
+/var/tmp/ paths (reports/rerender.py ABSOLUTE_PATH); reports/rerender.py --examples DIR rewrites
+them into relative ones and re-renders the pages.
+
+  python3 reports/examples_test.py      # or: bazel test //reports:examples_test
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from reports import rerender  # noqa: E402
+
+EXAMPLES = os.path.join(ROOT, "examples")
+# Folders another change regenerates; empty this once it has landed (issue 23 item 6: the fleet
+# example is rebuilt with the fleet report's fix).
+PENDING = {"fleet"}
+
+
+class ExamplesTest(unittest.TestCase):
+    def test_no_committed_example_carries_an_absolute_path(self):
+        if not os.path.isdir(EXAMPLES):
+            self.skipTest("no examples/ beside this file (a Bazel sandbox without them)")
+        found = []
+        for name in sorted(os.listdir(EXAMPLES)):
+            if name not in PENDING:
+                found += rerender.absolute_paths(os.path.join(EXAMPLES, name))
+        self.assertEqual(found, [], "absolute paths in committed examples (reports/rerender.py --examples "
+                                    "DIR rewrites them):\n" + "\n".join(f"{p}:{i}: {l}" for p, i, l in found[:20]))
+
+    def test_the_search_finds_what_it_must_and_spares_device_paths(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        with open(os.path.join(tmp, "a.json"), "w") as f:
+            f.write('{"baseline": "/tmp/w7/ref/results.json", "log": "read from /dev/kmsg",\n'
+                    ' "home": "/root/out/self", "sys": "/sys/bus/pci/devices", "e": "/work/main/x.txt"}\n')
+        found = rerender.absolute_paths(tmp)
+        self.assertEqual([i for _, i, _ in found], [1, 2])
+        rerender.rewrite_paths(tmp)
+        self.assertEqual(rerender.absolute_paths(tmp), [])
+        with open(os.path.join(tmp, "a.json")) as f:
+            text = f.read()
+        self.assertIn('"runs/ref/results.json"', text)
+        self.assertIn('"x.txt"', text)
+        self.assertIn("/dev/kmsg", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
