@@ -1,0 +1,193 @@
+#include "suites/hostkinds/host_kinds.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "fixtures/cuda_check.h"
+#include "kernels/pattern.h"
+
+namespace pagelock {
+namespace kinds {
+
+std::string HostKindName(HostKind k) {
+  switch (k) {
+    case HostKind::kHostAllocDefault: return "HostAllocDefault";
+    case HostKind::kHostAllocPortable: return "HostAllocPortable";
+    case HostKind::kHostAllocMapped: return "HostAllocMapped";
+    case HostKind::kHostAllocPortableMapped: return "HostAllocPortableMapped";
+    case HostKind::kHostAllocWriteCombined: return "HostAllocWriteCombined";
+    case HostKind::kHostAllocPortableWriteCombined: return "HostAllocPortableWriteCombined";
+    case HostKind::kHostAllocMappedWriteCombined: return "HostAllocMappedWriteCombined";
+    case HostKind::kHostAllocAllFlags: return "HostAllocPortableMappedWriteCombined";
+    case HostKind::kRegisteredMalloc: return "RegisteredMalloc";
+    case HostKind::kRegisteredMmap: return "RegisteredMmap";
+    case HostKind::kRegisteredMemfd: return "RegisteredMemfd";
+  }
+  return "Unknown";
+}
+
+bool IsRegistered(HostKind k) {
+  return k == HostKind::kRegisteredMalloc || k == HostKind::kRegisteredMmap || k == HostKind::kRegisteredMemfd;
+}
+
+// The cudaHostAlloc flags of an allocated kind: the enum order is the flag value (0..7).
+static unsigned AllocFlags(HostKind k) { return static_cast<unsigned>(k); }
+
+bool IsWriteCombined(HostKind k) { return !IsRegistered(k) && (AllocFlags(k) & cudaHostAllocWriteCombined) != 0; }
+
+const std::vector<HostKind>& AllHostKinds() {
+  static const std::vector<HostKind> v = {
+      HostKind::kHostAllocDefault,        HostKind::kHostAllocPortable,
+      HostKind::kHostAllocMapped,         HostKind::kHostAllocPortableMapped,
+      HostKind::kHostAllocWriteCombined,  HostKind::kHostAllocPortableWriteCombined,
+      HostKind::kHostAllocMappedWriteCombined, HostKind::kHostAllocAllFlags,
+      HostKind::kRegisteredMalloc,        HostKind::kRegisteredMmap,
+      HostKind::kRegisteredMemfd};
+  return v;
+}
+
+std::unique_ptr<HostBuffer> HostBuffer::Make(HostKind kind, size_t bytes, std::string* why) {
+  std::unique_ptr<HostBuffer> b(new HostBuffer());
+  b->kind_ = kind;
+  b->size_ = bytes;
+  void* p = nullptr;
+  cudaError_t e = cudaSuccess;
+  if (!IsRegistered(kind)) {
+    e = cudaHostAlloc(&p, bytes, AllocFlags(kind));
+    if (e != cudaSuccess) {
+      *why = "cudaHostAlloc: " + ErrName(e);
+      (void)cudaGetLastError();  // the reason is reported; the slot must not fail the case twice
+      return nullptr;
+    }
+    b->host_ = static_cast<unsigned char*>(p);
+  } else {
+    const HostMemoryKind hk = kind == HostKind::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
+                              : kind == HostKind::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
+                                                                  : HostMemoryKind::kShmemFileMmap;
+    auto region = HostRegion::Make(hk, bytes);
+    if (!region || !region->data()) {
+      *why = KindName(hk) + " unavailable: " + (region ? region->unavailable() : "no region");
+      return nullptr;
+    }
+    e = cudaHostRegister(region->data(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (e != cudaSuccess) {
+      *why = "cudaHostRegister: " + ErrName(e);
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    b->region_ = std::move(region);
+    b->host_ = static_cast<unsigned char*>(b->region_->data());
+  }
+  void* d = nullptr;
+  e = cudaHostGetDevicePointer(&d, b->host_, 0);
+  if (e != cudaSuccess) {
+    *why = "cudaHostGetDevicePointer: " + ErrName(e);
+    (void)cudaGetLastError();
+    return nullptr;  // the destructor releases the memory
+  }
+  b->dev_ = static_cast<unsigned char*>(d);
+  return b;
+}
+
+cudaError_t HostBuffer::Free() {
+  if (!host_) return cudaSuccess;
+  const cudaError_t e = IsRegistered(kind_) ? cudaHostUnregister(host_) : cudaFreeHost(host_);
+  host_ = nullptr;
+  region_.reset();
+  return e;
+}
+
+HostBuffer::~HostBuffer() {
+  if (!host_) return;
+  if (IsRegistered(kind_)) {
+    EXPECT_CUDA_OK(cudaHostUnregister(host_)) << HostKindName(kind_);
+  } else {
+    EXPECT_CUDA_OK(cudaFreeHost(host_)) << HostKindName(kind_);
+  }
+}
+
+DeviceBytes::DeviceBytes(size_t bytes) : size_(bytes) {
+  void* p = nullptr;
+  status_ = cudaMalloc(&p, bytes);
+  p_ = static_cast<unsigned char*>(p);
+}
+DeviceBytes::~DeviceBytes() {
+  if (p_) {
+    EXPECT_CUDA_OK(cudaFree(p_));
+  }
+}
+
+DevicePitched::DevicePitched(cudaExtent e) : depth_(e.depth) { status_ = cudaMalloc3D(&p_, e); }
+DevicePitched::~DevicePitched() {
+  if (p_.ptr) {
+    EXPECT_CUDA_OK(cudaFree(p_.ptr));
+  }
+}
+
+Array32::Array32(size_t width, size_t height, size_t depth) {
+  const cudaChannelFormatDesc desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindUnsigned);
+  status_ = depth == 0 ? cudaMallocArray(&a_, &desc, width, height)
+                       : cudaMalloc3DArray(&a_, &desc, make_cudaExtent(width, height, depth));
+}
+Array32::~Array32() {
+  if (a_) {
+    EXPECT_CUDA_OK(cudaFreeArray(a_));
+  }
+}
+
+OwnedStream::OwnedStream() { status_ = cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); }
+OwnedStream::~OwnedStream() {
+  if (s_) {
+    EXPECT_CUDA_OK(cudaStreamDestroy(s_));
+  }
+}
+
+std::vector<unsigned char> PatternBytes(size_t n, uint32_t seed) {
+  std::vector<unsigned char> v(n);
+  HostFillPattern(v.data(), n, seed);
+  return v;
+}
+
+void ModelCopy(std::vector<unsigned char>* dst, const Layout& dl, Pos dp, const std::vector<unsigned char>& src,
+               const Layout& sl, Pos sp, Box b) {
+  for (size_t z = 0; z < b.d; ++z)
+    for (size_t y = 0; y < b.h; ++y)
+      for (size_t x = 0; x < b.w; ++x)
+        (*dst)[dl.At(dp.x + x, dp.y + y, dp.z + z)] = src[sl.At(sp.x + x, sp.y + y, sp.z + z)];
+}
+
+void ModelFill(std::vector<unsigned char>* dst, const Layout& dl, Pos dp, Box b, const void* elem, size_t elem_size) {
+  const auto* e = static_cast<const unsigned char*>(elem);
+  for (size_t z = 0; z < b.d; ++z)
+    for (size_t y = 0; y < b.h; ++y)
+      for (size_t x = 0; x < b.w; ++x) (*dst)[dl.At(dp.x + x, dp.y + y, dp.z + z)] = e[x % elem_size];
+}
+
+size_t CountModelMismatches(const void* actual, const std::vector<unsigned char>& expected, const Layout& l,
+                            std::string* where) {
+  const auto* a = static_cast<const volatile unsigned char*>(actual);
+  size_t bad = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const unsigned char got = a[i];
+    if (got == expected[i]) continue;
+    if (bad++ == 0 && where) {
+      const size_t slice = l.pitch * l.rows;
+      char text[160];
+      std::snprintf(text, sizeof text, "offset %zu (slice %zu, row %zu, byte %zu): got 0x%02x, want 0x%02x", i,
+                    i / slice, (i % slice) / l.pitch, i % l.pitch, got, expected[i]);
+      *where = text;
+    }
+  }
+  return bad;
+}
+
+unsigned char ByteOtherThan(unsigned char avoid, uint64_t random) {
+  const auto b = static_cast<unsigned char>(random);
+  return b == avoid ? static_cast<unsigned char>(b ^ 0x5a) : b;
+}
+
+}  // namespace kinds
+}  // namespace pagelock
