@@ -82,8 +82,24 @@ def bazel(*args, capture=True):
                           stdout=subprocess.PIPE if capture else None)
 
 
+def expand_pattern(pattern):
+    """//... as the real top-level packages: a convenience symlink (bazel-<workspace>) that
+    points into another output base (the other CUDA runtime's) is not a package tree, yet a
+    server that does not own it would walk it."""
+    if pattern != "//...":
+        return pattern
+    dirs = sorted(d for d in os.listdir(ROOT)
+                  if not d.startswith((".", "bazel-")) and os.path.isdir(os.path.join(ROOT, d))
+                  and not os.path.islink(os.path.join(ROOT, d)))
+    return " + ".join(["//:all"] + [f"//{d}/..." for d in dirs
+                                     if any(os.path.exists(os.path.join(ROOT, d, b))
+                                            for b in ("BUILD", "BUILD.bazel"))
+                                     or any(f in ("BUILD", "BUILD.bazel")
+                                            for _, _, fs in os.walk(os.path.join(ROOT, d)) for f in fs)])
+
+
 def query_tests(pattern):
-    xml = bazel("query", "--output=xml", f"kind(cc_test, tests({pattern}))").stdout
+    xml = bazel("query", "--output=xml", f"kind(cc_test, tests({expand_pattern(pattern)}))").stdout
     targets = []
     for rule in ET.fromstring(xml).iter("rule"):
         attrs = {a.get("name"): a for a in rule}
