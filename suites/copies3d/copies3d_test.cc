@@ -117,6 +117,9 @@ TEST_P(Copy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
     ASSERT_CUDA_OK(dev.status());
     const Layout dl{dev.get().pitch, b.h, b.d};
     ASSERT_CUDA_OK(cudaMemset(dev.get().ptr, kGuard, dev.bytes()));  // copy-check: compared with the model below
+    // A legacy-stream memset or pageable copy of device memory can still be running when it
+    // returns, and the non-blocking stream below does not wait for it.
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
 
     cudaMemcpy3DParms p{};
     p.srcPtr = HostPitched(Pointer(*src), sl);
@@ -149,6 +152,9 @@ TEST_P(Copy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingElse) {
     const std::vector<unsigned char> dev_model = kinds::PatternBytes(sl.bytes(), seed);
     // The device object is written by a linear copy, so only the 3D copy under test is 3D.
     ASSERT_CUDA_OK(cudaMemcpy(dev.get().ptr, dev_model.data(), sl.bytes(), cudaMemcpyHostToDevice));  // copy-check: the 3D copy's result below depends on it
+    // A legacy-stream memset or pageable copy of device memory can still be running when it
+    // returns, and the non-blocking stream below does not wait for it.
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
     const Layout dl = DestLayout(b);
     auto dst = MakeHost(kind(), dl.bytes());
     ASSERT_NE(dst, nullptr);
@@ -480,6 +486,9 @@ TEST_P(DriverCopy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingEls
     ASSERT_CUDA_OK(dev.status());
     const Layout dl{dev.get().pitch, b.h, b.d};
     ASSERT_CUDA_OK(cudaMemset(dev.get().ptr, kGuard, dev.bytes()));  // copy-check: compared with the model below
+    // A legacy-stream memset or pageable copy of device memory can still be running when it
+    // returns, and the non-blocking stream below does not wait for it.
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
     CUDA_MEMCPY3D c{};
     HostEnd(&c, true, src->host(), sl, SourcePos());
     DeviceEnd(&c, false, dev.get(), b.h);
@@ -508,6 +517,9 @@ TEST_P(DriverCopy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingEls
     const Layout sl{dev.get().pitch, b.h, b.d};
     const std::vector<unsigned char> dev_model = kinds::PatternBytes(sl.bytes(), seed);
     ASSERT_CUDA_OK(cudaMemcpy(dev.get().ptr, dev_model.data(), sl.bytes(), cudaMemcpyHostToDevice));  // copy-check: the 3D copy's result below depends on it
+    // A legacy-stream memset or pageable copy of device memory can still be running when it
+    // returns, and the non-blocking stream below does not wait for it.
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
     const Layout dl = DestLayout(b);
     auto dst = MakeHost(kind(), dl.bytes());
     ASSERT_NE(dst, nullptr);

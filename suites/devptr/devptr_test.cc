@@ -191,6 +191,8 @@ TEST_F(PointerAttributesTest, QueryFillsTheDocumentedFieldsOfMappedPinnedMemory)
 // known failure is the only one this case can end with for the known reason.
 TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   PAGELOCK_RULE("R03");
+  // R03 is the 13.0 layout: an 11.x/12.x cudaPointerAttributes has no reserved tail.
+  PAGELOCK_REQUIRE(RequireRuntimeApi(13000, "cudaPointerAttributes::reserved (the 13.0 layout)"));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
   cudaPointerAttributes a{};

@@ -187,6 +187,9 @@ void MemsetTest::CheckEveryByte() {
       ASSERT_CUDA_OK(device->status());
       base = device->get();
       ASSERT_CUDA_OK(cudaMemset(base, kGuard, l.bytes()));  // copy-check: compared with the model below
+      // A legacy-stream memset or pageable copy of device memory can still be running when it
+      // returns, and the non-blocking stream below does not wait for it.
+      ASSERT_CUDA_OK(cudaDeviceSynchronize());
     } else {
       std::string why;
       host = HostBuffer::Make(target().kind, l.bytes(), &why);
