@@ -172,9 +172,9 @@ class _TargetNamer:
 
 
 def stale_entries(expectations, driver, matched, used_fail, run_targets, known_targets=None,
-                  skipped_judged=True, matched_by_run=None):
+                  skipped_judged=True, matched_by_run=None, matched_by_ran=None):
     """[(Entry, why)] for entries that did nothing in this run, each with its file:line.
-    - fail: a case it names ran and did not fail as it says;
+    - fail: a case it names ran (not NOT_SUPPORTED or SKIP) and did not fail as it says;
     - skip, flake, coverage: it names a target of this run and matches no case of the run (nor a
       case the skip kept out, nor a dropped case, nor a machine key) -- a misspelled entry;
     - any kind: it names no target of the bundle at all (known_targets, when given).
@@ -190,7 +190,8 @@ def stale_entries(expectations, driver, matched, used_fail, run_targets, known_t
                 out.append((e, "names no machine key of this run or its baseline"))
             continue
         if e.kind == "fail":
-            if id(e) in by_run and id(e) not in used_fail:
+            ran = by_run if matched_by_ran is None else matched_by_ran
+            if id(e) in ran and id(e) not in used_fail:
                 out.append((e, "the cases it names ran and did not fail as it says"))
                 continue
         elif id(e) not in matched and (e.kind != "skip" or skipped_judged) and \
@@ -212,10 +213,15 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
     base = baseline.by_id() if baseline else {}
     used_fail_entries = set()
     matched_by_run = set()  # id() of every entry whose pattern and driver apply to a case here
+    # ... and of every entry that applies to a case which really ran: a NOT_SUPPORTED or SKIP
+    # case (a capability, or an API the CUDA runtime lacks) says nothing about a `fail` entry.
+    matched_by_ran = set()
     matched = set()  # ... or to a skipped or dropped case or a machine key (filled below)
     for c in run.cases:
         entries = expectations.matching_entries(c.id, driver) if expectations else []
         matched_by_run.update(id(e) for e in entries)
+        if not c.status.is_coverage_gap:
+            matched_by_ran.update(id(e) for e in entries)
         exp = {}
         for e in entries:
             exp.setdefault(e.kind, e)
@@ -282,7 +288,7 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
                 pass
         comp.stale_why = stale_entries(expectations, driver, matched, used_fail_entries,
                                        run_targets, known_targets, skipped is not None,
-                                       matched_by_run)
+                                       matched_by_run, matched_by_ran)
         comp.stale = [e for e, _ in comp.stale_why]
     counts = {}
     for s in comp.status.values():

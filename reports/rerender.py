@@ -38,6 +38,9 @@ ABSOLUTE_PATHS = [(re.compile(p), r) for p, r in (
     (r"/work/main/", ""),  # the checkout: paths relative to it
     (r"/work/wt/[\w.-]+/", ""),  # a worktree of it
     (r"/tmp/bundle\d*(?=[/\s'\"]|$)", "BUNDLE"),  # the bundle (the replay commands' placeholder)
+    (r"/tmp/pl/b1[13](?=[/\s'\"]|$)", "BUNDLE"),  # build/gpu3.sh's unpacked bundles
+    (r"/tmp/pl/w/", "runs/"),  # build/gpu3.sh's run folders
+    (r"/tmp/pl/", "runs/"),
     (r"/tmp/w\d+/", "runs/"),  # qualify --out: the run folders
     (r"/root/out/", "runs/"),
     (r"/tmp/tmp[\w.-]*/", "runs/"),  # mktemp -d

@@ -21,6 +21,8 @@ class DevicePointerTest : public GpuTest {};
 
 TEST_F(DevicePointerTest, RegisteredMemoryRejectsNonZeroFlags) {
   PAGELOCK_RULE("R50");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
   void* dev = nullptr;
@@ -39,6 +41,8 @@ TEST_F(DevicePointerTest, UnpinnedMemoryHasNoDevicePointer) {
 
 TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffset) {
   PAGELOCK_RULE("R53");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
   char* base = nullptr;
@@ -53,6 +57,8 @@ TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffs
 
 TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSaysSo) {
   PAGELOCK_RULE("R45");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   // "If all devices visible to the application have a non-zero value ..." (13.0 cudaHostRegister).
   PAGELOCK_REQUIRE(RequireAttrOnEveryDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
   std::vector<char> buf(kSize);
@@ -85,6 +91,8 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHo
 
 TEST_F(DevicePointerTest, KernelCanUseTheHostPointerOfRegisteredMemoryDirectly) {
   PAGELOCK_RULE("R45");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   // "If all devices visible to the application have a non-zero value ..." (13.0 cudaHostRegister).
   PAGELOCK_REQUIRE(RequireAttrOnEveryDevice(cudaDevAttrCanUseHostPointerForRegisteredMem, 1));
   std::vector<unsigned char> buf(kSize);
@@ -113,6 +121,8 @@ class PointerAttributesTest : public GpuTest {};
 
 TEST_F(PointerAttributesTest, RegisteredMemoryIsHostTypeOnTheCurrentDevice) {
   PAGELOCK_RULE("R72");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
   void* dev = nullptr;
@@ -219,6 +229,8 @@ class MemcpyDefaultTest : public GpuTest, public ::testing::WithParamInterface<b
 
 TEST_P(MemcpyDefaultTest, CopiesWithEitherAliasOfRegisteredMemory) {
   PAGELOCK_RULE("R75");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   const bool use_device_alias = GetParam();
   std::vector<unsigned char> buf(kSize), back(kSize);
   HostFillPattern(buf.data(), kSize, 11);

@@ -101,6 +101,8 @@ class DriverRegisterTest : public DriverApiTest, public ::testing::WithParamInte
 
 TEST_P(DriverRegisterTest, RegisterMapsAndUnregisterReleases) {
   PAGELOCK_RULE("R26,R28,R33,R42");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   if (GetParam() & CU_MEMHOSTREGISTER_READ_ONLY) {
     PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
   }
@@ -128,6 +130,8 @@ INSTANTIATE_TEST_SUITE_P(Flags, DriverRegisterTest,
 
 TEST_F(DriverApiTest, RegisterMisuseReturnsTheDocumentedErrors) {
   PAGELOCK_RULE("R30,R34,R35,R37,R38");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CU_OK(d.cuMemHostRegister(buf.data(), buf.size(), 0));
   EXPECT_CU_ERROR(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,

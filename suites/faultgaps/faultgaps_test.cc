@@ -301,6 +301,8 @@ TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
 // Fault: register_accepts_empty.
 TEST_F(DriverArgumentsTest, HostRegisterRejectsNullAndZeroSize) {
   PAGELOCK_RULE("R39");
+  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(nullptr, kSize, 0));
   EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(buf.data(), 0, 0));

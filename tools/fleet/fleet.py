@@ -591,6 +591,19 @@ def cmd_status(args):
     return EXIT_OK
 
 
+PATH_KEYS = ("report", "run_dir")
+
+
+def relative_paths(data, out_dir):
+    """data with every absolute "report"/"run_dir" value made relative to out_dir."""
+    if isinstance(data, dict):
+        return {k: (os.path.relpath(v, out_dir) if k in PATH_KEYS and isinstance(v, str)
+                    and os.path.isabs(v) else relative_paths(v, out_dir)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [relative_paths(v, out_dir) for v in data]
+    return data
+
+
 def cmd_report(args):
     if not args.label and not args.night:
         raise UsageError("report needs --label TEXT or --night YYYY-MM-DD")
@@ -621,8 +634,11 @@ def cmd_report(args):
     finally:
         db.close()
     if args.json:
+        # Paths relative to the JSON's folder, as the page's links are: the pair can be moved
+        # or committed together with the run folders, and carries no machine's absolute path.
+        out_dir = os.path.dirname(os.path.abspath(args.json))
         with open(args.json, "w") as f:
-            json.dump(data, f, indent=1, default=str)
+            json.dump(relative_paths(data, out_dir), f, indent=1, default=str)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as f:
             f.write(fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
