@@ -27,6 +27,7 @@ Exit codes: 0 built; 1 the build failed; 2 bad usage (OUT_DIR is not a bundle, n
 import argparse
 import datetime
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -69,8 +70,10 @@ def check_out(out):
 # Per runtime: the Bazel config and the output base that keeps its tree apart.
 RUNTIMES = {
     "default": ([], []),
+    # one output base per checkout and runtime, as Bazel keeps one per workspace
     "11.8": (["--config=cuda11"],
-             ["--output_base=" + os.path.expanduser("~/.cache/pagelock-cuda11")]),
+             ["--output_base=" + os.path.expanduser("~/.cache/pagelock-cuda11-")
+              + hashlib.md5(ROOT.encode()).hexdigest()[:8]]),
 }
 STARTUP = []  # set by main() from --cuda
 

@@ -13,5 +13,14 @@ deps=(--with-browser)
 tools/install_deps.sh "${deps[@]}" || exit $?
 bazel test //... "$@"
 rc=$?
+# The second CUDA runtime (11.8): every suite must still compile against it, so the 11.x
+# branches cannot rot (PAGELOCK_CUDA11_BUILD=1; CI sets it). Its own output base, per checkout.
+if [[ "${PAGELOCK_CUDA11_BUILD:-0}" == 1 ]]; then
+  tools/install_cuda11.sh || exit $?
+  base="$HOME/.cache/pagelock-cuda11-$(printf %s "$PWD" | md5sum | cut -c1-8)"
+  bazel --output_base="$base" build --config=cuda11 --keep_going \
+      //suites/... //fixtures/... //kernels/... || rc=1
+  echo "test.sh: CUDA 11.8 build of the suites: $([[ $rc == 0 ]] && echo ok || echo FAILED)" >&2
+fi
 python3 reports/report.py bazel-testlogs/ || true
 exit $rc
