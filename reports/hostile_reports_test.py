@@ -358,7 +358,7 @@ class TextInputTest(TmpDir):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         from tools import spec_check
         path = self.write("rules.tsv", "\ufeff" + "\t".join(spec_check.COLUMNS) + "\r\n"
-                          "R01\tfam\trule\t12+\t-\tS.X\r\n")
+                          "R01\trule\tfam\trule\t12+\t-\tS.X\r\n")
         rows = spec_check.read_table(path)
         self.assertEqual(rows[0]["id"], "R01")
         self.assertEqual(rows[0]["tests"], "S.X")

@@ -735,8 +735,10 @@ def run_mutation(plan, run, comp, info, args, state):
     cmd = [sys.executable, MUTATION_TOOL, plan.bundle, "--out", out,
            "--budget", str(args.mutation_budget), "--jobs", str(args.mutation_jobs),
            "--reference", os.path.join(plan.run_dir, "testlogs"),
-           # the fault catalogue (the score) and the conforming variations (false alarms)
-           "--catalogue", "both"]
+           # the fault catalogue (the score) and, where the bundle carries them, the conforming
+           # variations (false alarms); a bundle made before them still gets its score
+           "--catalogue", "both" if os.path.isfile(os.path.join(plan.bundle, "faults", "conforming.tsv"))
+           else "faults"]
     say(f"mutation: the fault catalogue over this bundle, under the fault shim (budget "
         f"{args.mutation_budget:g} s, {args.mutation_jobs} jobs) into {out}")
     state["phase"] = "running the mutation score"
