@@ -205,13 +205,39 @@ def first_existing(*paths):
     return None
 
 
+def shim_unloadable(path):
+    """Why the shim at path cannot be loaded (not an ELF object, or dlopen fails in a child
+    process), or None. A truncated or corrupt shim would otherwise make every control run look
+    like a harness that ignores LD_LIBRARY_PATH."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return "not an ELF shared object"
+    except OSError as e:
+        return e.strerror or str(e)
+    probe = "import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)"
+    try:
+        p = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
+                           timeout=30, env={k: v for k, v in os.environ.items() if k != "PAGELOCK_FAULT"})
+    except subprocess.TimeoutExpired:
+        return "dlopen did not return within 30 s"
+    if p.returncode != 0:
+        return "dlopen failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
+    return None
+
+
 def find_shim(bundle, shim_arg, out):
     if shim_arg:
         if not os.path.isfile(os.path.join(shim_arg, "libcuda.so.1")):
             raise UsageError(f"--shim {shim_arg}: no libcuda.so.1 there")
         return os.path.abspath(shim_arg)
-    if os.path.isfile(os.path.join(bundle, "faults", "libcuda.so.1")):
-        return os.path.join(bundle, "faults")
+    shipped = os.path.join(bundle, "faults", "libcuda.so.1")
+    if os.path.isfile(shipped):
+        why = shim_unloadable(shipped)
+        if not why:
+            return os.path.join(bundle, "faults")
+        print(f"mutation: the bundle's shim {shipped} will not load ({why}); rebuilding it with "
+              "tools/faults/build_shim.sh", file=sys.stderr, flush=True)
     build = os.path.join(REPO, "tools", "faults", "build_shim.sh")
     if not os.path.isfile(build):
         raise UsageError(f"no shim: {bundle}/faults/libcuda.so.1 is missing and there is no "

@@ -234,6 +234,27 @@ class UsageTest(unittest.TestCase):
             shutil.rmtree(d)
 
 
+class CorruptShimTest(unittest.TestCase):
+    """A bundle whose shim will not load (truncated, another architecture) gets a rebuilt one
+    (reliability review 3, row 19 / B32), never a run where every control looks broken."""
+
+    def test_a_corrupt_shim_in_the_bundle_is_rebuilt(self):
+        d = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        os.makedirs(os.path.join(d, "b", "faults"))
+        with open(os.path.join(d, "b", "faults", "libcuda.so.1"), "wb") as f:
+            f.write(b"\x7fELF" + b"x" * 996)
+        self.assertIn("dlopen failed", mutation.shim_unloadable(os.path.join(d, "b", "faults", "libcuda.so.1")))
+        if not os.path.isfile(os.path.join(mutation.REPO, "tools", "faults", "build_shim.sh")):
+            self.skipTest("no tools/faults/build_shim.sh in this tree")
+        try:
+            got = mutation.find_shim(os.path.join(d, "b"), None, d)
+        except mutation.UsageError as e:
+            self.skipTest(f"the shim cannot be built here: {e}")
+        self.assertEqual(got, os.path.join(d, "shimlib"))
+        self.assertIsNone(mutation.shim_unloadable(os.path.join(got, "libcuda.so.1")))
+
+
 class EndToEndTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
