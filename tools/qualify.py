@@ -656,6 +656,30 @@ def baseline_dest(sku, runtime):
     return os.path.join(default, f"cuda-{runtime_name(runtime)}")
 
 
+UNEXPECTED = ("REGRESSION", "COVERAGE_LOST", "DROPPED", "FLAKE", "UNEXPECTED_PASS")
+UNEXPECTED_PRINTED = 50
+
+
+def unexpected_lines(run, comp, run_dir, limit=UNEXPECTED_PRINTED):
+    """The end of a run, as Bazel and deqp-runner print it: each unexpected result on one line
+    (change, case, one-line reason, test.log), regressions first."""
+    cases = run.by_id()
+    rows = sorted(((st, cid) for cid, st in comp.status.items() if str(st) in UNEXPECTED),
+                  key=lambda r: (UNEXPECTED.index(str(r[0])), r[1]))
+    if not rows:
+        return []
+    out = [f"{len(rows)} unexpected result(s):"]
+    for st, cid in rows[:limit]:
+        c = cases.get(cid)
+        reason = runner.printable(ciout.one_line(c))[:160] if c is not None else ""
+        target = cid.split("/", 1)[0]
+        log = os.path.join(run_dir, "testlogs", *target.split(":"), "test.log")
+        out.append(f"  {str(st):<15} {runner.printable(cid)}: {reason or comp.notes.get(cid, '')}  [log: {log}]")
+    if len(rows) > limit:
+        out.append(f"  ... and {len(rows) - limit} more (index.html and failures.csv have all)")
+    return out
+
+
 def write_report(plan, run, comp, info):
     """(Re)writes index.html from the run, its comparison and the trends, atomically (a signal
     or a full disk leaves the previous page or none, never half a page)."""
@@ -997,6 +1021,8 @@ def _run_and_publish(plan, info, args, state):
         say(f"stale expectation {e.source}: {e.kind} {e.pattern}")
     if why_not:
         say(why_not)
+    for line in unexpected_lines(run, comp, plan.run_dir):
+        say(line)
     if args.mutation:
         run_mutation(plan, run, comp, info, args, state)
     say(f"report: {page}")

@@ -105,6 +105,11 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(junit.count('name="CrashesWhenAsked"'), 1)
         self.assertEqual(len(re.findall(r"<testcase ", junit)), len(res["run"]["cases"]))
         self.assertIn('<error message="[REGRESSION] CRASH', junit)
+        # The end of the run lists each unexpected result on one line, with its log.
+        self.assertIn("unexpected result(s):", self.output)
+        line = next(l for l in self.output.splitlines() if "FakeTest.FailsWhenAsked:" in l)
+        self.assertIn("REGRESSION", line)
+        self.assertIn("[log: ", line)
 
     def test_json_prints_one_object_on_stdout_and_the_rest_on_stderr(self):
         os.environ["PAGELOCK_FAKE_MODE"] = "fail"
