@@ -225,7 +225,7 @@ def marked(marker, also=b""):
         except OSError:
             continue
         if state != "Z" and needle in env.split(b"\0") and also in env:
-            found.append((int(p), cmd[:150]))
+            found.append((int(p), cmd))  # whole: a deep run folder pushes the view past any cut
     return found
 
 
@@ -245,11 +245,15 @@ def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
     end = time.monotonic() + getattr(args, "mutation_wait_s", 600)
     binaries = []
     while time.monotonic() < end and proc.poll() is None:
-        binaries = [p for p in marked(marker, b"PAGELOCK_FAULT=") if "/view/bin/" in p[1]]
+        binaries = [(pid, cmd[:150]) for pid, cmd in marked(marker, b"PAGELOCK_FAULT=") if "/view/bin/" in cmd]
         if binaries:
             break
         time.sleep(0.05)
     check(bool(binaries), f"3. the mutation run started test binaries under the shim ({len(binaries)})")
+    if not binaries:  # say why: the mutation tool's own words
+        for log in glob.glob(os.path.join(out, "*", "mutation", "mutation.out")):
+            with open(log, errors="replace") as f:
+                print("     mutation.out: " + " | ".join(f.read().strip().splitlines()[-6:]), flush=True)
     proc.send_signal(sig)
     try:
         text = proc.communicate(timeout=120)[0].decode(errors="replace")
