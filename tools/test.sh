@@ -18,9 +18,13 @@ rc=$?
 if [[ "${PAGELOCK_CUDA11_BUILD:-0}" == 1 ]]; then
   tools/install_cuda11.sh || exit $?
   base="$HOME/.cache/pagelock-cuda11-$(printf %s "$PWD" | md5sum | cut -c1-8)"
-  bazel --output_base="$base" build --config=cuda11 --keep_going \
-      //suites/... //fixtures/... //kernels/... || rc=1
-  echo "test.sh: CUDA 11.8 build of the suites: $([[ $rc == 0 ]] && echo ok || echo FAILED)" >&2
+  if bazel --output_base="$base" build --config=cuda11 --keep_going \
+      //suites/... //fixtures/... //kernels/...; then
+    echo "test.sh: CUDA 11.8 build of the suites: ok" >&2
+  else
+    echo "test.sh: CUDA 11.8 build of the suites: FAILED" >&2
+    rc=1
+  fi
 fi
 python3 reports/report.py bazel-testlogs/ || true
 exit $rc
