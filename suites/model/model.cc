@@ -25,6 +25,16 @@ bool ApiModel::Ambiguous(int buffer, size_t offset) const {
   return false;
 }
 
+bool ApiModel::SharesAPageOnly(int buffer, size_t offset, size_t length) const {
+  const size_t page = PageSize(), first = offset / page, last = (offset + length - 1) / page;
+  for (const ModelReg& r : regs) {
+    if (r.buffer != buffer) continue;
+    if (offset < r.offset + r.length && r.offset < offset + length) return false;  // bytes overlap
+    if (first <= (r.offset + r.length - 1) / page && r.offset / page <= last) return true;
+  }
+  return false;
+}
+
 cudaError_t ApiModel::ExpectRegister(int buffer, size_t offset, size_t length) const {
   for (const ModelReg& r : regs) {
     if (r.buffer == buffer && offset < r.offset + r.length && r.offset < offset + length) {
@@ -176,7 +186,8 @@ struct Register : PinnedCommand {
       length = *rc::gen::inRange<size_t>(1, std::min<size_t>(4096, size - offset) + 1);
     } else {
       const ModelReg& r = **rc::gen::elementOf(same);
-      offset = strategy == 2 ? r.offset + r.length                                 // adjacent
+      const size_t page = PageSize(), end = r.offset + r.length;
+      offset = strategy == 2 ? (end + page - 1) / page * page  // adjacent: on the next page
                              : *rc::gen::inRange<size_t>(r.offset, r.offset + r.length);  // overlap
       RC_PRE(offset < size);
       length = *rc::gen::inRange<size_t>(1, size - offset + 1);
@@ -184,6 +195,7 @@ struct Register : PinnedCommand {
   }
   void checkPreconditions(const ApiModel& m) const override {
     RC_PRE(static_cast<bool>(BufferExists(m, buffer) && offset + length <= m.buffers[buffer].size));
+    RC_PRE(!m.SharesAPageOnly(buffer, offset, length));
   }
   void apply(ApiModel& m) const override {
     if (m.ExpectRegister(buffer, offset, length) == cudaSuccess) m.regs.push_back({buffer, offset, length, flags});

@@ -54,6 +54,8 @@ class PinnedModel : public GpuProperty {};
 RC_GTEST_FIXTURE_PROP(PinnedModel, DriverAgreesWithTheModelOnEveryStep, ()) {
   if (!ready()) return;
   PAGELOCK_RULE("M01,R19,R22,R30,R31,R32,R33,R34,R35,R36,R51,R53,R56,R71,R72,R77,R76");
+  // The sequences register host memory: "supported only on ... non-zero HostRegisterSupported".
+  if (!Require(RequireAttr(cudaDevAttrHostRegisterSupported, 1))) return;
   auto api = MakeRealPinnedApi();
   g_steps += RunPinnedApiStateMachine(*api, Rules());
   Metric("model_steps_count", static_cast<double>(g_steps.load()), "count");
@@ -120,6 +122,7 @@ PAGELOCK_SCENARIO(PinnedModelAcrossDeviceFlagsAndReset) {
 TEST(PinnedModelChildTest, ModelHoldsAfterDeviceFlagsAndAcrossADeviceReset) {
   PAGELOCK_RULE("M04");
   PAGELOCK_REQUIRE(RequireUsableDevice());
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   const ChildResult r = RunScenario("PinnedModelAcrossDeviceFlagsAndReset", 120,
                                     {ScenarioArgEnv(std::to_string(CaseSeed()))});
   ASSERT_CHILD_COMPLETED(r);
