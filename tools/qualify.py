@@ -713,20 +713,7 @@ MUTATION_STOP_S = 45  # how long mutation.py may take to stop its runners after 
 def kill_token_holders(token):
     """SIGKILLs every live process whose environment carries KILL_TOKEN_ENV=token; returns how
     many."""
-    needle = f"{KILL_TOKEN_ENV}={token}".encode()
-    killed = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            os.kill(int(pid), signal.SIGKILL)
-            killed += 1
-        except OSError:
-            continue
-    return killed
+    return runner.kill_env_holders(KILL_TOKEN_ENV, token)
 
 
 def stop_mutation(proc, token):

@@ -1,6 +1,6 @@
 """The runner under hostile input, round 3 (reliability review 3, issue 21; issue 23 item 3).
 
-Each test builds a bundle of fake GoogleTest binaries (testdata/fakegt.py, the review's
+Each test builds a bundle of fake GoogleTest binaries (tools/testdata/fakegt.py, the review's
 scriptable fake: its docstring lists the spec keys) in a temporary folder and runs the runner
 on it in a child process with a time limit, so a hang fails the test instead of blocking it.
 Every process a fake starts carries FAKE_MARK=<this test's mark>; tearDown kills any left."""
@@ -25,7 +25,7 @@ from tools.runner import runner  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 RUNNER = os.path.join(HERE, "runner.py")
-FAKE = os.path.join(HERE, "testdata", "fakegt.py")
+FAKE = os.path.join(os.path.dirname(HERE), "testdata", "fakegt.py")  # the one fake (tools/testdata)
 
 
 def marked_pids(mark, but=()):

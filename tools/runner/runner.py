@@ -900,7 +900,13 @@ def _killpg(pgid, sig):
 def _kill_token_holders(token):
     """Kills every process whose environment carries this launch's token: descendants that left
     the process group (setsid) but are still ours."""
-    needle = f"{TOKEN_ENV}={token}".encode()
+    return kill_env_holders(TOKEN_ENV, token)
+
+
+def kill_env_holders(name, value):
+    """SIGKILLs every live process but this one whose environment holds name=value; returns how
+    many. (qualify finds what is left of its mutation run the same way.)"""
+    needle = f"{name}={value}".encode()
     me = os.getpid()
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
