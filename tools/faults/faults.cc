@@ -1460,7 +1460,9 @@ void InstallSetFlagsBesideDriverContext() {
   HookDevicePrimaryCtxSetFlags([](Real_DevicePrimaryCtxSetFlags real, CUdevice d,
                                   unsigned f) -> CUresult {
     static const auto current = Real<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
-    static const auto device = Real<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    // The one-argument ABI (3.2): asked at 13.0 the driver gives cuCtxGetDevice_v2(dev, ctx),
+    // which read a garbage context and crashed every cudaSetDeviceFlags caller.
+    static const auto device = Real<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice", 3020);
     static const auto state = Real<Real_DevicePrimaryCtxGetState>("cuDevicePrimaryCtxGetState");
     CUcontext ctx = nullptr;
     CUdevice dev = -1;

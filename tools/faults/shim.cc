@@ -156,11 +156,11 @@ void NoteChanged(const char* what) {
   if (fresh) Log("changed\t%s\t%s", g_fault ? g_fault->name : "?", what);
 }
 
-void* RealFunction(const char* name) {
+void* RealFunction(const char* name, int version) {
   if (!g_gpa_v2) return nullptr;
   void* fn = nullptr;
   CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (g_gpa_v2(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
+  if (g_gpa_v2(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
       st != CU_GET_PROC_ADDRESS_SUCCESS)
     return nullptr;
   return fn;

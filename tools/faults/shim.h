@@ -144,12 +144,15 @@ PL_ENTRIES(PL_DECLARE_ENTRY)
 PL_ENTRIES(PL_DECLARE_SETTER)
 #undef PL_DECLARE_SETTER
 
-// A real driver function (current ABI, default stream flags), for faults that need a second call
-// (e.g. corrupting a destination after the real copy). Null when the driver lacks it.
-void* RealFunction(const char* name);
+// A real driver function (default stream flags), for faults that need a second call (e.g.
+// corrupting a destination after the real copy). Null when the driver lacks it. The ABI is the
+// one of CUDA `version` (default: these headers'): a name whose signature changed in a later
+// version must ask for the version its Fn was written for (cuCtxGetDevice at 13.0 is the
+// two-argument cuCtxGetDevice_v2).
+void* RealFunction(const char* name, int version = CUDA_VERSION);
 template <typename Fn>
-Fn Real(const char* name) {
-  return reinterpret_cast<Fn>(RealFunction(name));
+Fn Real(const char* name, int version = CUDA_VERSION) {
+  return reinterpret_cast<Fn>(RealFunction(name, version));
 }
 
 // One line in the log (PAGELOCK_FAULT_LOG), when logging is on.
