@@ -11,7 +11,7 @@ cc_library(
     includes = ["include"],
 )
 
-# Static cudart: tests link statically (see platform notes: nvcc objects inside a shared
+# Static cudart: tests link statically (nvcc objects inside a shared
 # library lost their cudart symbols). The driver (libcuda) is reached at run time only.
 cc_library(
     name = "cudart_static",

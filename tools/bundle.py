@@ -42,13 +42,33 @@ TIMEOUTS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may be replaced
 SHIM_LABEL = "//tools/faults:shim/libcuda.so.1"
-# The fault layer and the mutation tool: what `mutation.py BUNDLE` needs on a machine without
-# Bazel (the shim's sources and build_shim.sh rebuild it with g++ if the binary will not load).
-FAULT_FILES = ["tools/faults/catalogue.tsv", "tools/faults/conforming.tsv", "tools/faults/survivors.tsv", "tools/faults/probe.sh",
-               "tools/faults/probe_summary.py", "tools/faults/build_shim.sh", "tools/faults/shim.cc",
-               "tools/faults/shim.h", "tools/faults/faults.cc", "tools/faults/exports.S",
-               "tools/faults/symbols.inc", "tools/faults/README.md", "tools/mutation/__init__.py",
-               "tools/mutation/mutation.py"]
+# The parts of tools/faults that only a checkout uses: the refresher of an older bundle, the
+# generator of symbols.inc and the shim's CPU-test client. Every other file of the folder travels.
+FAULTS_CHECKOUT_ONLY = {"BUILD.bazel", "add_to_bundle.py", "gen_symbols.sh", "shim_client.cc"}
+
+
+def python_modules(folder, exclude=()):
+    """Every non-test Python file of a folder of the checkout: a module that a split of a tool
+    adds is bundled with no list to update."""
+    return sorted(f"{folder}/{n}" for n in os.listdir(os.path.join(ROOT, folder))
+                  if n.endswith(".py") and not n.endswith("_test.py") and n not in exclude)
+
+
+def fault_files():
+    """The fault layer and the mutation tool: what `mutation.py BUNDLE` needs on a machine without
+    Bazel (the shim's sources and build_shim.sh rebuild it with g++ if the binary will not load)."""
+    d = os.path.join(ROOT, "tools", "faults")
+    own = sorted(f"tools/faults/{n}" for n in os.listdir(d)
+                 if os.path.isfile(os.path.join(d, n)) and not n.endswith("_test.py")
+                 and n not in FAULTS_CHECKOUT_ONLY)
+    return own + python_modules("tools/mutation")
+
+
+def __getattr__(name):
+    # bundle.FAULT_FILES, read when asked: importing this module needs no tools/faults folder.
+    if name == "FAULT_FILES":
+        return fault_files()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_out(out):
@@ -185,10 +205,17 @@ def read_cudart_version(output_base):
 
 
 def runner_files():
-    """The runner's modules: every non-test Python file of tools/runner (it may be split)."""
-    d = os.path.join(ROOT, "tools", "runner")
-    return sorted(f"tools/runner/{n}" for n in os.listdir(d)
-                  if n.endswith(".py") and not n.endswith("_test.py") and n != "done_check.py")
+    """The runner's modules (done_check.py is CI's check of a finished run, not the runner's)."""
+    return python_modules("tools/runner", exclude=("done_check.py",))
+
+
+def tool_files():
+    """Every file a bundle copies from the checkout, besides the binaries and the shim."""
+    reports = python_modules("reports")
+    reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
+    # suites/rules.tsv: the report shows each rule's text beside its id.
+    return (["tools/__init__.py", "suites/rules.tsv"] + python_modules("tools/bandwidth")
+            + runner_files() + reports)
 
 
 def add_fault_layer(out, shim):
@@ -202,7 +229,7 @@ def add_fault_layer(out, shim):
         os.chmod(dst, 0o755)  # Bazel's outputs are read-only
     shutil.copyfile(shim, dst)
     os.chmod(dst, 0o755)
-    for rel in FAULT_FILES:
+    for rel in fault_files():
         targets = [rel] + ([os.path.join("faults", os.path.basename(rel))] if rel.endswith(".tsv") else [])
         for out_rel in targets:
             path = os.path.join(out, out_rel)
@@ -224,12 +251,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
         dst = os.path.join(out, t["path"])
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(os.path.join(bin_dir, pkg, name), dst)
-    reports = sorted(f"reports/{n}" for n in os.listdir(os.path.join(ROOT, "reports"))
-                     if n.endswith(".py") and not n.endswith("_test.py"))
-    reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
-    # suites/rules.tsv: the report shows each rule's text beside its id.
-    for rel in (["tools/__init__.py", "tools/nvbandwidth_compare.py", "suites/rules.tsv"]
-                + runner_files() + reports):
+    for rel in tool_files():
         os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(out, rel))
     shim_dir = getattr(args, "shim_bin_dir", None) or bin_dir

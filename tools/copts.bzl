@@ -1,9 +1,5 @@
-"""Compiler options shared by every pagelock target."""
+"""Moved to //tools/bazel:copts.bzl; this forwards until no BUILD file loads it from here."""
 
-HOST_COPTS = [
-    "-std=c++17",
-    "-Wall",
-    "-Wextra",
-    "-Wno-unused-parameter",
-    "-Wno-missing-field-initializers",
-]
+load("//tools/bazel:copts.bzl", _HOST_COPTS = "HOST_COPTS")
+
+HOST_COPTS = _HOST_COPTS

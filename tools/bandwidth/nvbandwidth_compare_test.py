@@ -1,4 +1,4 @@
-"""tools/nvbandwidth_compare.py: parsing both tools' output, the ratios, and clear errors."""
+"""tools/bandwidth/nvbandwidth_compare.py: parsing both tools' output, the ratios, and clear errors."""
 
 import contextlib
 import io

@@ -1,19 +1,17 @@
-// Cases that close the gaps the fault-injecting driver layer (tools/faults) found: data paths and
-// synchronisation the other suites exercise only in passing. Each case names the catalogue faults
-// it catches. Queued host work (cudaLaunchHostFunc) that waits on the test makes "the stream is
-// busy" certain instead of a race with a short kernel. Rule ids refer to suites/rules.tsv.
+// Completion through pinned and mapped memory: a copy, a wait or a query that says the work is
+// done must mean the host sees all of it. Each case names the faults of the fault-injecting driver
+// layer (tools/faults) it catches. Queued host work (cudaLaunchHostFunc) that waits on the test
+// makes "the stream is busy" certain instead of a race with a short kernel. Rule ids refer to
+// suites/rules.tsv.
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
-#include <vector>
 
-#include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/outcome.h"
-#include "fixtures/profile.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 
@@ -24,7 +22,7 @@ constexpr size_t kSize = size_t{4} << 20;
 // Large enough that a copy takes about a millisecond: a copy that returns early is caught.
 constexpr size_t kLargeSize = size_t{64} << 20;
 
-class FaultGapsTest : public GpuTest {
+class CompletionTest : public GpuTest {
  protected:
   uint32_t seed() const { return static_cast<uint32_t>(CaseSeed()); }
 };
@@ -48,7 +46,7 @@ struct Gate {
 };
 
 // Faults: htod_async_corrupts, dtoh_async_corrupts, async_copy_truncated.
-TEST_F(FaultGapsTest, AsyncCopiesThroughPinnedMemoryDeliverEveryByte) {
+TEST_F(CompletionTest, AsyncCopiesThroughPinnedMemoryDeliverEveryByte) {
   PAGELOCK_RULE("R76");
   unsigned char *src = nullptr, *dst = nullptr;
   void* d = nullptr;
@@ -73,7 +71,7 @@ TEST_F(FaultGapsTest, AsyncCopiesThroughPinnedMemoryDeliverEveryByte) {
 }
 
 // Faults: dtoh_returns_early, dtoh_corrupts_last_byte, dtoh_truncated, htod_truncated.
-TEST_F(FaultGapsTest, SynchronousCopyToPinnedMemoryIsCompleteOnReturn) {
+TEST_F(CompletionTest, SynchronousCopyToPinnedMemoryIsCompleteOnReturn) {
   PAGELOCK_RULE("R76");
   unsigned char* host = nullptr;
   void* d = nullptr;
@@ -92,52 +90,6 @@ TEST_F(FaultGapsTest, SynchronousCopyToPinnedMemoryIsCompleteOnReturn) {
   EXPECT_CUDA_OK(cudaFreeHost(host));
 }
 
-// Copies device memory into pinned memory and counts the bytes that are not `value`.
-size_t CountNotEqual(const void* d, size_t n, unsigned char value, unsigned char* pinned) {
-  // copy-check: the loop below compares every byte it copied
-  if (cudaMemcpy(pinned, d, n, cudaMemcpyDeviceToHost) != cudaSuccess) return n + 1;
-  size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad += pinned[i] != value;
-  return bad;
-}
-
-// Faults: memset_wrong_last_byte, memset_truncated. Odd and 4-byte multiple sizes, over a pattern
-// (freshly allocated memory is often zero, which hides a memset that stops short).
-TEST_F(FaultGapsTest, MemsetWritesEveryByteOverAPattern) {
-  PAGELOCK_RULE("R77");
-  unsigned char* pinned = nullptr;
-  void* d = nullptr;
-  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pinned), kSize, cudaHostAllocDefault));
-  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
-  for (size_t n : {kSize, kSize - 3}) {
-    ASSERT_CUDA_OK(LaunchFillPattern(d, kSize, seed()));
-    ASSERT_CUDA_OK(cudaMemset(d, 0x5a, n));
-    EXPECT_EQ(CountNotEqual(d, n, 0x5a, pinned), 0u) << "memset of " << n << " bytes";
-  }
-  EXPECT_CUDA_OK(cudaFree(d));
-  EXPECT_CUDA_OK(cudaFreeHost(pinned));
-}
-
-// Fault: memset_async_wrong_last_byte.
-TEST_F(FaultGapsTest, MemsetAsyncWritesEveryByteOverAPattern) {
-  PAGELOCK_RULE("R77");
-  unsigned char* pinned = nullptr;
-  void* d = nullptr;
-  cudaStream_t s = nullptr;
-  ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pinned), kSize, cudaHostAllocDefault));
-  ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
-  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  for (size_t n : {kSize, kSize - 3}) {
-    ASSERT_CUDA_OK(LaunchFillPattern(d, kSize, seed(), s));
-    ASSERT_CUDA_OK(cudaMemsetAsync(d, 0xa5, n, s));
-    ASSERT_CUDA_OK(cudaStreamSynchronize(s));
-    EXPECT_EQ(CountNotEqual(d, n, 0xa5, pinned), 0u) << "memset of " << n << " bytes";
-  }
-  EXPECT_CUDA_OK(cudaStreamDestroy(s));
-  EXPECT_CUDA_OK(cudaFree(d));
-  EXPECT_CUDA_OK(cudaFreeHost(pinned));
-}
-
 // Queues a delay, then a kernel that writes the pattern into mapped memory, on stream s.
 void QueueLateKernelWrite(void* mapped, cudaStream_t s, uint32_t seed, cudaError_t* launch) {
   *launch = cudaLaunchHostFunc(s, &Gate::Delay, nullptr);
@@ -149,7 +101,7 @@ enum class Waiter { kStream, kEvent, kDevice };
 // Faults: stream_sync_returns_early, event_sync_returns_early, event_record_early,
 // ctx_sync_returns_early. The kernel starts 100 ms late, so a wait that returns early sees
 // none of its writes.
-class SynchronizeTest : public FaultGapsTest, public ::testing::WithParamInterface<Waiter> {};
+class SynchronizeTest : public CompletionTest, public ::testing::WithParamInterface<Waiter> {};
 
 TEST_P(SynchronizeTest, HostSeesKernelWritesToMappedMemoryOnceTheWaitReturns) {
   PAGELOCK_RULE("R77");
@@ -190,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Waits, SynchronizeTest,
                          });
 
 // Faults: stream_query_lies, event_query_lies, event_record_early.
-TEST_F(FaultGapsTest, QueriesReportNotReadyWhileQueuedWorkIsHeld) {
+TEST_F(CompletionTest, QueriesReportNotReadyWhileQueuedWorkIsHeld) {
   PAGELOCK_RULE("R77");
   cudaStream_t s = nullptr;
   cudaEvent_t after = nullptr;
@@ -214,7 +166,7 @@ TEST_F(FaultGapsTest, QueriesReportNotReadyWhileQueuedWorkIsHeld) {
 
 // Fault: stream_wait_ignored. A kernel on stream b that waits for an event of stream a must
 // not read mapped memory before stream a's kernel has written it (which starts 100 ms late).
-TEST_F(FaultGapsTest, StreamWaitingOnAnEventSeesTheOtherStreamsWrites) {
+TEST_F(CompletionTest, StreamWaitingOnAnEventSeesTheOtherStreamsWrites) {
   PAGELOCK_RULE("R77");
   unsigned char* host = nullptr;
   unsigned long long* mismatches = nullptr;
@@ -245,67 +197,6 @@ TEST_F(FaultGapsTest, StreamWaitingOnAnEventSeesTheOtherStreamsWrites) {
   EXPECT_CUDA_OK(cudaStreamDestroy(a));
   EXPECT_CUDA_OK(cudaFree(mismatches));
   EXPECT_CUDA_OK(cudaFreeHost(host));
-}
-
-// Fault: freehost_leaks. Freed pinned memory is no longer known to the driver: its attributes
-// are those of unregistered host memory (R71), not of pinned memory.
-TEST_F(FaultGapsTest, FreedPinnedMemoryIsNoLongerPinned) {
-  PAGELOCK_RULE("R19,R71");
-  for (unsigned flags : {unsigned{cudaHostAllocDefault}, unsigned{cudaHostAllocMapped}}) {
-    void* p = nullptr;
-    ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags));
-    cudaPointerAttributes a{};
-    ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, p));
-    ASSERT_EQ(a.type, cudaMemoryTypeHost);
-    ASSERT_CUDA_OK(cudaFreeHost(p));
-    a = cudaPointerAttributes{};
-    const cudaError_t expected = ByProfile(cudaErrorInvalidValue, cudaSuccess, cudaSuccess);
-    EXPECT_CUDA_ERROR(expected, cudaPointerGetAttributes(&a, p)) << "flags " << flags;
-    if (expected == cudaSuccess) EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "flags " << flags;
-  }
-}
-
-// The runtime checks some arguments itself before it calls the driver, so a driver that skips
-// those checks is invisible to runtime-API cases. These ask the driver directly.
-class DriverArgumentsTest : public DriverApiGpuTest {};
-
-// Fault: hostalloc_accepts_unknown_flags.
-TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {
-  PAGELOCK_RULE("R09");
-  for (unsigned flags : {0x8u, 0x80000000u}) {
-    void* p = nullptr;
-    // An inference (13.0 cuMemHostAlloc defines three flags, names no code for another bit):
-    // any failure passes, the code is recorded.
-    const CUresult r = d.cuMemHostAlloc(&p, kSize, flags);
-    Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
-    EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostAlloc accepted undefined flag bits 0x" << std::hex << flags
-                               << " (inference: the flags parameter defines no such bit)";
-    if (p && r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemFreeHost(p));
-  }
-}
-
-// Fault: register_accepts_unknown_flags.
-TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
-  PAGELOCK_RULE("R26");
-  std::vector<char> buf(kSize);
-  for (unsigned flags : {0x10u, 0x80000000u}) {
-    const CUresult r = d.cuMemHostRegister(buf.data(), buf.size(), flags);
-    // An inference (no code is documented for an undefined bit): any failure passes, recorded.
-    Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
-    EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostRegister accepted undefined flag bits 0x" << std::hex << flags
-                               << " (inference: the flags parameter defines no such bit)";
-    if (r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
-  }
-}
-
-// Fault: register_accepts_empty.
-TEST_F(DriverArgumentsTest, HostRegisterRejectsNullAndZeroSize) {
-  PAGELOCK_RULE("R39");
-  // cudaHostRegister is "supported only on ... non-zero cudaDevAttrHostRegisterSupported".
-  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-  std::vector<char> buf(kSize);
-  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(nullptr, kSize, 0));
-  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostRegister(buf.data(), 0, 0));
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 """Tables pagelock's bandwidth figures beside NVIDIA nvbandwidth's, measured on the same GPU in the
 same session, with the ratio pagelock / nvbandwidth for each host<->device case.
 
-  tools/nvbandwidth_compare.py --pagelock PAGELOCK [--nvbandwidth BIN | --nvbandwidth-output FILE]
-                               [--device N] [--tolerance 0.02] [--rounds N] [--check] [--json OUT]
+  tools/bandwidth/nvbandwidth_compare.py --pagelock PAGELOCK [--nvbandwidth BIN | --nvbandwidth-output FILE]
+                                         [--device N] [--tolerance 0.02] [--rounds N] [--check] [--json OUT]
 
 PAGELOCK is the bandwidth test binary (bin/suites/bandwidth/bandwidth_test in a bundle; it is run
 with --gtest_filter=BandwidthTest.*), or the gtest XML it wrote, or a folder holding that XML

@@ -9,8 +9,8 @@ Columns: id, kind, family, rule, versions, capability, tests.
   tests  the tests that name the row (written by --write), or, for a row no test names,
          "untested: <reason>" (kept by --write; a row that a test names loses its reason).
 
-  tools/spec_check.py            check (exit 0 consistent, 1 inconsistent, 2 unreadable table)
-  tools/spec_check.py --write    rewrite the tests column from the sources
+  tools/lint/spec_check.py          check (exit 0 consistent, 1 inconsistent, 2 unreadable table)
+  tools/lint/spec_check.py --write  rewrite the tests column from the sources
 """
 
 import argparse
@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # RapidCheck's RC_GTEST_FIXTURE_PROP(F, Name, ...) registers the test as F_RapidCheck.Name.
 TEST_RE = re.compile(r"^\s*(TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]", re.M)
 RULE_RE = re.compile(r'PAGELOCK_RULE\("([^"]*)"\)')
@@ -106,7 +106,7 @@ def main(argv=None):
             if args.write:
                 r["tests"] = want
             else:
-                problems.append(f"{r['id']}: tests column is stale (run tools/spec_check.py --write)")
+                problems.append(f"{r['id']}: tests column is stale (run tools/lint/spec_check.py --write)")
     if args.write:
         with open(path, "w", encoding="utf-8") as f:
             f.write("\t".join(COLUMNS) + "\n")

@@ -1,0 +1,98 @@
+"""A bundle (tools/bundle.py) holds every repository module that its Python imports, so that the
+runner, the report, the mutation tool and the probe summary run on a machine without a checkout.
+
+The bundle's file lists come from folders (bundle.python_modules); this test writes a bundle and
+follows every import of every Python file in it, also the ones inside functions: an import of a
+module of the checkout that the bundle lacks is a failure, named with the file that imports it.
+"""
+
+import argparse
+import ast
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from tools import bundle  # noqa: E402
+
+
+def imported_modules(path):
+    """(dotted name, level) of every import in a Python file; `from A import B` gives A and A.B."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, 0
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if base:
+                yield base, node.level
+            for alias in node.names:
+                yield (base + "." if base else "") + alias.name, node.level
+
+
+def module_files(name, level, importer_dir, root):
+    """Where a module would be under root: the package path, and for a plain or relative import
+    also beside the importing file (tools that put their own folder on sys.path)."""
+    parts = name.split(".")
+    bases = [importer_dir] if level else [root, importer_dir]
+    if level > 1:
+        bases = [os.path.normpath(os.path.join(importer_dir, *[".."] * (level - 1)))]
+    for base in bases:
+        stem = os.path.join(base, *parts)
+        yield stem + ".py"
+        yield os.path.join(stem, "__init__.py")
+
+
+def missing_modules(out):
+    """'<file> imports <module>' for each module of the checkout that a Python file of the bundle
+    at out imports and the bundle lacks."""
+    missing = set()
+    for d, _, names in os.walk(out):
+        for n in names:
+            if not n.endswith(".py"):
+                continue
+            path = os.path.join(d, n)
+            rel_dir = os.path.relpath(d, out)
+            for name, level in imported_modules(path):
+                in_bundle = module_files(name, level, d, out)
+                in_checkout = module_files(name, level, os.path.join(ROOT, rel_dir), ROOT)
+                if any(map(os.path.isfile, in_checkout)) and not any(map(os.path.isfile, in_bundle)):
+                    missing.add(f"{os.path.relpath(path, out)} imports {name}")
+    return sorted(missing)
+
+
+class BundleImportsTest(unittest.TestCase):
+    def make_bundle(self):
+        tmp = tempfile.mkdtemp(prefix="bundle_imports_", dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp)
+        # What a --config=bundle build leaves in bazel-bin: one test binary and the shim (the
+        # imports are what is checked here, so both are stand-ins).
+        bin_dir = os.path.join(tmp, "bazel-bin")
+        for rel in ("fake/fake_test", "tools/faults/shim/libcuda.so.1"):
+            os.makedirs(os.path.dirname(os.path.join(bin_dir, rel)), exist_ok=True)
+            with open(os.path.join(bin_dir, rel), "w") as f:
+                f.write("stand-in\n")
+        out = os.path.join(tmp, "bundle")
+        targets = [{"label": "//fake:fake_test", "path": "bin/fake/fake_test", "tags": ["gpu"],
+                    "timeout_s": 60}]
+        bundle.write_bundle(out, targets, bin_dir, "c0ffee", "", argparse.Namespace(archs=None))
+        return out
+
+    def test_every_repository_module_a_bundled_file_imports_is_bundled(self):
+        out = self.make_bundle()
+        self.assertTrue(os.path.isfile(os.path.join(out, "tools", "runner", "runner.py")))
+        self.assertEqual(missing_modules(out), [], "modules the bundle lacks (tools/bundle.py tool_files)")
+
+    def test_a_module_left_out_of_the_bundle_is_named_with_its_importer(self):
+        out = self.make_bundle()
+        os.remove(os.path.join(out, "reports", "testlogs.py"))
+        self.assertIn("tools/runner/runner.py imports reports.testlogs", missing_modules(out))
+
+
+if __name__ == "__main__":
+    unittest.main()
