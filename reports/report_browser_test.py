@@ -1,7 +1,7 @@
 """The report in headless Chromium at 1440x900: the first screen of a regression run, 10,000
 cases, URL state, the WCAG AA contrast of every status colour (computed from the CSS), and the
-screenshot tool. Re-executes itself under /usr/bin/python3 (Debian's, with python3-jinja2) when
-this interpreter lacks jinja2, as report_test does."""
+screenshot tool. Re-executes itself under a Python that has jinja2 when this interpreter lacks it
+(reports/interpreter.py), as report_test does."""
 
 import contextlib
 import io
@@ -18,8 +18,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("jinja2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
 from reports import compare as cmp  # noqa: E402
 from reports import htmlreport  # noqa: E402

@@ -1,9 +1,9 @@
 """Reading testlogs trees (including broken ones) and rendering the HTML report: escaping, the
 golden page, the mutation section, and what happens without jinja2.
 
-The page is rendered by Jinja2, which only Debian's /usr/bin/python3 sees on the build machine:
-under another interpreter this file re-executes itself with /usr/bin/python3 (as history_test
-does), so the templates are rendered in this process.
+The page is rendered by Jinja2, which only Debian's /usr/bin/python3 may see on the build machine:
+under an interpreter without it this file re-executes itself under one that has it
+(reports/interpreter.py, as the commands do), so the templates are rendered in this process.
 
   /usr/bin/python3 reports/report_test.py                            # or: bazel test //reports:report_test
   UPDATE_GOLDEN=1 /usr/bin/python3 reports/report_test.py GoldenTest  # rewrite reports/testdata/golden/
@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,10 +26,11 @@ from unittest import mock
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("jinja2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
 from reports import htmlreport  # noqa: E402
+from reports import pages  # noqa: E402
 from reports import report  # noqa: E402
 from reports import model  # noqa: E402
 from reports import testsupport  # noqa: E402
@@ -286,8 +288,8 @@ class HtmlTest(unittest.TestCase):
 
 
 def write_big_testlogs(root, targets=250, per_target=400, fail_every=200):
-    """A bazel-testlogs tree of targets x per_target parameterised cases, some failing (as
-    /work/shared/reliability/gen_testlogs.py writes them for the scale review)."""
+    """A bazel-testlogs tree of targets x per_target parameterised cases, some failing (as the
+    scale review's generator writes them)."""
     for t in range(targets):
         rows = []
         for i in range(per_target):
@@ -456,12 +458,11 @@ class GoldenTest(unittest.TestCase):
         # Set and dict ordering must not leak into the page: another process, another hash seed.
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
                 "sys.stdout.write(t.golden_qualification_page())")
-        import subprocess
-        pages = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
-                                env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
-        self.assertGreater(len(pages[0]), 1000)
-        self.assertEqual(pages[0], pages[1])
-        self.assertEqual(pages[0], golden_qualification_page())
+        rendered = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+        self.assertGreater(len(rendered[0]), 1000)
+        self.assertEqual(rendered[0], rendered[1])
+        self.assertEqual(rendered[0], golden_qualification_page())
 
 
 class MutationSectionTest(unittest.TestCase):
@@ -529,22 +530,15 @@ class MutationSectionTest(unittest.TestCase):
 
 
 class WithoutJinjaTest(unittest.TestCase):
-    """An interpreter without jinja2: the page is rendered by one that has it; with none, the
-    other outputs are written and the report exits 1 with a clear message."""
+    """An interpreter without jinja2: the command re-executes itself under one that has it
+    (reports/interpreter.py); with none, the other outputs are written and the report exits 1
+    with a clear message."""
 
-    def test_render_in_another_interpreter_gives_the_same_page(self):
-        run, comp, base, info, trends = golden_runs()
-        here = htmlreport.render_qualification(run, info, comp, base, trends)
-        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
-                mock.patch.object(htmlreport, "PYTHONS", [sys.executable]):
-            self.assertEqual(htmlreport.render_qualification(run, info, comp, base, trends), here)
-
-    def test_no_interpreter_with_jinja2_writes_the_rest_and_exits_one(self):
+    def test_no_jinja2_writes_the_rest_and_exits_one(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
         err = io.StringIO()
-        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
-                mock.patch.object(htmlreport, "PYTHONS", ["/nonexistent/python3"]), \
+        with mock.patch.dict(sys.modules, {"jinja2": None}), mock.patch.object(pages, "_ENV", []), \
                 contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             rc = report.main([root, "--html", os.path.join(root, "out/index.html"), "--json",
                               os.path.join(root, "out/results.json"), "--junit", os.path.join(root, "out/junit.xml"),
@@ -558,9 +552,60 @@ class WithoutJinjaTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(root, "out/index.html")))
 
     def test_templates_autoescape(self):
-        env = htmlreport.environment()
+        env = pages.environment()
         self.assertTrue(env.autoescape)
         self.assertEqual(env.from_string("{{ x }}").render(x="<b>&'"), "&lt;b&gt;&amp;&#39;")
+
+
+class InterpreterTest(unittest.TestCase):
+    """A command picks its interpreter once, at its entry: a module missing here and present in
+    $PAGELOCK_PYTHON (here a wrapper that adds a folder to the path) re-executes the command
+    there with its arguments, once."""
+
+    SCRIPT = (
+        "import os, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from reports import interpreter\n"
+        "if __name__ == '__main__':\n"
+        "    interpreter.reexec_if_missing(sys.argv[2], __file__, sys.argv[1])\n"
+        "    try:\n"
+        "        import pagelock_probe\n"
+        "        print('found', pagelock_probe.WHERE, sys.argv[3:], os.environ.get(interpreter.NO_REEXEC))\n"
+        "    except ImportError:\n"
+        "        print('ran here', sys.argv[3:])\n")
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        hidden = os.path.join(self.tmp, "hidden")
+        write(os.path.join(hidden, "pagelock_probe.py"), "WHERE = 'elsewhere'\n")
+        self.wrapper = os.path.join(self.tmp, "python-with-probe")
+        write(self.wrapper, f"#!/bin/sh\nPYTHONPATH={hidden}${{PYTHONPATH:+:$PYTHONPATH}} exec {sys.executable} \"$@\"\n")
+        os.chmod(self.wrapper, 0o755)
+        self.script = os.path.join(self.tmp, "cmd.py")
+        write(self.script, self.SCRIPT)
+
+    def run_script(self, module, **env):
+        e = {k: v for k, v in os.environ.items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
+        e.update(env)
+        p = subprocess.run([sys.executable, self.script, ROOT, module, "a b", "--x"], capture_output=True,
+                           text=True, env=e, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.strip()
+
+    def test_a_missing_module_reexecutes_under_the_python_that_has_it(self):
+        self.assertEqual(self.run_script("pagelock_probe", PAGELOCK_PYTHON=self.wrapper),
+                         "found elsewhere ['a b', '--x'] 1")
+
+    def test_without_a_python_that_has_it_the_command_runs_on_here(self):
+        self.assertEqual(self.run_script("pagelock_probe"), "ran here ['a b', '--x']")
+
+    def test_a_reexecuted_command_never_reexecutes_again(self):
+        self.assertEqual(self.run_script("pagelock_probe", PAGELOCK_PYTHON=self.wrapper, PAGELOCK_NO_REEXEC="1"),
+                         "ran here ['a b', '--x']")
+
+    def test_a_module_present_here_runs_here(self):
+        self.assertEqual(self.run_script("json", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")
 
 
 if __name__ == "__main__":
