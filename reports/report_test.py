@@ -454,6 +454,11 @@ class GoldenTest(unittest.TestCase):
         with mock.patch.object(htmlreport, "RULES_TSV", RULES_FIXTURE):
             self.check("report.html", htmlreport.render(run, title="pagelock report"))
 
+    def test_mutation_page_matches_the_golden_file(self):
+        # golden/mutation.html is what tools/mutation/mutation.py's own writer made of the fixture.
+        with open(MUTATION_FIXTURE) as f:
+            self.check("mutation.html", pages.render_mutation_page(json.load(f)))
+
     def test_rendering_is_deterministic_across_processes(self):
         # Set and dict ordering must not leak into the page: another process, another hash seed.
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
@@ -527,6 +532,88 @@ class MutationSectionTest(unittest.TestCase):
             self.assertEqual(report.main([os.path.join(root, "testlogs"), "--mutation", os.path.join(root, "nope.json"),
                                           "--html", os.path.join(root, "index.html")]), 2)
         self.assertIn("no such file", err.getvalue())
+
+
+class MutationPageTest(unittest.TestCase):
+    """mutation.html (pages.render_mutation_page) from a plain dict of mutation.json's shape: the
+    score, the false alarms, a row per fault and per variation, every string escaped."""
+
+    DOC = {
+        "score": {"KILLED": 1, "HANDLED": 1, "SURVIVED": 1, "ERROR": 1, "NOT_RUN": 0, "counted": 3,
+                  "total": 4, "percent": 66.7, "run": 4},
+        "control": {"summary": "PASS=40, FAIL=1", "unstable": ["s:t/A.Flaky", "s:t/A.Slow"]},
+        "faults": [
+            {"name": "htod_corrupts_last_byte", "verdict": "KILLED", "rule": "R76", "family": "hostalloc",
+             "description": "A copy delivers a wrong last byte.",
+             "caught_by": [{"case": f"s:t/Copy.Every/{i}", "control": "PASS", "fault": "FAIL"} for i in range(32)]},
+            {"name": "no_host_register", "verdict": "HANDLED", "rule": "R14", "family": "hostregister",
+             "description": "cudaHostRegister is not supported.",
+             "handled_cases": [{"case": "s:t/Reg.Pins", "control": "PASS", "fault": "NOT_SUPPORTED"}]},
+            {"name": "ctx_sync_returns_early", "verdict": "SURVIVED", "rule": "R30", "family": "streams",
+             "description": "<script>alert('sync')</script>", "explanation": "the suite never checks data",
+             "targets_run": ["//suites/streams:streams_test"]},
+            {"name": "shim_broken", "verdict": "ERROR", "rule": "R1", "family": "x", "description": "d",
+             "note": "not loaded"},
+        ],
+        "variations": [
+            {"name": "iomemory_on_ram_not_permitted", "verdict": "FALSE_ALARM", "rule": "R55",
+             "description": "IoMemory on RAM is refused.", "justification": "documented as allowed",
+             "targets_run": ["//fake:a", "//fake:b"]},
+            {"name": "completion_delayed", "verdict": "NOT_EXERCISED", "rule": "R31", "description": "late",
+             "note": "never reached"},
+        ],
+        "false_alarms": {"count": 1, "line": "1 false alarm(s) from 1 of 2 conforming variations: 0 conform, 1 not exercised",
+                         "by_variation": {"iomemory_on_ram_not_permitted": [
+                             {"case": "s:t/Io.Pins", "control": "PASS", "status": "FAIL",
+                              "message": "IoMemory on RAM returned 800, expected 1"}]}},
+    }
+
+    def setUp(self):
+        self.page = pages.render_mutation_page(self.DOC)
+
+    def test_the_score_line_counts_every_verdict_and_the_false_alarms(self):
+        self.assertIn("<b>The suite caught 2 of 3 injected driver faults (66.7%)</b>: 1 killed, "
+                      "1 handled as NotSupported, 1 survived, 1 not loaded; false alarms: 1.", self.page)
+        self.assertIn("Control under the shim: PASS=40, FAIL=1. Unstable cases ignored: 2.", self.page)
+
+    def test_each_fault_has_its_row_with_the_cases_that_caught_it(self):
+        for f in self.DOC["faults"]:
+            self.assertIn(f"<tr class=\"{f['verdict']}\"><td>{f['name']}</td><td>{f['verdict']}</td>"
+                          f"<td>{f['rule']}</td><td>{f['family']}</td>", self.page)
+        self.assertIn("<summary>32 case(s)</summary>", self.page)
+        self.assertIn("<li>s:t/Copy.Every/29: PASS &rarr; FAIL</li><li>... 2 more</li>", self.page)
+        self.assertNotIn("s:t/Copy.Every/30", self.page)
+        self.assertIn("<li>s:t/Reg.Pins: PASS &rarr; NOT_SUPPORTED</li>", self.page)
+        self.assertIn("<td>not loaded</td></tr>", self.page)
+
+    def test_survivors_say_why_and_what_ran(self):
+        survivors = self.page.split("<h3>Survivors</h3>")[1].split("<h3>")[0]
+        self.assertIn("<td>ctx_sync_returns_early</td><td>R30</td>", survivors)
+        self.assertIn("<td>the suite never checks data</td>", survivors)
+        self.assertIn("<li>//suites/streams:streams_test</li>", survivors)
+        self.assertNotIn("htod_corrupts_last_byte", survivors)
+
+    def test_false_alarms_and_variations_are_listed(self):
+        alarms = self.page.split("<h3>False alarms: conforming variations</h3>")[1]
+        self.assertIn("<b>1 false alarm(s) from 1 of 2 conforming variations: 0 conform, 1 not exercised</b>", alarms)
+        self.assertIn("<tr class=\"SURVIVED\"><td>iomemory_on_ram_not_permitted</td><td>s:t/Io.Pins</td>"
+                      "<td>PASS &rarr; FAIL</td><td>IoMemory on RAM returned 800, expected 1</td></tr>", alarms)
+        self.assertIn("<td>FALSE_ALARM</td><td>R55</td><td>IoMemory on RAM is refused.</td>"
+                      "<td>documented as allowed</td><td>2</td></tr>", alarms)
+        self.assertIn("<tr class=\"NOT_RUN\"><td>completion_delayed</td><td>NOT_EXERCISED<br>never reached</td>", alarms)
+
+    def test_strings_are_escaped_and_the_section_is_self_contained(self):
+        self.assertNotIn("<script", self.page)
+        self.assertIn("&lt;script&gt;alert(&#39;sync&#39;)&lt;/script&gt;", self.page)
+        self.assertTrue(self.page.startswith('<section class="pl-mutation" id="mutation">\n<style>'))
+        self.assertTrue(self.page.endswith("</section>\n"))
+
+    def test_no_faults_run(self):
+        doc = dict(self.DOC, score=dict(self.DOC["score"], total=0), faults=[], variations=[])
+        page = pages.render_mutation_page(doc)
+        self.assertIn("<p>No injected faults were run.</p>", page)
+        self.assertNotIn("Every fault", page)
+        self.assertNotIn("False alarms", page)
 
 
 class WithoutJinjaTest(unittest.TestCase):
