@@ -29,6 +29,7 @@ if __name__ == "__main__":
     from reports import interpreter  # noqa: E402
     interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
+from reports import compare_runs  # noqa: E402
 from reports import htmlreport  # noqa: E402
 from reports import pages  # noqa: E402
 from reports import report  # noqa: E402
@@ -614,6 +615,58 @@ class MutationPageTest(unittest.TestCase):
         self.assertIn("<p>No injected faults were run.</p>", page)
         self.assertNotIn("Every fault", page)
         self.assertNotIn("False alarms", page)
+
+
+class CompareRunsPageTest(unittest.TestCase):
+    """compare_runs' page (templates/compare.html.j2): a column per run, a row per case, the
+    cases that differ apart from the same ones, a case one run lacks as "not run"."""
+
+    def setUp(self):
+        fp = dict(testsupport.FP, gpu0_name="<GPU & co>")
+        a = model.Run(fp, [testsupport.case("Same", "PASS"), testsupport.case("Changed", "PASS"),
+                           testsupport.case("OnlyA", "FAIL")])
+        b = model.Run(dict(testsupport.FP, nvidia_driver="590.1"),
+                      [testsupport.case("Same", "PASS"), testsupport.case("Changed", "CRASH")])
+        self.runs = [("night-a", a, {"verdict": "REGRESSIONS", "bundle": {"commit": "0123456789abcdef"}}),
+                     ("night-b", b, {})]
+
+    def test_columns_rows_and_what_differs(self):
+        page, differing = compare_runs.render(self.runs)
+        prefix = "suites/hostregister:hostregister_test/HostRegisterTest."
+        self.assertEqual(differing, [prefix + "Changed", prefix + "OnlyA"])
+        self.assertIn("<h1>pagelock: 2 runs side by side</h1>", page)
+        self.assertIn("<p>3 cases, <b>2</b> with different statuses.", page)
+        self.assertIn("<th>night-a<br>&lt;GPU &amp; co&gt;<br>driver 580.159.04<br>harness 0123456789ab<br>"
+                      "REGRESSIONS<br>", page)
+        self.assertIn("<th>night-b<br>NVIDIA H200<br>driver 590.1<br>harness <br>1 passed, 1 failed, 0 skipped</th>", page)
+        self.assertIn(f"<tr class='diff'><td class='mono'>{prefix}Changed</td><td><span class=\"st st-PASS\" "
+                      f"title=\"PASS\">PASS</span></td><td><span class=\"st st-CRASH\" title=\"CRASH\">CRASH</span>"
+                      "</td></tr>", page)
+        self.assertIn(f"<tr class='diff'><td class='mono'>{prefix}OnlyA</td><td><span class=\"st st-FAIL\" "
+                      "title=\"FAIL\">FAIL</span></td><td class='small'>not run</td></tr>", page)
+        self.assertIn(f"<tr class='same'><td class='mono'>{prefix}Same</td>", page)
+        self.assertIn("<body class=''>", page)
+        self.assertIn("<input type='checkbox' id='only' >", page)
+
+    def test_changes_only_hides_the_same_cases_from_the_start(self):
+        page, _ = compare_runs.render(self.runs, changes_only=True)
+        self.assertIn("<body class='changes'>", page)
+        self.assertIn("<input type='checkbox' id='only' checked>", page)
+        self.assertIn("body.changes tr.same{display:none}", page)
+
+    def test_without_jinja2_it_exits_one(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        paths = []
+        for name, run, _ in self.runs:
+            paths.append(os.path.join(tmp, name + ".json"))
+            model.write_results(paths[-1], run)
+        err = io.StringIO()
+        with mock.patch.dict(sys.modules, {"jinja2": None}), mock.patch.object(pages, "_ENV", []), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main(paths + ["--html", os.path.join(tmp, "c.html")]), 1)
+        self.assertIn("no Python here imports jinja2", err.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(tmp, "c.html")))
 
 
 class WithoutJinjaTest(unittest.TestCase):
