@@ -135,8 +135,8 @@ class FirstScreenTest(unittest.TestCase):
         tiny = self.write(htmlreport.render(testsupport.big(10), title="10"), "tiny.html")
         # Budget: 1 s on an idle machine. The CI box is two cores shared by many jobs, where an
         # empty report alone can take 0.8 s; a 10-case page loaded just before measures that, and
-        # the budget grows by its slowness over an idle machine's 150 ms. (Issue 8 measured the
-        # page this replaced at 6 s for 10,000 cases.)
+        # the budget grows by its slowness over an idle machine's 150 ms. (The page this replaced
+        # took 6 s for 10,000 cases.)
         tries = []
         for _ in range(3):  # best of three
             base, _, _ = open_page(tiny)
@@ -182,7 +182,7 @@ def one_fault_run(regressions=31, causes=1, passes=40, lost_coverage=False):
 
 
 class CausesTest(unittest.TestCase):
-    """Issue 23 item 2: one cause a line."""
+    """One cause a line."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

@@ -306,7 +306,7 @@ def write_big_testlogs(root, targets=250, per_target=400, fail_every=200):
 
 
 class CauseTest(unittest.TestCase):
-    """Issue 23 item 2: what makes two failures one cause."""
+    """What makes two failures one cause."""
 
     def test_numbers_addresses_hex_bytes_and_sizes_are_left_out(self):
         norm = htmlreport.normalise_message
@@ -359,7 +359,7 @@ def html_escape(text):
 
 class ScaleTest(unittest.TestCase):
     def test_all_outputs_for_100000_cases_in_seconds(self):
-        """Issue 23 item 7: report.py writes every output for 100,000 cases in <= 10 s on the
+        """report.py writes every output for 100,000 cases in <= 10 s on the
         two-core build machine (about 6 s of CPU measured); the bound here is generous (CPU
         seconds of this process, so that a loaded machine does not make it flaky)."""
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
