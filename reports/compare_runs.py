@@ -7,10 +7,13 @@ for example two drivers on one machine, or one driver on two machines.
 RUN is a qualify run directory, a results.json, or a testlogs tree. Prints how many cases differ.
 Exit codes (the meanings the runner, report.py and qualify share):
   0  written; every case has the same status in every run
+  1  infrastructure: the page could not be rendered (no Python here imports jinja2)
   2  bad input: fewer than two runs, an unreadable or malformed run, an --html file that cannot
      be written
   3  written; some case differs between the runs
 --json prints {"tool", "exit_code", "runs", "cases", "differing": [{"id", "statuses"}]} on stdout.
+The page is rendered by Jinja2 (reports/pages.py); started under a python3 without jinja2, the
+command re-executes itself once under one that has it (reports/interpreter.py).
 """
 
 import argparse
@@ -20,8 +23,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from reports import htmlreport as H  # noqa: E402
+from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
+from reports import pages  # noqa: E402
 
 
 def load_any(path):
@@ -37,38 +41,23 @@ def load_any(path):
 
 
 def render(runs, changes_only=False):
+    """(the page, the ids of the cases whose status differs between the runs)."""
     ids = sorted({c.id for _, run, _ in runs for c in run.cases})
     maps = [{c.id: c for c in run.cases} for _, run, _ in runs]
     differing = [i for i in ids if len({str(m[i].status) if i in m else "—" for m in maps}) > 1]
-    h = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>pagelock: run comparison</title>",
-         f"<style>{H.css()} tr.same.hideable{{}} body.changes tr.same{{display:none}}</style></head>",
-         f"<body class='{'changes' if changes_only else ''}'><h1>pagelock: {len(runs)} runs side by side</h1>",
-         f"<p>{len(ids)} cases, <b>{len(differing)}</b> with different statuses. "
-         "<label><input type='checkbox' id='only' " + ("checked" if changes_only else "") +
-         "> only cases that differ</label></p>"]
-    head = ["<th>case</th>"]
-    for (name, run, info) in runs:
+    columns = []
+    for name, run, info in runs:
         fp = run.fingerprint
-        counts = run.counts()
-        head.append("<th>" + "<br>".join(esc_lines([
-            name, fp.get("gpu0_name", "?"), "driver " + fp.get("nvidia_driver", "?"),
-            "harness " + str(info.get("bundle", {}).get("commit", ""))[:12],
-            info.get("verdict", ""), model.format_counts(counts).splitlines()[-1]])) + "</th>")
-    h.append("<table><tr>" + "".join(head) + "</tr>")
-    for i in ids:
-        cls = "diff" if i in differing else "same"
-        cells = []
-        for m in maps:
-            c = m.get(i)
-            cells.append(f"<td>{H.badge(str(c.status))}</td>" if c else "<td class='small'>not run</td>")
-        h.append(f"<tr class='{cls}'><td class='mono'>{H.esc(i)}</td>{''.join(cells)}</tr>")
-    h.append("</table><script>document.getElementById('only').addEventListener('change',"
-             "function(e){document.body.classList.toggle('changes',e.target.checked);});</script></body></html>")
-    return "".join(h), differing
-
-
-def esc_lines(lines):
-    return [H.esc(x) for x in lines if x]
+        lines = [name, fp.get("gpu0_name", "?"), "driver " + fp.get("nvidia_driver", "?"),
+                 "harness " + str(info.get("bundle", {}).get("commit", ""))[:12],
+                 info.get("verdict", ""), model.format_counts(run.counts()).splitlines()[-1]]
+        columns.append([x for x in lines if x])
+    wanted = set(differing)
+    rows = [{"id": i, "differs": i in wanted, "statuses": [str(m[i].status) if i in m else None for m in maps]}
+            for i in ids]
+    page = pages.render("compare.html.j2", page_title="pagelock: run comparison", css=pages.markup(pages.css()),
+                        changes_only=changes_only, columns=columns, rows=rows, n_differing=len(differing))
+    return page, differing
 
 
 def main(argv=None):
@@ -86,7 +75,11 @@ def main(argv=None):
     except (OSError, ValueError, model.ResultsError) as e:
         print(f"compare_runs: {e}", file=sys.stderr)
         return 2
-    page, differing = render(runs, args.changes_only)
+    try:
+        page, differing = render(runs, args.changes_only)
+    except pages.MissingDependency as e:
+        print(f"compare_runs: {e}", file=sys.stderr)
+        return 1
     try:
         os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
         with open(args.html, "w", encoding="utf-8") as f:
@@ -107,4 +100,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    interpreter.reexec_if_missing("jinja2", __file__, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.exit(main())

@@ -6,7 +6,7 @@ reports/templates/*.html.j2; this module prepares plain data for them (report.cs
 are included verbatim). Rendering is deterministic: the same run gives the same bytes (the
 golden-file test in report_test.py holds it to reports/testdata/golden/*.html).
 
-Page order (the morning review, issues 8 and 23): the first line says what is under test (the
+Page order (the morning review): the first line says what is under test (the
 --label, GPU, driver, CUDA runtime; the browser tab: verdict, date, host, SKU); the verdict (and
 the mutation score when the run folder has one); one line of raw counts and, labelled apart, the
 counts against expectations and baseline; what changed, one cause a line: the cases that changed
@@ -23,37 +23,21 @@ URL state: `#case=<id>` opens one case; `#s=FAIL,REGRESSION&q=text&p=2` keeps th
 search and page. `#selftest` makes the page exercise itself and write what it saw into
 `<pre id="selftest">` (the browser tests read it).
 
-Without jinja2 in this interpreter, render() renders in another one that has it (PYTHONS:
-$PAGELOCK_PYTHON, Debian's /usr/bin/python3, python3 on PATH), passing the run over a pipe;
-with none, it raises MissingDependency (an OSError: the callers write results.json, JUnit and
-the CSVs first and report it as an infrastructure error, exit 1).
+Rendering needs jinja2 in this interpreter (reports/pages.py): without it render() raises
+pages.MissingDependency (an OSError: the callers write results.json, JUnit and the CSVs first and
+report it as an infrastructure error, exit 1). The commands choose their interpreter at entry
+(reports/interpreter.py).
 """
 
-import html
 import json
 import os
-import pickle
 import re
-import shutil
-import subprocess
-import sys
 
-from reports import model
+from reports import model, pages
+# Re-exported: the callers catch htmlreport.MissingDependency; the tests read the colours.
+from reports.pages import STATUS_COLORS, MissingDependency, css  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TEMPLATES = os.path.join(HERE, "templates")
-
-# Every badge is white text on its colour; each pair meets WCAG AA (4.5:1) -- the browser test
-# computes it from CSS below. Status is never colour alone: the badge always says its name.
-STATUS_COLORS = {
-    "PASS": "#2e7d32", "WARN": "#7c5e00", "NOT_SUPPORTED": "#546e7a", "SKIP": "#5f6b73",
-    "FAIL": "#c62828", "TIMEOUT": "#6a1b9a", "CRASH": "#b71c1c", "INFRA_ERROR": "#37474f",
-    "MISSING": "#a84300", "EXPECTED_FAIL": "#795548", "KNOWN_FLAKE": "#795548",
-    "FLAKE": "#8a5300", "UNEXPECTED_PASS": "#0277bd", "REGRESSION": "#c00000",
-    "FIXED": "#00796b", "NEW": "#3f51b5", "DROPPED": "#bf360c", "COVERAGE_LOST": "#ad1457",
-    "KNOWN_COVERAGE_LOSS": "#795548",
-}
-OTHER_COLOR = "#555555"
 
 # Short cell labels for the matrix (the cell's title and the legend have the full name).
 SHORT = {"PASS": "ok", "WARN": "warn", "NOT_SUPPORTED": "n/s", "SKIP": "skip", "FAIL": "FAIL",
@@ -67,103 +51,6 @@ PAGE_SIZE = 100  # case rows per page
 EAGER_CASES = 200000
 MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
 MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
-
-# Interpreters tried, in order, when this one lacks jinja2 (see render()).
-PYTHONS = [os.environ.get("PAGELOCK_PYTHON"), "/usr/bin/python3", shutil.which("python3")]
-
-
-class MissingDependency(OSError):
-    """No interpreter here imports jinja2: the HTML page cannot be rendered."""
-
-
-def css():
-    with open(os.path.join(TEMPLATES, "report.css"), encoding="utf-8") as f:
-        base = f.read()
-    return base + "".join(f".st-{s}{{background:{c}}}" for s, c in STATUS_COLORS.items()) + \
-        f".st-other{{background:{OTHER_COLOR}}}"
-
-
-def esc(s):
-    """For the few callers that still build HTML by hand (compare_runs.py)."""
-    return html.escape(str(s), quote=True)
-
-
-def badge(status, text=None):
-    """A badge as an HTML string (compare_runs.py); templates use macros.html.j2's badge."""
-    s = str(status)
-    cls = s if s in STATUS_COLORS else "other"
-    return f'<span class="st st-{cls}">{esc(text if text is not None else s)}</span>'
-
-
-# ---------------------------------------------------------------------------------------------
-# Jinja2
-
-_ENV = []
-
-
-def _jinja():
-    """The jinja2 module, or None when this interpreter lacks it."""
-    try:
-        import jinja2
-    except ImportError:
-        return None
-    return jinja2
-
-
-def environment():
-    if not _ENV:
-        jinja2 = _jinja()
-        if jinja2 is None:
-            raise MissingDependency("jinja2 is not importable by " + sys.executable)
-        env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                 keep_trailing_newline=False)
-        env.filters["status_class"] = lambda s: str(s) if str(s) in STATUS_COLORS else "other"
-        _ENV.append(env)
-    return _ENV[0]
-
-
-def _markup(text):
-    """Our own, already escaped HTML (a section rendered by a template) passed into another."""
-    import markupsafe  # comes with jinja2
-    return markupsafe.Markup(text)
-
-
-def _template(name, **context):
-    return environment().get_template(name).render(**context)
-
-
-def _python_with_jinja2():
-    for py in PYTHONS:
-        if not py or not os.path.exists(py):
-            continue
-        try:
-            if subprocess.run([py, "-c", "import jinja2"], capture_output=True, timeout=60).returncode == 0:
-                return py
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-    return None
-
-
-def _render_elsewhere(func, args, kwargs):
-    """Runs htmlreport.<func>(*args, **kwargs) in an interpreter that has jinja2 and returns its
-    page: the run travels as a pickle on stdin (the same code on both sides)."""
-    py = None if os.environ.get("PAGELOCK_RENDERING_CHILD") else _python_with_jinja2()
-    if py is None:
-        raise MissingDependency(
-            "cannot render the HTML report: no Python here imports jinja2 (tried " +
-            ", ".join(p for p in PYTHONS if p) + "); install Debian's python3-jinja2 "
-            "(tools/install_deps.sh) or set PAGELOCK_PYTHON to an interpreter that has it")
-    root = os.path.dirname(HERE)
-    code = ("import pickle,sys; sys.path.insert(0, sys.argv[1]); from reports import htmlreport as h; "
-            "f, a, k = pickle.load(sys.stdin.buffer); sys.stdout.buffer.write(getattr(h, f)(*a, **k).encode())")
-    env = dict(os.environ, PAGELOCK_RENDERING_CHILD="1")
-    p = subprocess.run([py, "-c", code, root], input=pickle.dumps((func, args, kwargs)), capture_output=True,
-                       env=env)
-    if p.returncode != 0:
-        raise MissingDependency(f"rendering the HTML report with {py} failed: "
-                                f"{p.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
-    return p.stdout.decode("utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +253,7 @@ def _json_text(obj):
     """JSON for <script type=application/json>: '<', '>' and '&' escaped so that no test output
     can end the element (the template inserts it as is)."""
     text = json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
-    return _markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return pages.markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,11 +508,6 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
     after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
     title is the page's first line; page_title the browser tab's (default: title). rules:
     {id: (family, sentence)} (default: suites/rules.tsv)."""
-    if _jinja() is None:
-        return _render_elsewhere("render", (run,), dict(
-            title=title, verdict=verdict, extra_sections=list(extra_sections), seed=seed, comp=comp,
-            baseline=baseline, folded_sections=list(folded_sections), mutation=mutation,
-            page_title=page_title, rules=rules))
     rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
@@ -634,14 +516,14 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
     counts = run.counts()
     cited = rules_cited(run.cases, rules)
     ctx = {
-        "title": title, "page_title": page_title or title, "css": _markup(css()), "verdict": verdict,
+        "title": title, "page_title": page_title or title, "css": pages.markup(css()), "verdict": verdict,
         "summary": model.format_counts(counts).splitlines()[-1], "n_cases": len(run.cases), "seed": seed,
         "mutation_line": mutation_line(mutation) if mutation and "error" not in mutation else "",
         "raw_counts": [(s, counts[s]) for s in model.STATUSES if counts.get(s)],
         "comp_counts": sorted(comp_counts.items()),
         "stale": comp.stale if comp is not None else [], "problems": run.problems,
-        "folded_sections": [_markup(s) for s in folded_sections],
-        "extra_sections": [_markup(s) for s in extra_sections],
+        "folded_sections": [pages.markup(s) for s in folded_sections],
+        "extra_sections": [pages.markup(s) for s in extra_sections],
         "mutation": mutation_context(mutation, (c.id for c in run.cases)),
         "filter_statuses": [s for s in model.STATUSES if counts.get(s)],
         "filter_changes": sorted({str(v) for v in comp_status.values()}),
@@ -657,7 +539,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
     ctx.update(changes_context(run, comp, baseline, rules))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))
-    return _template("page.html.j2", **ctx)
+    return pages.render("page.html.j2", **ctx)
 
 
 def case_data(run, comp_status, seed, rule_text):
@@ -712,7 +594,7 @@ def metrics_section(run, trends):
         return ""
     # Counts of different things share no scale; the table has them.
     charts = [bar_chart(items, unit) for unit, items in sorted(groups.items()) if unit not in ("count", "")]
-    return _template("metrics.html.j2", rows=rows, charts=charts)
+    return pages.render("metrics.html.j2", rows=rows, charts=charts)
 
 
 def run_info_section(run, info):
@@ -728,15 +610,12 @@ def run_info_section(run, info):
     rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
     if info.get("label"):
         rows.insert(0, ("change under test", info["label"], False))
-    return _template("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),
+    return pages.render("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),
                      label=info.get("label", ""), rows=rows)
 
 
 def render_qualification(run, info, comp, baseline, trends, mutation=None):
     """The qualification page. mutation: the run folder's mutation.json (load_mutation)."""
-    if _jinja() is None:
-        return _render_elsewhere("render_qualification", (run, info, comp, baseline, trends),
-                                 {"mutation": mutation})
     title, page_title = qualification_titles(run, info, comp)
     return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],

@@ -8,9 +8,10 @@ self-contained HTML report and the results as JSON.
 --junit writes a JUnit XML with one <testcase> per case (a case that passed on a retry passes,
 CRASH/TIMEOUT are <error>); --csv-dir writes deqp-runner style results.csv and failures.csv.
 
-The HTML page is rendered by Jinja2 from reports/templates/. An interpreter without jinja2 (a
-python3 that does not see Debian's python3-jinja2) renders it in one that has it: $PAGELOCK_PYTHON,
-/usr/bin/python3, python3 on PATH. The mutation section comes from --mutation FILE, else from
+The HTML page is rendered by Jinja2 from reports/templates/. Started under a python3 that does
+not import jinja2 (one that does not see Debian's python3-jinja2), the command re-executes itself
+once, before any work, under the first of $PAGELOCK_PYTHON, /usr/bin/python3, python3 on PATH that
+does (reports/interpreter.py); with none, it runs on and exits 1 (below). The mutation section comes from --mutation FILE, else from
 mutation/mutation.json in the folder of --html or next to TESTLOGS (qualify --mutation writes it).
 
 Prints counts by status and ends with the line 'N passed, N failed, N skipped'.
@@ -36,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from reports import ciout  # noqa: E402
 from reports import htmlreport as html_report  # noqa: E402
+from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
 
 
@@ -136,4 +138,5 @@ def _main(argv=None):
 
 
 if __name__ == "__main__":
+    interpreter.reexec_if_missing("jinja2", __file__, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.exit(main())

@@ -1,7 +1,7 @@
 """The report in headless Chromium at 1440x900: the first screen of a regression run, 10,000
 cases, URL state, the WCAG AA contrast of every status colour (computed from the CSS), and the
-screenshot tool. Re-executes itself under /usr/bin/python3 (Debian's, with python3-jinja2) when
-this interpreter lacks jinja2, as report_test does."""
+screenshot tool. Re-executes itself under a Python that has jinja2 when this interpreter lacks it
+(reports/interpreter.py), as report_test does."""
 
 import contextlib
 import io
@@ -18,8 +18,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("jinja2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
 from reports import compare as cmp  # noqa: E402
 from reports import htmlreport  # noqa: E402
@@ -135,8 +135,8 @@ class FirstScreenTest(unittest.TestCase):
         tiny = self.write(htmlreport.render(testsupport.big(10), title="10"), "tiny.html")
         # Budget: 1 s on an idle machine. The CI box is two cores shared by many jobs, where an
         # empty report alone can take 0.8 s; a 10-case page loaded just before measures that, and
-        # the budget grows by its slowness over an idle machine's 150 ms. (Issue 8 measured the
-        # page this replaced at 6 s for 10,000 cases.)
+        # the budget grows by its slowness over an idle machine's 150 ms. (The page this replaced
+        # took 6 s for 10,000 cases.)
         tries = []
         for _ in range(3):  # best of three
             base, _, _ = open_page(tiny)
@@ -182,7 +182,7 @@ def one_fault_run(regressions=31, causes=1, passes=40, lost_coverage=False):
 
 
 class CausesTest(unittest.TestCase):
-    """Issue 23 item 2: one cause a line."""
+    """One cause a line."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

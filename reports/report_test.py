@@ -1,9 +1,9 @@
 """Reading testlogs trees (including broken ones) and rendering the HTML report: escaping, the
 golden page, the mutation section, and what happens without jinja2.
 
-The page is rendered by Jinja2, which only Debian's /usr/bin/python3 sees on the build machine:
-under another interpreter this file re-executes itself with /usr/bin/python3 (as history_test
-does), so the templates are rendered in this process.
+The page is rendered by Jinja2, which only Debian's /usr/bin/python3 may see on the build machine:
+under an interpreter without it this file re-executes itself under one that has it
+(reports/interpreter.py, as the commands do), so the templates are rendered in this process.
 
   /usr/bin/python3 reports/report_test.py                            # or: bazel test //reports:report_test
   UPDATE_GOLDEN=1 /usr/bin/python3 reports/report_test.py GoldenTest  # rewrite reports/testdata/golden/
@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,10 +26,12 @@ from unittest import mock
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("jinja2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
+from reports import compare_runs  # noqa: E402
 from reports import htmlreport  # noqa: E402
+from reports import pages  # noqa: E402
 from reports import report  # noqa: E402
 from reports import model  # noqa: E402
 from reports import testsupport  # noqa: E402
@@ -286,8 +289,8 @@ class HtmlTest(unittest.TestCase):
 
 
 def write_big_testlogs(root, targets=250, per_target=400, fail_every=200):
-    """A bazel-testlogs tree of targets x per_target parameterised cases, some failing (as
-    /work/shared/reliability/gen_testlogs.py writes them for the scale review)."""
+    """A bazel-testlogs tree of targets x per_target parameterised cases, some failing (as the
+    scale review's generator writes them)."""
     for t in range(targets):
         rows = []
         for i in range(per_target):
@@ -303,7 +306,7 @@ def write_big_testlogs(root, targets=250, per_target=400, fail_every=200):
 
 
 class CauseTest(unittest.TestCase):
-    """Issue 23 item 2: what makes two failures one cause."""
+    """What makes two failures one cause."""
 
     def test_numbers_addresses_hex_bytes_and_sizes_are_left_out(self):
         norm = htmlreport.normalise_message
@@ -356,7 +359,7 @@ def html_escape(text):
 
 class ScaleTest(unittest.TestCase):
     def test_all_outputs_for_100000_cases_in_seconds(self):
-        """Issue 23 item 7: report.py writes every output for 100,000 cases in <= 10 s on the
+        """report.py writes every output for 100,000 cases in <= 10 s on the
         two-core build machine (about 6 s of CPU measured); the bound here is generous (CPU
         seconds of this process, so that a loaded machine does not make it flaky)."""
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -452,16 +455,20 @@ class GoldenTest(unittest.TestCase):
         with mock.patch.object(htmlreport, "RULES_TSV", RULES_FIXTURE):
             self.check("report.html", htmlreport.render(run, title="pagelock report"))
 
+    def test_mutation_page_matches_the_golden_file(self):
+        # golden/mutation.html is what tools/mutation/mutation.py's own writer made of the fixture.
+        with open(MUTATION_FIXTURE) as f:
+            self.check("mutation.html", pages.render_mutation_page(json.load(f)))
+
     def test_rendering_is_deterministic_across_processes(self):
         # Set and dict ordering must not leak into the page: another process, another hash seed.
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
                 "sys.stdout.write(t.golden_qualification_page())")
-        import subprocess
-        pages = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
-                                env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
-        self.assertGreater(len(pages[0]), 1000)
-        self.assertEqual(pages[0], pages[1])
-        self.assertEqual(pages[0], golden_qualification_page())
+        rendered = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+        self.assertGreater(len(rendered[0]), 1000)
+        self.assertEqual(rendered[0], rendered[1])
+        self.assertEqual(rendered[0], golden_qualification_page())
 
 
 class MutationSectionTest(unittest.TestCase):
@@ -528,23 +535,150 @@ class MutationSectionTest(unittest.TestCase):
         self.assertIn("no such file", err.getvalue())
 
 
+class MutationPageTest(unittest.TestCase):
+    """mutation.html (pages.render_mutation_page) from a plain dict of mutation.json's shape: the
+    score, the false alarms, a row per fault and per variation, every string escaped."""
+
+    DOC = {
+        "score": {"KILLED": 1, "HANDLED": 1, "SURVIVED": 1, "ERROR": 1, "NOT_RUN": 0, "counted": 3,
+                  "total": 4, "percent": 66.7, "run": 4},
+        "control": {"summary": "PASS=40, FAIL=1", "unstable": ["s:t/A.Flaky", "s:t/A.Slow"]},
+        "faults": [
+            {"name": "htod_corrupts_last_byte", "verdict": "KILLED", "rule": "R76", "family": "hostalloc",
+             "description": "A copy delivers a wrong last byte.",
+             "caught_by": [{"case": f"s:t/Copy.Every/{i}", "control": "PASS", "fault": "FAIL"} for i in range(32)]},
+            {"name": "no_host_register", "verdict": "HANDLED", "rule": "R14", "family": "hostregister",
+             "description": "cudaHostRegister is not supported.",
+             "handled_cases": [{"case": "s:t/Reg.Pins", "control": "PASS", "fault": "NOT_SUPPORTED"}]},
+            {"name": "ctx_sync_returns_early", "verdict": "SURVIVED", "rule": "R30", "family": "streams",
+             "description": "<script>alert('sync')</script>", "explanation": "the suite never checks data",
+             "targets_run": ["//suites/streams:streams_test"]},
+            {"name": "shim_broken", "verdict": "ERROR", "rule": "R1", "family": "x", "description": "d",
+             "note": "not loaded"},
+        ],
+        "variations": [
+            {"name": "iomemory_on_ram_not_permitted", "verdict": "FALSE_ALARM", "rule": "R55",
+             "description": "IoMemory on RAM is refused.", "justification": "documented as allowed",
+             "targets_run": ["//fake:a", "//fake:b"]},
+            {"name": "completion_delayed", "verdict": "NOT_EXERCISED", "rule": "R31", "description": "late",
+             "note": "never reached"},
+        ],
+        "false_alarms": {"count": 1, "line": "1 false alarm(s) from 1 of 2 conforming variations: 0 conform, 1 not exercised",
+                         "by_variation": {"iomemory_on_ram_not_permitted": [
+                             {"case": "s:t/Io.Pins", "control": "PASS", "status": "FAIL",
+                              "message": "IoMemory on RAM returned 800, expected 1"}]}},
+    }
+
+    def setUp(self):
+        self.page = pages.render_mutation_page(self.DOC)
+
+    def test_the_score_line_counts_every_verdict_and_the_false_alarms(self):
+        self.assertIn("<b>The suite caught 2 of 3 injected driver faults (66.7%)</b>: 1 killed, "
+                      "1 handled as NotSupported, 1 survived, 1 not loaded; false alarms: 1.", self.page)
+        self.assertIn("Control under the shim: PASS=40, FAIL=1. Unstable cases ignored: 2.", self.page)
+
+    def test_each_fault_has_its_row_with_the_cases_that_caught_it(self):
+        for f in self.DOC["faults"]:
+            self.assertIn(f"<tr class=\"{f['verdict']}\"><td>{f['name']}</td><td>{f['verdict']}</td>"
+                          f"<td>{f['rule']}</td><td>{f['family']}</td>", self.page)
+        self.assertIn("<summary>32 case(s)</summary>", self.page)
+        self.assertIn("<li>s:t/Copy.Every/29: PASS &rarr; FAIL</li><li>... 2 more</li>", self.page)
+        self.assertNotIn("s:t/Copy.Every/30", self.page)
+        self.assertIn("<li>s:t/Reg.Pins: PASS &rarr; NOT_SUPPORTED</li>", self.page)
+        self.assertIn("<td>not loaded</td></tr>", self.page)
+
+    def test_survivors_say_why_and_what_ran(self):
+        survivors = self.page.split("<h3>Survivors</h3>")[1].split("<h3>")[0]
+        self.assertIn("<td>ctx_sync_returns_early</td><td>R30</td>", survivors)
+        self.assertIn("<td>the suite never checks data</td>", survivors)
+        self.assertIn("<li>//suites/streams:streams_test</li>", survivors)
+        self.assertNotIn("htod_corrupts_last_byte", survivors)
+
+    def test_false_alarms_and_variations_are_listed(self):
+        alarms = self.page.split("<h3>False alarms: conforming variations</h3>")[1]
+        self.assertIn("<b>1 false alarm(s) from 1 of 2 conforming variations: 0 conform, 1 not exercised</b>", alarms)
+        self.assertIn("<tr class=\"SURVIVED\"><td>iomemory_on_ram_not_permitted</td><td>s:t/Io.Pins</td>"
+                      "<td>PASS &rarr; FAIL</td><td>IoMemory on RAM returned 800, expected 1</td></tr>", alarms)
+        self.assertIn("<td>FALSE_ALARM</td><td>R55</td><td>IoMemory on RAM is refused.</td>"
+                      "<td>documented as allowed</td><td>2</td></tr>", alarms)
+        self.assertIn("<tr class=\"NOT_RUN\"><td>completion_delayed</td><td>NOT_EXERCISED<br>never reached</td>", alarms)
+
+    def test_strings_are_escaped_and_the_section_is_self_contained(self):
+        self.assertNotIn("<script", self.page)
+        self.assertIn("&lt;script&gt;alert(&#39;sync&#39;)&lt;/script&gt;", self.page)
+        self.assertTrue(self.page.startswith('<section class="pl-mutation" id="mutation">\n<style>'))
+        self.assertTrue(self.page.endswith("</section>\n"))
+
+    def test_no_faults_run(self):
+        doc = dict(self.DOC, score=dict(self.DOC["score"], total=0), faults=[], variations=[])
+        page = pages.render_mutation_page(doc)
+        self.assertIn("<p>No injected faults were run.</p>", page)
+        self.assertNotIn("Every fault", page)
+        self.assertNotIn("False alarms", page)
+
+
+class CompareRunsPageTest(unittest.TestCase):
+    """compare_runs' page (templates/compare.html.j2): a column per run, a row per case, the
+    cases that differ apart from the same ones, a case one run lacks as "not run"."""
+
+    def setUp(self):
+        fp = dict(testsupport.FP, gpu0_name="<GPU & co>")
+        a = model.Run(fp, [testsupport.case("Same", "PASS"), testsupport.case("Changed", "PASS"),
+                           testsupport.case("OnlyA", "FAIL")])
+        b = model.Run(dict(testsupport.FP, nvidia_driver="590.1"),
+                      [testsupport.case("Same", "PASS"), testsupport.case("Changed", "CRASH")])
+        self.runs = [("night-a", a, {"verdict": "REGRESSIONS", "bundle": {"commit": "0123456789abcdef"}}),
+                     ("night-b", b, {})]
+
+    def test_columns_rows_and_what_differs(self):
+        page, differing = compare_runs.render(self.runs)
+        prefix = "suites/hostregister:hostregister_test/HostRegisterTest."
+        self.assertEqual(differing, [prefix + "Changed", prefix + "OnlyA"])
+        self.assertIn("<h1>pagelock: 2 runs side by side</h1>", page)
+        self.assertIn("<p>3 cases, <b>2</b> with different statuses.", page)
+        self.assertIn("<th>night-a<br>&lt;GPU &amp; co&gt;<br>driver 580.159.04<br>harness 0123456789ab<br>"
+                      "REGRESSIONS<br>", page)
+        self.assertIn("<th>night-b<br>NVIDIA H200<br>driver 590.1<br>harness <br>1 passed, 1 failed, 0 skipped</th>", page)
+        self.assertIn(f"<tr class='diff'><td class='mono'>{prefix}Changed</td><td><span class=\"st st-PASS\" "
+                      f"title=\"PASS\">PASS</span></td><td><span class=\"st st-CRASH\" title=\"CRASH\">CRASH</span>"
+                      "</td></tr>", page)
+        self.assertIn(f"<tr class='diff'><td class='mono'>{prefix}OnlyA</td><td><span class=\"st st-FAIL\" "
+                      "title=\"FAIL\">FAIL</span></td><td class='small'>not run</td></tr>", page)
+        self.assertIn(f"<tr class='same'><td class='mono'>{prefix}Same</td>", page)
+        self.assertIn("<body class=''>", page)
+        self.assertIn("<input type='checkbox' id='only' >", page)
+
+    def test_changes_only_hides_the_same_cases_from_the_start(self):
+        page, _ = compare_runs.render(self.runs, changes_only=True)
+        self.assertIn("<body class='changes'>", page)
+        self.assertIn("<input type='checkbox' id='only' checked>", page)
+        self.assertIn("body.changes tr.same{display:none}", page)
+
+    def test_without_jinja2_it_exits_one(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        paths = []
+        for name, run, _ in self.runs:
+            paths.append(os.path.join(tmp, name + ".json"))
+            model.write_results(paths[-1], run)
+        err = io.StringIO()
+        with mock.patch.dict(sys.modules, {"jinja2": None}), mock.patch.object(pages, "_ENV", []), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(compare_runs.main(paths + ["--html", os.path.join(tmp, "c.html")]), 1)
+        self.assertIn("no Python here imports jinja2", err.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(tmp, "c.html")))
+
+
 class WithoutJinjaTest(unittest.TestCase):
-    """An interpreter without jinja2: the page is rendered by one that has it; with none, the
-    other outputs are written and the report exits 1 with a clear message."""
+    """An interpreter without jinja2: the command re-executes itself under one that has it
+    (reports/interpreter.py); with none, the other outputs are written and the report exits 1
+    with a clear message."""
 
-    def test_render_in_another_interpreter_gives_the_same_page(self):
-        run, comp, base, info, trends = golden_runs()
-        here = htmlreport.render_qualification(run, info, comp, base, trends)
-        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
-                mock.patch.object(htmlreport, "PYTHONS", [sys.executable]):
-            self.assertEqual(htmlreport.render_qualification(run, info, comp, base, trends), here)
-
-    def test_no_interpreter_with_jinja2_writes_the_rest_and_exits_one(self):
+    def test_no_jinja2_writes_the_rest_and_exits_one(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
         err = io.StringIO()
-        with mock.patch.object(htmlreport, "_jinja", lambda: None), \
-                mock.patch.object(htmlreport, "PYTHONS", ["/nonexistent/python3"]), \
+        with mock.patch.dict(sys.modules, {"jinja2": None}), mock.patch.object(pages, "_ENV", []), \
                 contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             rc = report.main([root, "--html", os.path.join(root, "out/index.html"), "--json",
                               os.path.join(root, "out/results.json"), "--junit", os.path.join(root, "out/junit.xml"),
@@ -558,9 +692,60 @@ class WithoutJinjaTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(root, "out/index.html")))
 
     def test_templates_autoescape(self):
-        env = htmlreport.environment()
+        env = pages.environment()
         self.assertTrue(env.autoescape)
         self.assertEqual(env.from_string("{{ x }}").render(x="<b>&'"), "&lt;b&gt;&amp;&#39;")
+
+
+class InterpreterTest(unittest.TestCase):
+    """A command picks its interpreter once, at its entry: a module missing here and present in
+    $PAGELOCK_PYTHON (here a wrapper that adds a folder to the path) re-executes the command
+    there with its arguments, once."""
+
+    SCRIPT = (
+        "import os, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from reports import interpreter\n"
+        "if __name__ == '__main__':\n"
+        "    interpreter.reexec_if_missing(sys.argv[2], __file__, sys.argv[1])\n"
+        "    try:\n"
+        "        import pagelock_probe\n"
+        "        print('found', pagelock_probe.WHERE, sys.argv[3:], os.environ.get(interpreter.NO_REEXEC))\n"
+        "    except ImportError:\n"
+        "        print('ran here', sys.argv[3:])\n")
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        hidden = os.path.join(self.tmp, "hidden")
+        write(os.path.join(hidden, "pagelock_probe.py"), "WHERE = 'elsewhere'\n")
+        self.wrapper = os.path.join(self.tmp, "python-with-probe")
+        write(self.wrapper, f"#!/bin/sh\nPYTHONPATH={hidden}${{PYTHONPATH:+:$PYTHONPATH}} exec {sys.executable} \"$@\"\n")
+        os.chmod(self.wrapper, 0o755)
+        self.script = os.path.join(self.tmp, "cmd.py")
+        write(self.script, self.SCRIPT)
+
+    def run_script(self, module, **env):
+        e = {k: v for k, v in os.environ.items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
+        e.update(env)
+        p = subprocess.run([sys.executable, self.script, ROOT, module, "a b", "--x"], capture_output=True,
+                           text=True, env=e, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.strip()
+
+    def test_a_missing_module_reexecutes_under_the_python_that_has_it(self):
+        self.assertEqual(self.run_script("pagelock_probe", PAGELOCK_PYTHON=self.wrapper),
+                         "found elsewhere ['a b', '--x'] 1")
+
+    def test_without_a_python_that_has_it_the_command_runs_on_here(self):
+        self.assertEqual(self.run_script("pagelock_probe"), "ran here ['a b', '--x']")
+
+    def test_a_reexecuted_command_never_reexecutes_again(self):
+        self.assertEqual(self.run_script("pagelock_probe", PAGELOCK_PYTHON=self.wrapper, PAGELOCK_NO_REEXEC="1"),
+                         "ran here ['a b', '--x']")
+
+    def test_a_module_present_here_runs_here(self):
+        self.assertEqual(self.run_script("json", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,11 @@ into the relative form qualify would have written from a checkout (`expectations
 `runs/...`, `BUNDLE/...`), then re-renders every run folder under DIR (and the stray
 `*results.json` + `*report.html` pairs beside them). examples_test.py holds the tree to it.
 
-Exit codes: 0 done; 2 bad input (no such folder, a results.json that cannot be read).
+Started under a python3 without jinja2, it re-executes itself once under one that has it
+(reports/interpreter.py).
+
+Exit codes: 0 done; 1 no Python here imports jinja2 (the pages cannot be rendered); 2 bad input
+(no such folder, a results.json that cannot be read).
 """
 
 import argparse
@@ -31,6 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import htmlreport  # noqa: E402
+from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
 
 # (pattern, replacement), in order: the checkout first, then scratch folders of the machine.
@@ -205,8 +210,12 @@ def main(argv=None):
     except model.ResultsError as e:
         print(f"rerender: {e}", file=sys.stderr)
         return 2
+    except htmlreport.MissingDependency as e:
+        print(f"rerender: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
 if __name__ == "__main__":
+    interpreter.reexec_if_missing("jinja2", __file__, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.exit(main())
