@@ -60,10 +60,8 @@ def _gpu_tags(tier, gpus, exclusive = False):
         tags.append("exclusive")
     return tags
 
-# `tags` is accepted only until the last BUILD file that spells one (suites/concurrency) says
-# `exclusive = True` instead; then it goes, and the macros own every tag.
-def gpu_test(name, srcs, deps = [], tier = "bat", gpus = 1, exclusive = False, size = "medium", timeout = "moderate", tags = [], **kwargs):
-    _cc_test(name, srcs, deps, _gpu_tags(tier, gpus, exclusive) + tags, size, timeout, **kwargs)
+def gpu_test(name, srcs, deps = [], tier = "bat", gpus = 1, exclusive = False, size = "medium", timeout = "moderate", **kwargs):
+    _cc_test(name, srcs, deps, _gpu_tags(tier, gpus, exclusive), size, timeout, **kwargs)
 
 def gpu_prop_test(name, srcs, deps = [], tier = "full", gpus = 1, **kwargs):
     _cc_test(name, srcs, deps + ["@rapidcheck"], _gpu_tags(tier, gpus) + ["prop"], "medium", "moderate", **kwargs)
