@@ -24,14 +24,16 @@ def _exec_properties(tags):
     # Remote execution: platform properties a Remote Execution API service can route on
     # (docs/fleet.md). GPU count from the tags; the SKU from a `sku_<name>` tag if a test has one,
     # else from --remote_default_exec_properties=gpu_sku=... (.bazelrc, config remote).
+    # The keys are scoped to the `test` exec group (Bazel >= 4.1): only the test action asks for a
+    # GPU worker; compiling and linking a GPU test route like any other action.
     if "gpu" not in tags:
         return {}
-    props = {"gpu_count": "1"}
+    props = {"test.gpu_count": "1"}
     for t in tags:
         if t.startswith("requires-gpu:"):
-            props["gpu_count"] = t[len("requires-gpu:"):]
+            props["test.gpu_count"] = t[len("requires-gpu:"):]
         elif t.startswith("sku_"):
-            props["gpu_sku"] = t[len("sku_"):]
+            props["test.gpu_sku"] = t[len("sku_"):]
     return props
 
 def _cc_test(name, srcs, deps, tags, size, timeout, **kwargs):
