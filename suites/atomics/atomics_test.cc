@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
 #include "kernels/atomics_kernels.h"
 
@@ -90,6 +91,7 @@ TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {
   ASSERT_TRUE(s8 && s4);
   cudaStream_t stream = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreate(&stream));
+  auto own_stream = OwnedStream::Adopt(stream);
   ASSERT_CUDA_OK(LaunchAlternatingStores(s8, s4, kSlots, 20000, stream));
   unsigned long long reads = 0, torn = 0;
   const bool finished = WhileRunning(stream, 60, [&] {
@@ -102,7 +104,7 @@ TEST_F(MappedAtomicsTest, AlignedDeviceStoresAreNeverTornForTheHost) {
   });
   EXPECT_TRUE(finished) << "the store kernel did not finish within its time limit";
   EXPECT_CUDA_OK(cudaStreamSynchronize(stream));
-  EXPECT_CUDA_OK(cudaStreamDestroy(stream));
+  EXPECT_CUDA_OK(own_stream.Free());
   Metric("host_reads_count", static_cast<double>(reads), "count");
   EXPECT_GT(reads, 0u);
   EXPECT_EQ(torn, 0u) << "torn values seen by the host";

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
@@ -133,10 +134,13 @@ class BandwidthTest : public GpuTest {
     // Events belong to the device of the stream they are recorded on.
     auto on = [&](size_t i) { return cudaSetDevice(lanes[i]->device >= 0 ? lanes[i]->device : current); };
     std::vector<cudaEvent_t> start(lanes.size()), stop(lanes.size());
+    std::vector<OwnedEvent> own_start(lanes.size()), own_stop(lanes.size());
     for (size_t i = 0; i < lanes.size(); ++i) {
       ASSERT_CUDA_OK(on(i));
       ASSERT_CUDA_OK(cudaEventCreate(&start[i]));
+      own_start[i] = OwnedEvent::Adopt(start[i]);
       ASSERT_CUDA_OK(cudaEventCreate(&stop[i]));
+      own_stop[i] = OwnedEvent::Adopt(stop[i]);
     }
     for (int s = 0; s < samples + discard; ++s) {
       __atomic_store_n(flag_, 0u, __ATOMIC_RELEASE);
@@ -175,8 +179,8 @@ class BandwidthTest : public GpuTest {
       ASSERT_NE(flag_[1], kKernelTimedOut) << "the holding kernel never saw the host's flag";
     }
     for (size_t i = 0; i < lanes.size(); ++i) {
-      EXPECT_CUDA_OK(cudaEventDestroy(start[i]));
-      EXPECT_CUDA_OK(cudaEventDestroy(stop[i]));
+      EXPECT_CUDA_OK(own_start[i].Free());
+      EXPECT_CUDA_OK(own_stop[i].Free());
     }
     ASSERT_CUDA_OK(cudaSetDevice(current));
   }
@@ -255,36 +259,6 @@ class BandwidthTest : public GpuTest {
   int sms_ = 1;
 };
 
-// RAII pinned allocation with its device alias; freed before the fixture's leak check.
-struct Pinned {
-  explicit Pinned(size_t n, unsigned flags = cudaHostAllocMapped) {
-    void* h = nullptr;
-    status = cudaHostAlloc(&h, n, flags);
-    host = static_cast<unsigned char*>(h);
-    void* d = nullptr;
-    if (status == cudaSuccess) status = cudaHostGetDevicePointer(&d, h, 0);
-    alias = static_cast<unsigned char*>(d);
-  }
-  ~Pinned() {
-    if (host) cudaFreeHost(host);
-  }
-  cudaError_t status;
-  unsigned char* host = nullptr;
-  unsigned char* alias = nullptr;
-};
-
-// RAII device allocation, freed before the fixture's leak check.
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t n) { status = cudaMalloc(&ptr, n); }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  cudaError_t status;
-  void* ptr = nullptr;
-};
-
 TEST_F(BandwidthTest, PinnedCopiesReachAFairShareOfThePcieLink) {
   PAGELOCK_RULE("P03,R04");
   // The gate needs the link: NotSupported before any work when it is unknown.
@@ -293,12 +267,12 @@ TEST_F(BandwidthTest, PinnedCopiesReachAFairShareOfThePcieLink) {
   }
   NoteLink();
   // nvbandwidth's host_to_device_memcpy_ce / device_to_host_memcpy_ce: its sizes and counts.
-  Pinned pinned(kNvbwBytes);
-  ASSERT_CUDA_OK(pinned.status);
+  PinnedBuffer pinned = PinnedBuffer::Mapped(kNvbwBytes);
+  ASSERT_CUDA_OK(pinned.status());
   DeviceBuffer dev(kNvbwBytes);
-  ASSERT_CUDA_OK(dev.status);
+  ASSERT_CUDA_OK(dev.status());
   double h2d = 0, d2h = 0;
-  CopyEngineBothWays("pinned", pinned.host, pinned.alias, &h2d, &d2h, kNvbwBytes, dev.ptr, /*nvbw=*/true);
+  CopyEngineBothWays("pinned", pinned.host(), pinned.dev(), &h2d, &d2h, kNvbwBytes, dev.get(), /*nvbw=*/true);
   if (HasFatalFailure()) return;
   if (std::min(h2d, d2h) < 0.4 * link_) {
     Warn("pinned copies below 40% of the PCIe link limit (" + FormatNumber(link_) + " GB/s, " + link_basis_ +
@@ -314,62 +288,62 @@ TEST_F(BandwidthTest, BidirectionalCopyEngineCopiesDeliverEveryByte) {
   // that (host2 <-> dev2) on a second stream, so it interferes for the whole measurement; only
   // the measured stream's copies are timed.
   constexpr size_t kBig = 2 * kNvbwBytes;
-  Pinned host1(kNvbwBytes), host2(kBig);
-  ASSERT_CUDA_OK(host1.status);
-  ASSERT_CUDA_OK(host2.status);
+  PinnedBuffer host1 = PinnedBuffer::Mapped(kNvbwBytes), host2 = PinnedBuffer::Mapped(kBig);
+  ASSERT_CUDA_OK(host1.status());
+  ASSERT_CUDA_OK(host2.status());
   DeviceBuffer dev1(kNvbwBytes), dev2(kBig);
-  ASSERT_CUDA_OK(dev1.status);
-  ASSERT_CUDA_OK(dev2.status);
+  ASSERT_CUDA_OK(dev1.status());
+  ASSERT_CUDA_OK(dev2.status());
   const uint32_t seed = static_cast<uint32_t>(CaseRng()()), seed2 = seed ^ 0x77u, seed3 = seed ^ 0x99u,
                  seed4 = seed ^ 0xaau;
   // H2D measured (host1 -> dev1), D2H interfering (dev2 -> host2).
-  ASSERT_CUDA_OK(DeviceFill(host1.alias, kNvbwBytes, seed));
-  ASSERT_CUDA_OK(DeviceFill(dev2.ptr, kBig, seed2));
+  ASSERT_CUDA_OK(DeviceFill(host1.dev(), kNvbwBytes, seed));
+  ASSERT_CUDA_OK(DeviceFill(dev2.get(), kBig, seed2));
   {
-    Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev1.ptr, host1.host, kNvbwBytes, cudaMemcpyHostToDevice, s); }, kNvbwBytes};
-    Lane against{stream2_, [&](cudaStream_t s) { return cudaMemcpyAsync(host2.host, dev2.ptr, kBig, cudaMemcpyDeviceToHost, s); }, kBig};
+    Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev1.get(), host1.host(), kNvbwBytes, cudaMemcpyHostToDevice, s); }, kNvbwBytes};
+    Lane against{stream2_, [&](cudaStream_t s) { return cudaMemcpyAsync(host2.host(), dev2.get(), kBig, cudaMemcpyDeviceToHost, s); }, kBig};
     Measure({&up, &against}, kNvbwLoops, kNvbwSamples, true, kNvbwWarmup, /*together=*/true, /*discard=*/0);
     if (HasFatalFailure()) return;
     Record("h2d_bidir_ce", up);
     Metric("h2d_bidir_ce_interfering_d2h_GBps", Median(against.gbps), "GB/s");
   }
-  EXPECT_EQ(DeviceCount(dev1.ptr, kNvbwBytes, seed), 0u) << "measured H2D copies of the bidirectional H2D case";
-  EXPECT_EQ(DeviceCount(host2.alias, kBig, seed2), 0u) << "interfering D2H copies of the bidirectional H2D case";
+  EXPECT_EQ(DeviceCount(dev1.get(), kNvbwBytes, seed), 0u) << "measured H2D copies of the bidirectional H2D case";
+  EXPECT_EQ(DeviceCount(host2.dev(), kBig, seed2), 0u) << "interfering D2H copies of the bidirectional H2D case";
   // D2H measured (dev1 -> host1), H2D interfering (host2 -> dev2).
-  ASSERT_CUDA_OK(DeviceFill(dev1.ptr, kNvbwBytes, seed3));
-  ASSERT_CUDA_OK(DeviceFill(dev2.ptr, kBig, seed4));
+  ASSERT_CUDA_OK(DeviceFill(dev1.get(), kNvbwBytes, seed3));
+  ASSERT_CUDA_OK(DeviceFill(dev2.get(), kBig, seed4));
   {
-    Lane down{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(host1.host, dev1.ptr, kNvbwBytes, cudaMemcpyDeviceToHost, s); }, kNvbwBytes};
-    Lane against{stream2_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev2.ptr, host2.host, kBig, cudaMemcpyHostToDevice, s); }, kBig};
+    Lane down{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(host1.host(), dev1.get(), kNvbwBytes, cudaMemcpyDeviceToHost, s); }, kNvbwBytes};
+    Lane against{stream2_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev2.get(), host2.host(), kBig, cudaMemcpyHostToDevice, s); }, kBig};
     Measure({&down, &against}, kNvbwLoops, kNvbwSamples, true, kNvbwWarmup, /*together=*/true, /*discard=*/0);
     if (HasFatalFailure()) return;
     Record("d2h_bidir_ce", down);
     Metric("d2h_bidir_ce_interfering_h2d_GBps", Median(against.gbps), "GB/s");
   }
-  EXPECT_EQ(DeviceCount(host1.alias, kNvbwBytes, seed3), 0u) << "measured D2H copies of the bidirectional D2H case";
-  EXPECT_EQ(DeviceCount(dev2.ptr, kBig, seed2), 0u) << "interfering H2D copies of the bidirectional D2H case";
+  EXPECT_EQ(DeviceCount(host1.dev(), kNvbwBytes, seed3), 0u) << "measured D2H copies of the bidirectional D2H case";
+  EXPECT_EQ(DeviceCount(dev2.get(), kBig, seed2), 0u) << "interfering H2D copies of the bidirectional D2H case";
 }
 
 TEST_F(BandwidthTest, SmCopiesThroughTheDeviceAliasDeliverEveryByte) {
   PAGELOCK_RULE("R14,R51,S07");
   NoteLink();
-  Pinned pinned(kBytes);
-  ASSERT_CUDA_OK(pinned.status);
+  PinnedBuffer pinned = PinnedBuffer::Mapped(kBytes);
+  ASSERT_CUDA_OK(pinned.status());
   const unsigned blocks = static_cast<unsigned>(sms_) * 4;
   Observe("sm_copy_blocks", blocks);
   const uint32_t seed = static_cast<uint32_t>(CaseRng()()), seed2 = seed ^ 0x33u;
-  ASSERT_CUDA_OK(DeviceFill(pinned.alias, kBytes, seed));
-  Lane up{stream_, [&](cudaStream_t s) { return LaunchCopyKernel(device_, pinned.alias, kBytes, blocks, s); }, kBytes};
+  ASSERT_CUDA_OK(DeviceFill(pinned.dev(), kBytes, seed));
+  Lane up{stream_, [&](cudaStream_t s) { return LaunchCopyKernel(device_, pinned.dev(), kBytes, blocks, s); }, kBytes};
   Measure({&up});
   if (HasFatalFailure()) return;
   Record("h2d_sm", up);
   EXPECT_EQ(DeviceCount(device_, kBytes, seed), 0u) << "the SM copies from host memory did not deliver every byte";
   ASSERT_CUDA_OK(DeviceFill(device_, kBytes, seed2));
-  Lane down{stream_, [&](cudaStream_t s) { return LaunchCopyKernel(pinned.alias, device_, kBytes, blocks, s); }, kBytes};
+  Lane down{stream_, [&](cudaStream_t s) { return LaunchCopyKernel(pinned.dev(), device_, kBytes, blocks, s); }, kBytes};
   Measure({&down});
   if (HasFatalFailure()) return;
   Record("d2h_sm", down);
-  EXPECT_EQ(DeviceCount(pinned.alias, kBytes, seed2), 0u) << "the SM copies to host memory did not deliver every byte";
+  EXPECT_EQ(DeviceCount(pinned.dev(), kBytes, seed2), 0u) << "the SM copies to host memory did not deliver every byte";
 }
 
 TEST_F(BandwidthTest, HostDeviceLatencyByAPointerChaseThroughMappedMemory) {
@@ -377,9 +351,9 @@ TEST_F(BandwidthTest, HostDeviceLatencyByAPointerChaseThroughMappedMemory) {
   // 16384 slots of 64 bytes in one random cycle: every load depends on the one before.
   constexpr size_t kSlots = 16384, kStride = 8;  // in 8-byte words
   constexpr unsigned kSteps = 4096;
-  Pinned chain(kSlots * kStride * sizeof(unsigned long long));
-  ASSERT_CUDA_OK(chain.status);
-  auto* words = reinterpret_cast<unsigned long long*>(chain.host);
+  PinnedBuffer chain = PinnedBuffer::Mapped(kSlots * kStride * sizeof(unsigned long long));
+  ASSERT_CUDA_OK(chain.status());
+  auto* words = reinterpret_cast<unsigned long long*>(chain.host());
   std::vector<size_t> order(kSlots);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin() + 1, order.end(), CaseRng());
@@ -388,14 +362,14 @@ TEST_F(BandwidthTest, HostDeviceLatencyByAPointerChaseThroughMappedMemory) {
   unsigned long long want = 0;
   for (unsigned s = 0; s < kSteps; ++s) want = words[want];
   auto* out = counter_;  // reuse: [0] elapsed; the last index goes in a second word
-  Pinned last(sizeof(unsigned long long));
-  ASSERT_CUDA_OK(last.status);
+  PinnedBuffer last = PinnedBuffer::Mapped(sizeof(unsigned long long));
+  ASSERT_CUDA_OK(last.status());
   std::vector<double> ns;
   for (int r = 0; r < kSamples + 1; ++r) {
-    ASSERT_CUDA_OK(LaunchPointerChase(reinterpret_cast<const unsigned long long*>(chain.alias), kSteps, out,
-                                      reinterpret_cast<unsigned long long*>(last.alias), stream_));
+    ASSERT_CUDA_OK(LaunchPointerChase(reinterpret_cast<const unsigned long long*>(chain.dev()), kSteps, out,
+                                      reinterpret_cast<unsigned long long*>(last.dev()), stream_));
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream_));
-    ASSERT_EQ(*reinterpret_cast<unsigned long long*>(last.host), want)
+    ASSERT_EQ(*reinterpret_cast<unsigned long long*>(last.host()), want)
         << "the device's walk through host memory ended at another element than the host's";
     if (r > 0) ns.push_back(static_cast<double>(*out) / kSteps);
   }
@@ -409,15 +383,16 @@ TEST_F(BandwidthTest, RegisteredMemoryCopiesLikeAllocatedMemory) {
   std::vector<unsigned char> heap(kBytes + 4096);
   auto* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(heap.data()) + 4095) & ~uintptr_t{4095});
   ASSERT_CUDA_OK(cudaHostRegister(base, kBytes, cudaHostRegisterMapped));
+  auto own_base = HostRegistration::Adopt(base);
   void* alias = nullptr;
   EXPECT_CUDA_OK(cudaHostGetDevicePointer(&alias, base, 0));
   double h2d = 0, d2h = 0;
   if (alias) CopyEngineBothWays("registered", base, static_cast<unsigned char*>(alias), &h2d, &d2h);
-  EXPECT_CUDA_OK(cudaHostUnregister(base));
-  Pinned pinned(kBytes);
-  ASSERT_CUDA_OK(pinned.status);
+  EXPECT_CUDA_OK(own_base.Free());
+  PinnedBuffer pinned = PinnedBuffer::Mapped(kBytes);
+  ASSERT_CUDA_OK(pinned.status());
   double ah2d = 0, ad2h = 0;
-  CopyEngineBothWays("allocated", pinned.host, pinned.alias, &ah2d, &ad2h);
+  CopyEngineBothWays("allocated", pinned.host(), pinned.dev(), &ah2d, &ad2h);
   if (ah2d > 0 && ad2h > 0) {
     Metric("h2d_registered_over_allocated", h2d / ah2d, "ratio");
     Metric("d2h_registered_over_allocated", d2h / ad2h, "ratio");
@@ -434,22 +409,22 @@ TEST_F(BandwidthTest, PageableCopiesDeliverEveryByte) {
 TEST_F(BandwidthTest, WriteCombinedUploadAndSlowHostReads) {
   PAGELOCK_RULE("R16,S07");
   NoteLink();
-  Pinned wc(kBytes, cudaHostAllocWriteCombined | cudaHostAllocMapped);
-  Pinned cached(kBytes);
-  ASSERT_CUDA_OK(wc.status);
-  ASSERT_CUDA_OK(cached.status);
+  PinnedBuffer wc = PinnedBuffer::Mapped(kBytes, cudaHostAllocWriteCombined | cudaHostAllocMapped);
+  PinnedBuffer cached = PinnedBuffer::Mapped(kBytes);
+  ASSERT_CUDA_OK(wc.status());
+  ASSERT_CUDA_OK(cached.status());
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  ASSERT_CUDA_OK(DeviceFill(wc.alias, kBytes, seed));
-  Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(device_, wc.host, kBytes, cudaMemcpyHostToDevice, s); }, kBytes};
+  ASSERT_CUDA_OK(DeviceFill(wc.dev(), kBytes, seed));
+  Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(device_, wc.host(), kBytes, cudaMemcpyHostToDevice, s); }, kBytes};
   Measure({&up});
   if (HasFatalFailure()) return;
   Record("h2d_writecombined_ce", up);
   EXPECT_EQ(DeviceCount(device_, kBytes, seed), 0u) << "the timed write-combined uploads did not deliver every byte";
   // Host reads: informational; write-combined reads are expected to be much slower (R16).
-  std::memset(wc.host, 3, kBytes);
-  std::memset(cached.host, 3, kBytes);
-  for (auto [name, p] : {std::make_pair("host_read_writecombined", wc.host),
-                         std::make_pair("host_read_cached_pinned", cached.host)}) {
+  std::memset(wc.host(), 3, kBytes);
+  std::memset(cached.host(), 3, kBytes);
+  for (auto [name, p] : {std::make_pair("host_read_writecombined", wc.host()),
+                         std::make_pair("host_read_cached_pinned", cached.host())}) {
     const auto* v = reinterpret_cast<const volatile unsigned long long*>(p);
     const size_t n = (size_t{8} << 20) / sizeof(unsigned long long);
     unsigned long long sum = 0;
@@ -465,56 +440,56 @@ TEST_F(BandwidthTest, CopyBandwidthCurveFrom4KiBTo256MiB) {
   PAGELOCK_RULE("R04,S07");
   NoteLink();
   constexpr size_t kMax = size_t{256} << 20;
-  Pinned pinned(kMax);
-  ASSERT_CUDA_OK(pinned.status);
+  PinnedBuffer pinned = PinnedBuffer::Mapped(kMax);
+  ASSERT_CUDA_OK(pinned.status());
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&dev, kMax));
+  const auto own_dev = DeviceBuffer::Adopt(dev);
   for (size_t n = size_t{4} << 10; n <= kMax && !HasFatalFailure(); n *= 2) {
     // At least 64 MiB per sample for big sizes; at most 64 queued copies behind the hold.
     const int loops = static_cast<int>(std::clamp<size_t>(kBytes / n, 1, 64));
     const std::string size = n >= (size_t{1} << 20) ? std::to_string(n >> 20) + "MiB" : std::to_string(n >> 10) + "KiB";
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    ASSERT_CUDA_OK(DeviceFill(pinned.alias, n, seed));
-    Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev, pinned.host, n, cudaMemcpyHostToDevice, s); }, n};
+    ASSERT_CUDA_OK(DeviceFill(pinned.dev(), n, seed));
+    Lane up{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(dev, pinned.host(), n, cudaMemcpyHostToDevice, s); }, n};
     Measure({&up}, loops, 3);
     if (HasFatalFailure()) break;
     Record("h2d_pinned_ce_" + size, up);
     EXPECT_EQ(DeviceCount(dev, n, seed), 0u) << size << " H2D copies did not deliver every byte";
     ASSERT_CUDA_OK(DeviceFill(dev, n, seed ^ 1));
-    Lane down{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(pinned.host, dev, n, cudaMemcpyDeviceToHost, s); }, n};
+    Lane down{stream_, [&](cudaStream_t s) { return cudaMemcpyAsync(pinned.host(), dev, n, cudaMemcpyDeviceToHost, s); }, n};
     Measure({&down}, loops, 3);
     if (HasFatalFailure()) break;
     Record("d2h_pinned_ce_" + size, down);
-    EXPECT_EQ(DeviceCount(pinned.alias, n, seed ^ 1), 0u) << size << " D2H copies did not deliver every byte";
+    EXPECT_EQ(DeviceCount(pinned.dev(), n, seed ^ 1), 0u) << size << " D2H copies did not deliver every byte";
   }
-  EXPECT_CUDA_OK(cudaFree(dev));
 }
 
 TEST_F(BandwidthTest, EveryDeviceCopiesAtItsOwnLinkRate) {
   PAGELOCK_RULE("R14,R18,S07");
   PAGELOCK_REQUIRE(RequireDeviceCount(2));
-  Pinned pinned(kBytes);
-  ASSERT_CUDA_OK(pinned.status);
+  PinnedBuffer pinned = PinnedBuffer::Mapped(kBytes);
+  ASSERT_CUDA_OK(pinned.status());
   const int count = static_cast<int>(Probe().devices.size());
   for (int d = 1; d < count && !HasFatalFailure(); ++d) {
     // Device 0's figures come from the other cases; each further device gets the same method.
     ASSERT_CUDA_OK(cudaSetDevice(d));
     void* dev = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&dev, kBytes));
+    const auto own_dev = DeviceBuffer::Adopt(dev);
     cudaStream_t s = nullptr;
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const auto own_s = OwnedStream::Adopt(s);
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    streams::HostFillPatternFrom(pinned.host, kBytes, 0, seed);
-    Lane up{s, [&](cudaStream_t st) { return cudaMemcpyAsync(dev, pinned.host, kBytes, cudaMemcpyHostToDevice, st); }, kBytes};
+    streams::HostFillPatternFrom(pinned.host(), kBytes, 0, seed);
+    Lane up{s, [&](cudaStream_t st) { return cudaMemcpyAsync(dev, pinned.host(), kBytes, cudaMemcpyHostToDevice, st); }, kBytes};
     Measure({&up});
     const std::string name = "h2d_pinned_ce_device" + std::to_string(d);
     if (!HasFatalFailure()) Metric(name + "_GBps", Median(up.gbps), "GB/s");
-    std::memset(pinned.host, 0, kBytes);
-    ASSERT_CUDA_OK(cudaMemcpy(pinned.host, dev, kBytes, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(streams::HostCountPattern(pinned.host, kBytes, 0, seed), 0u)
+    std::memset(pinned.host(), 0, kBytes);
+    ASSERT_CUDA_OK(cudaMemcpy(pinned.host(), dev, kBytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(streams::HostCountPattern(pinned.host(), kBytes, 0, seed), 0u)
         << "device " << d << ": the timed H2D copies did not deliver every byte";
-    EXPECT_CUDA_OK(cudaStreamDestroy(s));
-    EXPECT_CUDA_OK(cudaFree(dev));
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
 }
@@ -524,25 +499,29 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
   // nvbandwidth's host_to_all / all_to_host CE cases: every device copies at the same time.
   PAGELOCK_REQUIRE(RequireDeviceCount(2));
   const int count = static_cast<int>(Probe().devices.size());
-  std::vector<std::unique_ptr<Pinned>> host;
+  std::vector<std::unique_ptr<PinnedBuffer>> host;
   std::vector<void*> dev(count, nullptr);
   std::vector<cudaStream_t> streams(count, nullptr);
+  std::vector<DeviceBuffer> own_dev(count);
+  std::vector<OwnedStream> own_streams(count);
   std::vector<uint32_t> seeds(count);
   for (int d = 0; d < count; ++d) {
-    host.push_back(std::make_unique<Pinned>(kBytes, cudaHostAllocMapped | cudaHostAllocPortable));
-    ASSERT_CUDA_OK(host.back()->status);
+    host.push_back(std::make_unique<PinnedBuffer>(PinnedBuffer::Mapped(kBytes, cudaHostAllocMapped | cudaHostAllocPortable)));
+    ASSERT_CUDA_OK(host.back()->status());
     ASSERT_CUDA_OK(cudaSetDevice(d));
     ASSERT_CUDA_OK(cudaMalloc(&dev[d], kBytes));
+    own_dev[d] = DeviceBuffer::Adopt(dev[d]);
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking));
+    own_streams[d] = OwnedStream::Adopt(streams[d]);
     seeds[d] = static_cast<uint32_t>(CaseRng()());
-    streams::HostFillPatternFrom(host[d]->host, kBytes, 0, seeds[d]);
+    streams::HostFillPatternFrom(host[d]->host(), kBytes, 0, seeds[d]);
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
   for (const bool up : {true, false}) {
     std::vector<Lane> lanes(count);
     std::vector<Lane*> ptrs;
     for (int d = 0; d < count; ++d) {
-      unsigned char* h = host[d]->host;
+      unsigned char* h = host[d]->host();
       void* g = dev[d];
       lanes[d] = Lane{streams[d], [h, g, up](cudaStream_t s) {
                         // copy-check: the H2D then D2H round trip is counted after the timing
@@ -552,7 +531,7 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
       ptrs.push_back(&lanes[d]);
     }
     if (!up) {
-      for (int d = 0; d < count; ++d) std::memset(host[d]->host, 0, kBytes);
+      for (int d = 0; d < count; ++d) std::memset(host[d]->host(), 0, kBytes);
     }
     Measure(ptrs);
     if (HasFatalFailure()) break;
@@ -563,15 +542,16 @@ TEST_F(BandwidthTest, AllDevicesCopyingAtOnceDeliverEveryByte) {
     Metric(std::string(up ? "host_to_all" : "all_to_host") + "_ce_sum_GBps", sum, "GB/s");
     if (!up) {
       for (int d = 0; d < count; ++d) {
-        EXPECT_EQ(streams::HostCountPattern(host[d]->host, kBytes, 0, seeds[d]), 0u)
+        EXPECT_EQ(streams::HostCountPattern(host[d]->host(), kBytes, 0, seeds[d]), 0u)
             << "device " << d << ": the timed all-devices copies did not deliver every byte";
       }
     }
   }
   for (int d = 0; d < count; ++d) {
     ASSERT_CUDA_OK(cudaSetDevice(d));
-    EXPECT_CUDA_OK(cudaStreamDestroy(streams[d]));
-    EXPECT_CUDA_OK(cudaFree(dev[d]));
+    EXPECT_CUDA_OK(own_streams[d].Free());
+    EXPECT_CUDA_OK(own_dev[d].Free());
+
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
 }

@@ -22,6 +22,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -37,6 +38,9 @@ struct Buffer {
   bool allocated = false;  // cudaHostAlloc/cudaMallocHost (else registered)
   uint32_t seed_before = 0, seed_after = 0;
   std::unique_ptr<HostRegion> region;
+  // The kit's owners; the scenario releases through them and reports the result.
+  PinnedBuffer pinned;
+  HostRegistration registration;
 };
 
 // The grandchild: async-signal-safe code only (the parent is multi-threaded). A fault while
@@ -91,6 +95,7 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
     cudaError_t e = b.name == "cudaHostAlloc" ? cudaHostAlloc(&b.host, kSize, cudaHostAllocMapped)
                                               : cudaMallocHost(&b.host, kSize);
     report.Error("pin_" + b.name, e);
+    if (e == cudaSuccess) b.pinned = PinnedBuffer::Adopt(b.host, kSize);
     if (e == cudaSuccess) buffers.push_back(std::move(b));
   }
   for (HostMemoryKind kind : RegistrableKinds()) {
@@ -103,7 +108,8 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
     }
     b.host = b.region->data();
     b.size = b.region->size();
-    cudaError_t e = cudaHostRegister(b.host, b.size, cudaHostRegisterMapped);
+    b.registration = HostRegistration(b.host, b.size, cudaHostRegisterMapped);
+    const cudaError_t e = b.registration.status();
     report.Error("pin_" + b.name, e);
     if (e == cudaSuccess) buffers.push_back(std::move(b));
   }
@@ -203,7 +209,8 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
   }
   report.Error("later_registration", e);
   for (Buffer& b : buffers) {
-    report.Error("release_" + b.name, b.allocated ? cudaFreeHost(b.host) : cudaHostUnregister(b.host));
+    report.Error("release_" + b.name, b.allocated ? b.pinned.Free() : b.registration.Free());
+
   }
 }
 

@@ -16,6 +16,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "fixtures/kernel_accounting.h"
 #include "kernels/access_kernels.h"
 
@@ -151,26 +152,29 @@ TEST(LifetimeTest, ABufferIdIsNeverReusedAfterAFree) {
   };
   void* first = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&first, kSize, 0));
+  auto own_first = PinnedBuffer::Adopt(first);
   unsigned long long first_id = 0;
   ASSERT_CU_OK(id_of(first, &first_id));
+  own_first.release();  // the free is part of the case
   ASSERT_CUDA_OK(cudaFreeHost(first));
   // Allocate until the address comes back (bounded), keeping every ID seen.
-  std::vector<void*> held;
+  std::vector<PinnedBuffer> own_held;
   std::vector<unsigned long long> ids;
   bool reused = false;
   for (int i = 0; i < 32 && !reused; ++i) {
     void* p = nullptr;
     ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
+    own_held.push_back(PinnedBuffer::Adopt(p));
     unsigned long long id = 0;
     EXPECT_CU_OK(id_of(p, &id));
     EXPECT_NE(id, first_id) << "allocation " << i << " got the ID of a freed allocation";
     for (unsigned long long other : ids) EXPECT_NE(id, other) << "two live allocations share an ID";
     ids.push_back(id);
-    held.push_back(p);
     reused = p == first;
   }
   Observe("address_reused", reused);
-  for (void* p : held) EXPECT_CUDA_OK(cudaFreeHost(p));
+  for (PinnedBuffer& p : own_held) EXPECT_CUDA_OK(p.Free());
+
 }
 
 }  // namespace

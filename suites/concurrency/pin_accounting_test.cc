@@ -27,6 +27,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/storm.h"
@@ -163,15 +164,19 @@ TEST_F(PinAccountingTest, AllocFreeCyclesReturnThePinBalanceAndMemAvailable) {
   }
   // Holding `hold` bytes must show in MemAvailable (else the check below could not fail).
   std::vector<void*> held;
+  std::vector<PinnedBuffer> own_held;  // released by the case's frees below, or on an early return
   const size_t chunk = 64 << 20;
   for (int64_t got = 0; got < hold; got += chunk) {
     void* p = nullptr;
     ASSERT_CUDA_OK(cudaHostAlloc(&p, chunk, 0));
     held.push_back(p);
+    own_held.push_back(PinnedBuffer::Adopt(p));
   }
   const MemInfo holding = ReadMemInfo();
   ObserveMem("holding", holding);
+  for (PinnedBuffer& o : own_held) o.release();
   for (void* p : held) ASSERT_CUDA_OK(cudaFreeHost(p));
+
   const int64_t drop = base.mem.mem_available - holding.mem_available;
   Metric("memavailable_drop_while_holding_MiB", static_cast<double>(drop / kMiB), "MiB");
   EXPECT_GE(drop, hold / 2) << "holding " << hold / kMiB << " MiB of cudaHostAlloc memory lowered "

@@ -27,21 +27,19 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::Array32;
 using kinds::Box;
 using kinds::CountModelMismatches;
-using kinds::DevicePitched;
 using kinds::HostBuffer;
 using kinds::HostKind;
 using kinds::HostKindName;
 using kinds::Layout;
 using kinds::ModelCopy;
-using kinds::OwnedStream;
 using kinds::Pos;
 
 constexpr unsigned char kGuard = 0xA5;
@@ -104,7 +102,7 @@ class Copy3DTest : public GpuTest, public ::testing::WithParamInterface<std::tup
 TEST_P(Copy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const Box& b : Shapes()) {
     SCOPED_TRACE(ShapeName(b));
@@ -142,7 +140,7 @@ TEST_P(Copy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
 TEST_P(Copy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingElse) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const Box& b : Shapes()) {
     SCOPED_TRACE(ShapeName(b));
@@ -226,11 +224,11 @@ class ArrayHostOffsetTest : public GpuTest {};
 TEST_P(ArrayCopyTest, Memcpy3DIntoAndOutOfA3DArrayKeepsEveryElementAndTheOffsets) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const ArrayShape& s : ArrayShapes()) {
     SCOPED_TRACE(std::to_string(s.w) + "x" + std::to_string(s.h) + "x" + std::to_string(s.d) + " elements");
-    Array32 arr(s.w, s.h, s.d);
+    DeviceArray arr(s.w, s.h, s.d);
     ASSERT_CUDA_OK(arr.status());
     const Layout model_l{s.w * kElem, s.h, s.d};  // the array's bytes, densely
     std::vector<unsigned char> model(model_l.bytes(), 0);
@@ -293,7 +291,7 @@ TEST_F(ArrayHostOffsetTest, HostXOffsetBesideAnArrayIsCountedInBytes) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
   constexpr size_t kWidth = 16, kCopied = 8, kOffset = 4;  // elements, elements, bytes
-  Array32 arr(kWidth, 1, 1);
+  DeviceArray arr(kWidth, 1, 1);
   ASSERT_CUDA_OK(arr.status());
   const Layout row{kWidth * kElem + 32, 1, 1};
   auto zero = MakeHost(HostKind::kHostAllocDefault, row.bytes());
@@ -359,11 +357,11 @@ cudaError_t FromArray(Api api, void* dst, size_t pitch, cudaArray_t a, size_t w_
 TEST_P(ArrayCopyTest, Memcpy2DToAndFromArrayKeepsEveryElementAndTheOffsets) {
   PAGELOCK_RULE("R91");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const ArrayShape& s : ArrayShapes()) {
     SCOPED_TRACE(std::to_string(s.w) + "x" + std::to_string(s.h) + " elements");
-    Array32 arr(s.w, s.h, 0);
+    DeviceArray arr(s.w, s.h, 0);
     ASSERT_CUDA_OK(arr.status());
     const Layout model_l{s.w * kElem, s.h, 1};
     std::vector<unsigned char> model(model_l.bytes(), 0);
@@ -473,7 +471,7 @@ void DeviceEnd(CUDA_MEMCPY3D* c, bool source, const cudaPitchedPtr& dev, size_t 
 TEST_P(DriverCopy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const Box& b : Shapes()) {
     SCOPED_TRACE(ShapeName(b));
@@ -508,7 +506,7 @@ TEST_P(DriverCopy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingEls
 TEST_P(DriverCopy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingElse) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const Box& b : Shapes()) {
     SCOPED_TRACE(ShapeName(b));
@@ -542,10 +540,10 @@ TEST_P(DriverCopy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingEls
 TEST_P(DriverCopy3DTest, HostXInBytesBesideAnArrayIsCountedInBytes) {
   PAGELOCK_RULE("R90");
   const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   constexpr size_t kWidth = 16, kCopied = 8, kOffset = 4;  // elements, elements, bytes
-  Array32 arr(kWidth, 1, 1);
+  DeviceArray arr(kWidth, 1, 1);
   ASSERT_CUDA_OK(arr.status());
   const Layout row{kWidth * kElem + 32, 1, 1};
   auto zero = MakeHost(kind(), row.bytes());

@@ -10,6 +10,7 @@
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/profile.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -25,10 +26,11 @@ TEST_F(DevicePointerTest, RegisteredMemoryRejectsNonZeroFlags) {
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   void* dev = nullptr;
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 1));
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, cudaHostGetDevicePointer(&dev, buf.data(), 0x80000000u));
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(DevicePointerTest, UnpinnedMemoryHasNoDevicePointer) {
@@ -45,6 +47,7 @@ TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffs
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   char* base = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&base), buf.data(), 0));
   for (size_t offset : {size_t{1}, size_t{4095}, kSize / 3, kSize - 1}) {
@@ -52,7 +55,7 @@ TEST_F(DevicePointerTest, RegisteredInteriorPointersAndLastByteMapToBasePlusOffs
     EXPECT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), buf.data() + offset, 0));
     EXPECT_EQ(dev, base + offset) << "offset " << offset;
   }
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSaysSo) {
@@ -64,10 +67,11 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerIsTheHostPointerWhenTheDeviceSa
   std::vector<char> buf(kSize);
   for (unsigned flags : {0u, unsigned{cudaHostRegisterMapped}, unsigned{cudaHostRegisterPortable}}) {
     ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), flags));
+    auto own_buf = HostRegistration::Adopt(buf.data());
     void* dev = nullptr;
     EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
     EXPECT_EQ(dev, buf.data()) << "flags " << flags;
-    EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+    EXPECT_CUDA_OK(own_buf.Free());
   }
 }
 
@@ -78,6 +82,7 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHo
   std::vector<unsigned char> buf(kSize);
   HostFillPattern(buf.data(), buf.size(), 45);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterMapped));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
   EXPECT_NE(dev, nullptr);
@@ -86,7 +91,7 @@ TEST_F(DevicePointerTest, RegisteredDevicePointerDiffersWhenTheDeviceCannotUseHo
   ASSERT_CUDA_OK(LaunchInvertBytes(dev, buf.size()));
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(HostCountPatternMismatches(buf.data(), buf.size(), 45, 0xff), 0u);
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(DevicePointerTest, KernelCanUseTheHostPointerOfRegisteredMemoryDirectly) {
@@ -98,23 +103,25 @@ TEST_F(DevicePointerTest, KernelCanUseTheHostPointerOfRegisteredMemoryDirectly) 
   std::vector<unsigned char> buf(kSize);
   HostFillPattern(buf.data(), buf.size(), 99);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   ASSERT_CUDA_OK(LaunchInvertBytes(buf.data(), buf.size()));  // no cudaHostGetDevicePointer
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(HostCountPatternMismatches(buf.data(), buf.size(), 99, 0xff), 0u);
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(DevicePointerTest, WriteCombinedMemoryWorksThroughItsDevicePointer) {
   PAGELOCK_RULE("R15,R16");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, cudaHostAllocWriteCombined | cudaHostAllocMapped));
+  auto own_p = PinnedBuffer::Adopt(p);
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
   Observe("device_pointer_equals_host_pointer", dev == p);
   ASSERT_CUDA_OK(LaunchFillPattern(dev, kSize, 5));
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(HostCountPatternMismatches(p, kSize, 5), 0u) << "R16: WC reads are slow, not wrong";
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 class PointerAttributesTest : public GpuTest {};
@@ -125,6 +132,7 @@ TEST_F(PointerAttributesTest, RegisteredMemoryIsHostTypeOnTheCurrentDevice) {
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::vector<char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), 0));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, buf.data(), 0));
   cudaPointerAttributes a{};
@@ -133,7 +141,7 @@ TEST_F(PointerAttributesTest, RegisteredMemoryIsHostTypeOnTheCurrentDevice) {
   EXPECT_EQ(a.device, 0);
   EXPECT_EQ(a.hostPointer, buf.data() + 100);
   EXPECT_EQ(a.devicePointer, static_cast<char*>(dev) + 100);
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(PointerAttributesTest, UnregisteredHostMemoryFollowsTheProfile) {
@@ -152,13 +160,14 @@ TEST_F(PointerAttributesTest, DeviceMemoryIsDeviceTypeWithoutHostAlias) {
   PAGELOCK_RULE("R72");
   void* d = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  auto own_d = DeviceBuffer::Adopt(d);
   cudaPointerAttributes a{};
   EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, d));
   EXPECT_EQ(a.type, cudaMemoryTypeDevice);
   EXPECT_EQ(a.device, 0);
   EXPECT_EQ(a.devicePointer, d);
   EXPECT_EQ(a.hostPointer, nullptr);
-  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(own_d.Free());
 }
 
 TEST_F(PointerAttributesTest, ManagedMemoryIsManagedTypeWithBothAliases) {
@@ -166,12 +175,13 @@ TEST_F(PointerAttributesTest, ManagedMemoryIsManagedTypeWithBothAliases) {
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrManagedMemory, 1));
   void* m = nullptr;
   ASSERT_CUDA_OK(cudaMallocManaged(&m, 4096));
+  auto own_m = DeviceBuffer::Adopt(m);
   cudaPointerAttributes a{};
   EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, m));
   EXPECT_EQ(a.type, cudaMemoryTypeManaged);
   EXPECT_EQ(a.devicePointer, m);
   EXPECT_EQ(a.hostPointer, m);
-  EXPECT_CUDA_OK(cudaFree(m));
+  EXPECT_CUDA_OK(own_m.Free());
 }
 
 TEST_F(PointerAttributesTest, NullAttributesStructReturnsInvalidValue) {
@@ -186,12 +196,13 @@ TEST_F(PointerAttributesTest, QueryFillsTheDocumentedFieldsOfMappedPinnedMemory)
   PAGELOCK_RULE("R72");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
+  auto own_p = PinnedBuffer::Adopt(p);
   cudaPointerAttributes a{};
   EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
   EXPECT_EQ(a.type, cudaMemoryTypeHost);
   EXPECT_EQ(a.hostPointer, p);
   EXPECT_NE(a.devicePointer, nullptr);
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 // The caller value-initialises the struct (R03); the runtime must leave the reserved tail zero,
@@ -205,6 +216,7 @@ TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   PAGELOCK_REQUIRE(RequireRuntimeApi(13000, "cudaPointerAttributes::reserved (the 13.0 layout)"));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, cudaHostAllocMapped));
+  auto own_p = PinnedBuffer::Adopt(p);
   cudaPointerAttributes a{};
   ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, p));
   ASSERT_EQ(a.type, cudaMemoryTypeHost) << "the query answered for other memory";
@@ -221,7 +233,7 @@ TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   EXPECT_TRUE(written.empty()) << written << " written by cudaPointerGetAttributes (the reserved tail "
                                << "must stay zero; values in reserved_words_written)";
 #endif
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 // cudaMemcpyDefault infers the direction from either alias of pinned memory (R75).
@@ -235,18 +247,20 @@ TEST_P(MemcpyDefaultTest, CopiesWithEitherAliasOfRegisteredMemory) {
   std::vector<unsigned char> buf(kSize), back(kSize);
   HostFillPattern(buf.data(), kSize, 11);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), kSize, cudaHostRegisterMapped));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   void* alias = buf.data();
   if (use_device_alias) {
     ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alias, buf.data(), 0));
   }
   void* d = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&d, kSize));
+  auto own_d = DeviceBuffer::Adopt(d);
   EXPECT_CUDA_OK(cudaMemcpy(d, alias, kSize, cudaMemcpyDefault));
   EXPECT_CUDA_OK(LaunchInvertBytes(d, kSize));
   EXPECT_CUDA_OK(cudaMemcpy(alias, d, kSize, cudaMemcpyDefault));
   EXPECT_EQ(HostCountPatternMismatches(buf.data(), kSize, 11, 0xff), 0u);
-  EXPECT_CUDA_OK(cudaFree(d));
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_d.Free());
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 INSTANTIATE_TEST_SUITE_P(Aliases, MemcpyDefaultTest, ::testing::Bool(),

@@ -8,10 +8,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include <memory>
-
 #include "fixtures/generators.h"
 #include "fixtures/gpu_property.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 #include "kernels/pattern.h"
 
@@ -19,13 +18,6 @@ namespace pagelock {
 namespace {
 
 class HostAllocProperty : public GpuProperty {};
-
-struct FreeHost {
-  void operator()(void* p) const { (void)cudaFreeHost(p); }
-};
-struct FreeDevice {
-  void operator()(void* p) const { (void)cudaFree(p); }
-};
 
 RC_GTEST_FIXTURE_PROP(HostAllocProperty, HostAndDeviceSeeTheSameBytesInAnyWindow,
                       (HostAllocFlags flags, ByteSize size, uint32_t seed)) {
@@ -38,13 +30,13 @@ RC_GTEST_FIXTURE_PROP(HostAllocProperty, HostAndDeviceSeeTheSameBytesInAnyWindow
 
   void* raw = nullptr;
   RC_ASSERT(cudaHostAlloc(&raw, size.bytes, flags.value) == cudaSuccess);
-  std::unique_ptr<void, FreeHost> host(raw);
+  const auto host = PinnedBuffer::Adopt(raw, size.bytes);  // released when RC_ASSERT throws, too
   auto* p = static_cast<unsigned char*>(raw);
   unsigned char* dev = nullptr;
   RC_ASSERT(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0) == cudaSuccess);
   void* counter_raw = nullptr;
   RC_ASSERT(cudaMalloc(&counter_raw, sizeof(unsigned long long)) == cudaSuccess);
-  std::unique_ptr<void, FreeDevice> counter(counter_raw);
+  const auto counter = DeviceBuffer::Adopt(counter_raw);
   auto* mismatches = static_cast<unsigned long long*>(counter_raw);
 
   const uint32_t guard = seed ^ 0x5a5a5a5au;

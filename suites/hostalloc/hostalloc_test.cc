@@ -12,7 +12,8 @@
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/profile.h"
-#include "fixtures/seed.h"
+#include "fixtures/outcome.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -24,7 +25,7 @@ class HostAllocFlagsTest : public GpuTest, public ::testing::WithParamInterface<
  protected:
   unsigned flags() const { return GetParam(); }
   bool write_combined() const { return (flags() & cudaHostAllocWriteCombined) != 0; }
-  uint32_t pattern_seed() const { return static_cast<uint32_t>(RunSeed() * 31 + flags()); }
+  uint32_t pattern_seed() const { return static_cast<uint32_t>(CaseSeed() * 31 + flags()); }
 };
 
 TEST_P(HostAllocFlagsTest, AllocationSucceedsAndIsAlignedForAnyType) {
@@ -54,6 +55,7 @@ TEST_P(HostAllocFlagsTest, PointerAttributesDescribePinnedHostMemory) {
   PAGELOCK_RULE("R72,R03");
   char* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  auto own_p = PinnedBuffer::Adopt(p);
   void* dev = nullptr;
   EXPECT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
   cudaPointerAttributes a{};
@@ -67,7 +69,7 @@ TEST_P(HostAllocFlagsTest, PointerAttributesDescribePinnedHostMemory) {
   EXPECT_EQ(interior.type, cudaMemoryTypeHost);
   EXPECT_EQ(interior.hostPointer, p + 4096);
   EXPECT_EQ(interior.devicePointer, static_cast<char*>(dev) + 4096);
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 TEST_P(HostAllocFlagsTest, DevicePointerIsTheHostPointerUnlessWriteCombined) {
@@ -89,6 +91,7 @@ TEST_P(HostAllocFlagsTest, InteriorPointersAndLastByteMapToBasePlusOffset) {
   PAGELOCK_RULE("R53");
   char* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&p), kSize, flags()));
+  auto own_p = PinnedBuffer::Adopt(p);
   char* base = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&base), p, 0));
   for (size_t offset : {size_t{1}, size_t{4096}, kSize / 2 + 3, kSize - 1}) {
@@ -96,7 +99,7 @@ TEST_P(HostAllocFlagsTest, InteriorPointersAndLastByteMapToBasePlusOffset) {
     EXPECT_CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p + offset, 0));
     EXPECT_EQ(dev, base + offset) << "offset " << offset;
   }
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 TEST_P(HostAllocFlagsTest, OnePastTheEndHasNoDevicePointer) {
@@ -124,10 +127,12 @@ TEST_P(HostAllocFlagsTest, KernelReadsAndWritesEveryByteThroughTheDevicePointer)
   PAGELOCK_RULE("R14,R77");
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, flags()));
+  auto own_p = PinnedBuffer::Adopt(p);
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, p, 0));
   unsigned long long* mismatches = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&mismatches, sizeof *mismatches));
+  auto own_mismatches = DeviceBuffer::Adopt(mismatches);
   ASSERT_CUDA_OK(cudaMemset(mismatches, 0, sizeof *mismatches));
 
   // Host writes, device reads.
@@ -144,8 +149,8 @@ TEST_P(HostAllocFlagsTest, KernelReadsAndWritesEveryByteThroughTheDevicePointer)
   EXPECT_EQ(HostCountPatternMismatches(p, kSize, pattern_seed(), 0xff), 0u)
       << "bytes the host read differently from what the device wrote";
 
-  EXPECT_CUDA_OK(cudaFree(mismatches));
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_mismatches.Free());
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 // The flags belong to the allocation, not to the thread that made it (R56): a thread storm saw
@@ -280,7 +285,9 @@ TEST_F(HostAllocTest, GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit)
   void* first = nullptr;
   void* second = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&first, 1, cudaHostAllocDefault));
+  auto own_first = PinnedBuffer::Adopt(first);
   ASSERT_CUDA_OK(cudaHostAlloc(&second, 4097, cudaHostAllocPortable));
+  auto own_second = PinnedBuffer::Adopt(second);
   unsigned got = 0xdeadbeef;
   // Fatal, so the known failure below is the only failure this case can end with for the
   // known reason (its expectation's message= glob matches that text alone).
@@ -288,8 +295,8 @@ TEST_F(HostAllocTest, GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit)
   Observe("host_get_flags_second", got);
   EXPECT_EQ(got & cudaHostAllocPortable, static_cast<unsigned>(cudaHostAllocPortable))
       << "cudaHostGetFlags of a Portable allocation made after another returned 0x" << std::hex << got;
-  EXPECT_CUDA_OK(cudaFreeHost(second));
-  EXPECT_CUDA_OK(cudaFreeHost(first));
+  EXPECT_CUDA_OK(own_second.Free());
+  EXPECT_CUDA_OK(own_first.Free());
 }
 
 class HostAllocImpossibleSizeTest : public GpuTest, public ::testing::WithParamInterface<size_t> {};

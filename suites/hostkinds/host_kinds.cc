@@ -53,96 +53,41 @@ std::unique_ptr<HostBuffer> HostBuffer::Make(HostKind kind, size_t bytes, std::s
   std::unique_ptr<HostBuffer> b(new HostBuffer());
   b->kind_ = kind;
   b->size_ = bytes;
-  void* p = nullptr;
   cudaError_t e = cudaSuccess;
   if (!IsRegistered(kind)) {
-    e = cudaHostAlloc(&p, bytes, AllocFlags(kind));
-    if (e != cudaSuccess) {
+    b->pinned_ = PinnedBuffer(bytes, AllocFlags(kind));
+    if ((e = b->pinned_.status()) != cudaSuccess) {
       *why = "cudaHostAlloc: " + ErrName(e);
       (void)cudaGetLastError();  // the reason is reported; the slot must not fail the case twice
       return nullptr;
     }
-    b->host_ = static_cast<unsigned char*>(p);
   } else {
     const HostMemoryKind hk = kind == HostKind::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
                               : kind == HostKind::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
                                                                   : HostMemoryKind::kShmemFileMmap;
-    auto region = HostRegion::Make(hk, bytes);
-    if (!region || !region->data()) {
-      *why = KindName(hk) + " unavailable: " + (region ? region->unavailable() : "no region");
-      return nullptr;
-    }
-    e = cudaHostRegister(region->data(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    if (e != cudaSuccess) {
+    b->registered_ = HostRegistration::Make(hk, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable, why);
+    if (!b->registered_.region()) return nullptr;  // *why names the host's reason
+    if ((e = b->registered_.status()) != cudaSuccess) {
       *why = "cudaHostRegister: " + ErrName(e);
       (void)cudaGetLastError();
       return nullptr;
     }
-    b->region_ = std::move(region);
-    b->host_ = static_cast<unsigned char*>(b->region_->data());
   }
   void* d = nullptr;
-  e = cudaHostGetDevicePointer(&d, b->host_, 0);
+  e = cudaHostGetDevicePointer(&d, b->host(), 0);
   if (e != cudaSuccess) {
     *why = "cudaHostGetDevicePointer: " + ErrName(e);
     (void)cudaGetLastError();
-    return nullptr;  // the destructor releases the memory
+    return nullptr;  // the owners release the memory
   }
   b->dev_ = static_cast<unsigned char*>(d);
   return b;
 }
 
 cudaError_t HostBuffer::Free() {
-  if (!host_) return cudaSuccess;
-  const cudaError_t e = IsRegistered(kind_) ? cudaHostUnregister(host_) : cudaFreeHost(host_);
-  host_ = nullptr;
-  region_.reset();
+  const cudaError_t e = IsRegistered(kind_) ? registered_.Free() : pinned_.Free();
+  registered_ = HostRegistration();  // the region goes with the registration
   return e;
-}
-
-HostBuffer::~HostBuffer() {
-  if (!host_) return;
-  if (IsRegistered(kind_)) {
-    EXPECT_CUDA_OK(cudaHostUnregister(host_)) << HostKindName(kind_);
-  } else {
-    EXPECT_CUDA_OK(cudaFreeHost(host_)) << HostKindName(kind_);
-  }
-}
-
-DeviceBytes::DeviceBytes(size_t bytes) : size_(bytes) {
-  void* p = nullptr;
-  status_ = cudaMalloc(&p, bytes);
-  p_ = static_cast<unsigned char*>(p);
-}
-DeviceBytes::~DeviceBytes() {
-  if (p_) {
-    EXPECT_CUDA_OK(cudaFree(p_));
-  }
-}
-
-DevicePitched::DevicePitched(cudaExtent e) : depth_(e.depth) { status_ = cudaMalloc3D(&p_, e); }
-DevicePitched::~DevicePitched() {
-  if (p_.ptr) {
-    EXPECT_CUDA_OK(cudaFree(p_.ptr));
-  }
-}
-
-Array32::Array32(size_t width, size_t height, size_t depth) {
-  const cudaChannelFormatDesc desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindUnsigned);
-  status_ = depth == 0 ? cudaMallocArray(&a_, &desc, width, height)
-                       : cudaMalloc3DArray(&a_, &desc, make_cudaExtent(width, height, depth));
-}
-Array32::~Array32() {
-  if (a_) {
-    EXPECT_CUDA_OK(cudaFreeArray(a_));
-  }
-}
-
-OwnedStream::OwnedStream() { status_ = cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); }
-OwnedStream::~OwnedStream() {
-  if (s_) {
-    EXPECT_CUDA_OK(cudaStreamDestroy(s_));
-  }
 }
 
 std::vector<unsigned char> PatternBytes(size_t n, uint32_t seed) {

@@ -1,7 +1,6 @@
 // Shared by the breadth suites (copies3d, memset, interior, streammemops): every kind of
 // page-locked host memory (each cudaHostAlloc flag combination, registered heap, anonymous mmap
-// and memfd), RAII owners for the device objects they copy to (linear and pitched device memory,
-// CUDA arrays, streams), and a byte model of boxes in pitched memory, so that after every copy or
+// and memfd; the owners of the device objects they copy to are fixtures/resources.h), and a byte model of boxes in pitched memory, so that after every copy or
 // memset each byte of the destination is compared with what the documentation says it must hold:
 // the source's byte inside the box, the byte it held before outside it.
 #pragma once
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "fixtures/host_memory.h"
+#include "fixtures/resources.h"
 
 namespace pagelock {
 namespace kinds {
@@ -44,18 +44,17 @@ struct HostKindParamName {
 };
 
 // One page-locked host buffer of a kind, with its device alias (cudaHostGetDevicePointer).
-// Released in the destructor; a failing release is a test failure.
+// Released in the destructor (the kit's owners); a failing release is a test failure.
 class HostBuffer {
  public:
   // Null with *why set (the error name, or the host's reason) when the kind cannot be made.
   static std::unique_ptr<HostBuffer> Make(HostKind kind, size_t bytes, std::string* why);
-  ~HostBuffer();
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
 
   HostKind kind() const { return kind_; }
   size_t size() const { return size_; }
-  unsigned char* host() const { return host_; }
+  unsigned char* host() const { return IsRegistered(kind_) ? registered_.get() : pinned_.get(); }
   unsigned char* dev() const { return dev_; }
   // Releases the memory now (cudaFreeHost or cudaHostUnregister) and returns the result, for
   // code that reports errors itself (a child scenario); the destructor then does nothing.
@@ -65,74 +64,9 @@ class HostBuffer {
   HostBuffer() = default;
   HostKind kind_ = HostKind::kHostAllocDefault;
   size_t size_ = 0;
-  unsigned char* host_ = nullptr;
   unsigned char* dev_ = nullptr;
-  std::unique_ptr<HostRegion> region_;  // registered kinds only
-};
-
-// cudaMalloc'ed bytes; status() is the allocation's result.
-class DeviceBytes {
- public:
-  explicit DeviceBytes(size_t bytes);
-  ~DeviceBytes();
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  cudaError_t status() const { return status_; }
-  unsigned char* get() const { return p_; }
-  size_t size() const { return size_; }
-
- private:
-  unsigned char* p_ = nullptr;
-  size_t size_ = 0;
-  cudaError_t status_ = cudaSuccess;
-};
-
-// cudaMalloc3D'ed pitched memory (width in bytes, height rows, depth slices).
-class DevicePitched {
- public:
-  explicit DevicePitched(cudaExtent bytes_extent);
-  ~DevicePitched();
-  DevicePitched(const DevicePitched&) = delete;
-  DevicePitched& operator=(const DevicePitched&) = delete;
-  cudaError_t status() const { return status_; }
-  const cudaPitchedPtr& get() const { return p_; }
-  size_t bytes() const { return p_.pitch * p_.ysize * depth_; }
-
- private:
-  cudaPitchedPtr p_{};
-  size_t depth_ = 0;
-  cudaError_t status_ = cudaSuccess;
-};
-
-// A CUDA array of 32-bit unsigned elements: 2D (cudaMallocArray) when depth is 0, else 3D
-// (cudaMalloc3DArray). Extents in elements.
-class Array32 {
- public:
-  Array32(size_t width, size_t height, size_t depth);
-  ~Array32();
-  Array32(const Array32&) = delete;
-  Array32& operator=(const Array32&) = delete;
-  cudaError_t status() const { return status_; }
-  cudaArray_t get() const { return a_; }
-
- private:
-  cudaArray_t a_ = nullptr;
-  cudaError_t status_ = cudaSuccess;
-};
-
-// A non-blocking stream, destroyed at the end of scope.
-class OwnedStream {
- public:
-  OwnedStream();
-  ~OwnedStream();
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaError_t status() const { return status_; }
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-  cudaError_t status_ = cudaSuccess;
+  PinnedBuffer pinned_;           // allocated kinds
+  HostRegistration registered_;  // registered kinds (it owns the region)
 };
 
 // ---- The byte model of pitched memory -------------------------------------------------------

@@ -15,7 +15,8 @@
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
-#include "fixtures/seed.h"
+#include "fixtures/outcome.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -31,14 +32,16 @@ void ExpectRoundTrip(void* host, size_t n, bool device_may_write, uint32_t seed)
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, host, 0));
   unsigned long long* bad = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+  auto own_bad = DeviceBuffer::Adopt(bad);
   ASSERT_CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
   ASSERT_CUDA_OK(LaunchCountPatternMismatches(dev, n, seed, bad));
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
   unsigned long long device_bad = ~0ull;
   ASSERT_CUDA_OK(cudaMemcpy(&device_bad, bad, sizeof device_bad, cudaMemcpyDefault));
   EXPECT_EQ(device_bad, 0u) << "bytes the device read differently from what the host wrote";
-  EXPECT_CUDA_OK(cudaFree(bad));
+  EXPECT_CUDA_OK(own_bad.Free());
   if (device_may_write) {
+
     ASSERT_CUDA_OK(LaunchInvertBytes(dev, n));
     ASSERT_CUDA_OK(cudaDeviceSynchronize());
     EXPECT_EQ(HostCountPatternMismatches(host, n, seed, 0xff), 0u);
@@ -97,7 +100,7 @@ TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer
   if (!region->data()) {
     PAGELOCK_NOT_SUPPORTED(region->unavailable());
   }
-  const uint32_t seed = static_cast<uint32_t>(RunSeed()) ^ flags;
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed()) ^ flags;
   HostFillPattern(region->data(), region->size(), seed);
   ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), flags));
   cudaPointerAttributes a{};

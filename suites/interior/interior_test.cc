@@ -25,6 +25,7 @@
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
 
 namespace pagelock {
@@ -83,6 +84,13 @@ class Subjected {
       return nullptr;
     }
     b->p_ = static_cast<unsigned char*>(p);
+    if (s.device) {
+      b->device_ = DeviceBuffer::Adopt(p, bytes);
+    } else if (kinds::IsRegistered(s.kind)) {
+      b->registered_ = HostRegistration::Adopt(p, bytes);
+    } else {
+      b->pinned_ = PinnedBuffer::Adopt(p, bytes);
+    }
     if (!s.device) {
       void* d = nullptr;
       e = cudaHostGetDevicePointer(&d, p, 0);
@@ -97,16 +105,6 @@ class Subjected {
     }
     return b;
   }
-  ~Subjected() {
-    if (!p_) return;
-    if (s_.device) {
-      EXPECT_CUDA_OK(cudaFree(p_));
-    } else if (kinds::IsRegistered(s_.kind)) {
-      EXPECT_CUDA_OK(cudaHostUnregister(p_));
-    } else {
-      EXPECT_CUDA_OK(cudaFreeHost(p_));
-    }
-  }
   unsigned char* ptr() const { return p_; }
   unsigned char* dev() const { return dev_; }
   size_t bytes() const { return bytes_; }
@@ -119,7 +117,12 @@ class Subjected {
   unsigned char* p_ = nullptr;
   unsigned char* dev_ = nullptr;
   std::unique_ptr<HostRegion> region_;
+  // The kit's owners, released before the region they may register.
+  DeviceBuffer device_;
+  HostRegistration registered_;
+  PinnedBuffer pinned_;
 };
+
 
 // The interior bytes a cache looks up: first, middle (a random one, not page aligned) and last.
 std::vector<size_t> InteriorOffsets(size_t bytes) {

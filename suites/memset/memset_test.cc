@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
 
 namespace pagelock {
@@ -38,13 +39,11 @@ namespace {
 
 using kinds::Box;
 using kinds::CountModelMismatches;
-using kinds::DeviceBytes;
 using kinds::HostBuffer;
 using kinds::HostKind;
 using kinds::HostKindName;
 using kinds::Layout;
 using kinds::ModelFill;
-using kinds::OwnedStream;
 using kinds::Pos;
 
 constexpr unsigned char kGuard = 0xA5;
@@ -173,17 +172,17 @@ class MemsetTest : public DriverApiGpuTest, public ::testing::WithParamInterface
 void MemsetTest::CheckEveryByte() {
   const uint32_t value = ElementValue(CaseRng()());
   Observe("value", static_cast<unsigned long long>(value));
-  OwnedStream stream;
+  OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   for (const Box& b : Shapes(api())) {
     SCOPED_TRACE(std::to_string(b.w) + " bytes x " + std::to_string(b.h) + " rows x " + std::to_string(b.d) + " slices");
     const Layout l = LayoutFor(api(), b);
     const Pos at = PosFor(api());
     std::unique_ptr<HostBuffer> host;
-    std::unique_ptr<DeviceBytes> device;
+    std::unique_ptr<DeviceBuffer> device;
     unsigned char* base = nullptr;  // what the memset is given
     if (target().device) {
-      device.reset(new DeviceBytes(l.bytes()));
+      device.reset(new DeviceBuffer(l.bytes()));
       ASSERT_CUDA_OK(device->status());
       base = device->get();
       ASSERT_CUDA_OK(cudaMemset(base, kGuard, l.bytes()));  // copy-check: compared with the model below

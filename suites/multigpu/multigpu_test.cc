@@ -8,6 +8,7 @@
 
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -39,6 +40,7 @@ class MultiGpuTest : public GpuTest {
     HostFillPattern(host, n, seed);
     unsigned long long* bad = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+    auto own_bad = DeviceBuffer::Adopt(bad);
     ASSERT_CUDA_OK(cudaMemset(bad, 0, sizeof *bad));
     ASSERT_CUDA_OK(LaunchCountPatternMismatches(alias, n, seed, bad));
     unsigned long long device_bad = ~0ull;
@@ -49,12 +51,13 @@ class MultiGpuTest : public GpuTest {
     EXPECT_EQ(HostCountPatternMismatches(host, n, seed, 0xff), 0u);
     void* d = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&d, n));
+    auto own_d = DeviceBuffer::Adopt(d);
     EXPECT_CUDA_OK(cudaMemcpy(d, host, n, cudaMemcpyHostToDevice));
     EXPECT_CUDA_OK(LaunchInvertBytes(d, n));
     EXPECT_CUDA_OK(cudaMemcpy(host, d, n, cudaMemcpyDeviceToHost));
     EXPECT_EQ(HostCountPatternMismatches(host, n, seed), 0u);
-    EXPECT_CUDA_OK(cudaFree(d));
-    EXPECT_CUDA_OK(cudaFree(bad));
+    EXPECT_CUDA_OK(own_d.Free());
+    EXPECT_CUDA_OK(own_bad.Free());
     ASSERT_CUDA_OK(cudaSetDevice(0));
   }
 };
@@ -66,10 +69,11 @@ TEST_P(MultiGpuHostAllocTest, AllocationOnDeviceZeroIsUsableFromEveryDevice) {
   ASSERT_CUDA_OK(cudaSetDevice(0));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, GetParam()));
+  auto own_p = PinnedBuffer::Adopt(p);
   for (int d = devices() - 1; d >= 0; --d) {
     ExpectUsableFrom(d, p, kSize, 1234 + GetParam() + d);
   }
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 INSTANTIATE_TEST_SUITE_P(Flags, MultiGpuHostAllocTest,
@@ -83,10 +87,11 @@ TEST_F(MultiGpuTest, RegistrationIsVisibleOnEveryDevice) {
   ASSERT_CUDA_OK(cudaSetDevice(0));
   std::vector<unsigned char> buf(kSize);
   ASSERT_CUDA_OK(cudaHostRegister(buf.data(), buf.size(), cudaHostRegisterPortable | cudaHostRegisterMapped));
+  auto own_buf = HostRegistration::Adopt(buf.data());
   for (int d = devices() - 1; d >= 0; --d) {
     ExpectUsableFrom(d, buf.data(), buf.size(), 77 + d);
   }
-  EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  EXPECT_CUDA_OK(own_buf.Free());
 }
 
 TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEveryDevice) {
@@ -94,6 +99,7 @@ TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEveryDevice) {
   ASSERT_CUDA_OK(cudaSetDevice(1));
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kSize, 0));
+  auto own_p = PinnedBuffer::Adopt(p);
   for (int current = 0; current < devices(); ++current) {
     ASSERT_CUDA_OK(cudaSetDevice(current));
     cudaPointerAttributes a{};
@@ -103,7 +109,7 @@ TEST_F(MultiGpuTest, AttributesNameTheAllocatingDeviceFromEveryDevice) {
     EXPECT_NE(a.devicePointer, nullptr) << "usable on the current device " << current;
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_p.Free());
 }
 
 }  // namespace

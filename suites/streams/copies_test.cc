@@ -185,6 +185,7 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
   ASSERT_CUDA_OK(check.status());
   cudaStream_t stream = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto own_stream = OwnedStream::Adopt(stream);
   int cells = 0;
   for (Dir d : Dirs()) {
     // R15: a write-combined allocation's device address may differ from its host address; the
@@ -206,7 +207,6 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
     }
     if (HasFatalFailure()) break;
   }
-  EXPECT_CUDA_OK(cudaStreamDestroy(stream));
   Observe("cells_checked", cells);
 }
 
@@ -241,8 +241,10 @@ TEST_F(CopiesTest, AsyncCopiesOnEveryDeviceDeliverEveryByte) {
     ASSERT_CUDA_OK(cudaSetDevice(d));
     void* dev = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&dev, kBytes));
+    const auto own_dev = DeviceBuffer::Adopt(dev);
     cudaStream_t s = nullptr;
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const auto own_s = OwnedStream::Adopt(s);
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     streams::HostFillPatternFrom(host->host(), kBytes, 0, seed);
     ASSERT_CUDA_OK(cudaMemcpyAsync(dev, host->host(), kBytes, cudaMemcpyHostToDevice, s));
@@ -252,9 +254,8 @@ TEST_F(CopiesTest, AsyncCopiesOnEveryDeviceDeliverEveryByte) {
     ASSERT_CUDA_OK(cudaStreamSynchronize(s));
     EXPECT_EQ(streams::HostCountPattern(host->host(), kBytes, 0, seed), 0u)
         << "device " << d << ": the round trip H2D then D2H changed bytes";
-    EXPECT_CUDA_OK(cudaStreamDestroy(s));
-    EXPECT_CUDA_OK(cudaFree(dev));
   }
+
   ASSERT_CUDA_OK(cudaSetDevice(0));
 }
 

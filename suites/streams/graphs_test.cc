@@ -44,6 +44,7 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   ASSERT_NE(dev, nullptr) << why;
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto own_s = OwnedStream::Adopt(s);
   // The source through its host alias (explicit kind) or its device alias (cudaMemcpyDefault, R75).
   const void* from = device_alias ? static_cast<const void*>(src->dev()) : src->host();
   const cudaMemcpyKind kind = device_alias ? cudaMemcpyDefault : cudaMemcpyHostToDevice;
@@ -56,12 +57,14 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   EXPECT_CUDA_OK(LaunchInvertBytes(dst->dev(), kBytes, s));  // a kernel node on mapped memory
   cudaGraph_t graph = nullptr;
   ASSERT_CUDA_OK(cudaStreamEndCapture(s, &graph));
+  const auto own_graph = OwnedGraph::Adopt(graph);
   cudaGraphExec_t exec = nullptr;
 #if CUDART_VERSION >= 12000
   ASSERT_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
 #else  // 11.x: (exec, graph, errorNode, logBuffer, bufferSize)
   ASSERT_CUDA_OK(cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
 #endif
+  const auto own_exec = OwnedGraphExec::Adopt(exec);
   int bad_replays = 0;
   size_t first_bad = 0;
   for (int i = 0; i < kReplays; ++i) {
@@ -76,9 +79,6 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   }
   EXPECT_EQ(bad_replays, 0) << bad_replays << " of " << kReplays << " replays did not deliver the bytes the host "
                             << "wrote before them (first: replay " << first_bad << ")";
-  EXPECT_CUDA_OK(cudaGraphExecDestroy(exec));
-  EXPECT_CUDA_OK(cudaGraphDestroy(graph));
-  EXPECT_CUDA_OK(cudaStreamDestroy(s));
 }
 
 INSTANTIATE_TEST_SUITE_P(SourcesAndAliases, GraphReplayTest,
@@ -110,17 +110,24 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
   void CallDuringCapture(PinCall c, cudaStreamCaptureMode mode, cudaError_t* call, cudaError_t* end) {
     std::vector<unsigned char> heap(2 * 4096);
     void* page = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(heap.data()) + 4095) & ~uintptr_t{4095});
+    // The owners release on an early return; the undo below keeps its order and checks.
     void* pinned = nullptr;
+    PinnedBuffer own_pinned;
+    HostRegistration own_page;
     if (c == PinCall::kFreeHost) {
       ASSERT_CUDA_OK(cudaHostAlloc(&pinned, 4096, 0));
+      own_pinned = PinnedBuffer::Adopt(pinned);
     }
     if (c == PinCall::kHostUnregister) {
       ASSERT_CUDA_OK(cudaHostRegister(page, 4096, 0));
+      own_page = HostRegistration::Adopt(page);
     }
     void* scratch = nullptr;
     ASSERT_CUDA_OK(cudaMalloc(&scratch, 4096));
+    auto own_scratch = DeviceBuffer::Adopt(scratch);
     cudaStream_t s = nullptr;
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    auto own_s = OwnedStream::Adopt(s);
     ASSERT_CUDA_OK(cudaStreamBeginCapture(s, mode));
     ASSERT_CUDA_OK(LaunchInvertBytes(scratch, 4096, s));
     void* allocated = nullptr;
@@ -130,27 +137,21 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
       case PinCall::kFreeHost: *call = cudaFreeHost(pinned); break;
       case PinCall::kHostUnregister: *call = cudaHostUnregister(page); break;
     }
+    if (c == PinCall::kHostAlloc && *call == cudaSuccess) own_pinned = PinnedBuffer::Adopt(allocated);
+    if (c == PinCall::kHostRegister && *call == cudaSuccess) own_page = HostRegistration::Adopt(page);
+    if (c == PinCall::kFreeHost && *call == cudaSuccess) own_pinned.release();
+    if (c == PinCall::kHostUnregister && *call == cudaSuccess) own_page.release();
     cudaGraph_t graph = nullptr;
     *end = cudaStreamEndCapture(s, &graph);
     (void)cudaGetLastError();  // a rejected call leaves its error behind (R87)
     if (graph) {
-      EXPECT_CUDA_OK(cudaGraphDestroy(graph));
+      EXPECT_CUDA_OK(OwnedGraph::Adopt(graph).Free());
     }
-    EXPECT_CUDA_OK(cudaStreamDestroy(s));
-    EXPECT_CUDA_OK(cudaFree(scratch));
+    EXPECT_CUDA_OK(own_s.Free());
+    EXPECT_CUDA_OK(own_scratch.Free());
     // Undo what the call did, or what it failed to undo.
-    if (c == PinCall::kHostAlloc && *call == cudaSuccess) {
-      EXPECT_CUDA_OK(cudaFreeHost(allocated));
-    }
-    if (c == PinCall::kHostRegister && *call == cudaSuccess) {
-      EXPECT_CUDA_OK(cudaHostUnregister(page));
-    }
-    if (c == PinCall::kFreeHost && *call != cudaSuccess) {
-      EXPECT_CUDA_OK(cudaFreeHost(pinned));
-    }
-    if (c == PinCall::kHostUnregister && *call != cudaSuccess) {
-      EXPECT_CUDA_OK(cudaHostUnregister(page));
-    }
+    EXPECT_CUDA_OK(own_pinned.Free());
+    EXPECT_CUDA_OK(own_page.Free());
   }
 };
 
@@ -184,8 +185,9 @@ TEST_P(CaptureTest, PinningCallDuringCaptureIsRejectedConsistentlyOrAllowed) {
   // Afterwards pinning works as usual.
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 4096, 0));
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(cudaFreeHost(p));  // the call under test: pinning works after the capture
 }
+
 
 INSTANTIATE_TEST_SUITE_P(
     CallsAndModes, CaptureTest,

@@ -165,6 +165,7 @@ TEST_P(EarlyCompletionTest, DeviceToHostCopyIsNotReportedCompleteBeforeItRuns) {
   ASSERT_CUDA_OK(cudaMemcpyAsync(dst->host(), src->dev(), kBytes, cudaMemcpyDeviceToHost, stream_));
   cudaEvent_t ev = nullptr;
   ASSERT_CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  auto own_ev = OwnedEvent::Adopt(ev);
   ASSERT_CUDA_OK(cudaEventRecord(ev, stream_));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // Nothing may look finished while the kernel in front holds the stream.
@@ -178,7 +179,7 @@ TEST_P(EarlyCompletionTest, DeviceToHostCopyIsNotReportedCompleteBeforeItRuns) {
   EXPECT_EQ(untouched, kBytes) << (kBytes - untouched)
                                << " destination bytes changed before the kernel in front of the copy ended";
   ASSERT_CUDA_OK(cudaEventSynchronize(ev));
-  EXPECT_CUDA_OK(cudaEventDestroy(ev));
+  EXPECT_CUDA_OK(own_ev.Free());
   ASSERT_FALSE(KernelTimedOut()) << "the device never saw the host's flag within " << kFlagTimeoutS << " s";
   // Straight after the event: the host reads without any further synchronisation.
   EXPECT_EQ(streams::HostCountPattern(dst->host(), kBytes, 0, seed), 0u)
@@ -212,10 +213,12 @@ TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes
   ASSERT_NE(dst, nullptr) << why;
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kIterations * sizeof(unsigned long long), cudaHostAllocMapped));
+  auto own_p = PinnedBuffer::Adopt(p);
   auto* counts = static_cast<unsigned long long*>(p);
   std::memset(p, 0, kIterations * sizeof(unsigned long long));
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto own_s = OwnedStream::Adopt(s);
   std::vector<uint32_t> seeds;
   for (int i = 0; i < kIterations; ++i) {
     seeds.push_back(static_cast<uint32_t>(CaseRng()()));
@@ -233,8 +236,9 @@ TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes
   size_t bad = 0;
   ASSERT_CUDA_OK(check.CountPattern(*dst, 0, kCopy, 0, seeds.back(), &bad));
   EXPECT_EQ(bad, 0u) << "bytes of the last copy missing after the device went idle";
-  EXPECT_CUDA_OK(cudaStreamDestroy(s));
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_CUDA_OK(own_s.Free());
+  EXPECT_CUDA_OK(own_p.Free());
+
   Metric("stale_iterations_count", stale, "count");
   if (streams::IsPinned(m)) {
     EXPECT_EQ(stale, 0) << stale << " of " << kIterations << " kernels on a non-blocking stream saw bytes of an "

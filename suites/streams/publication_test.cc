@@ -52,6 +52,7 @@ TEST_P(PublicationTest, HostDevicePingPongDeliversEveryPayload) {
   auto* d = reinterpret_cast<unsigned*>(buf->dev());
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto own_s = OwnedStream::Adopt(s);
   ASSERT_CUDA_OK(LaunchPingPong(d, d + 1, d + 64, d + 128, kWords, kRounds, WaitNs(), d + 2, d + 3, s));
   unsigned host_bad = 0, r = 1;
   for (; r <= kRounds; ++r) {
@@ -64,7 +65,7 @@ TEST_P(PublicationTest, HostDevicePingPongDeliversEveryPayload) {
     for (unsigned k = 0; k < kWords; ++k) host_bad += reply[k] != ~(r * 2654435761u + k);
   }
   ASSERT_CUDA_OK(streams::PollStream(s, 2 * kWaitS)) << "the ping-pong kernel did not end";
-  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(own_s.Free());
   Metric("rounds_completed_count", r - 1, "count");
   EXPECT_EQ(r - 1, kRounds) << "round " << r << ": the device's reply never came (device status "
                             << __atomic_load_n(h + 3, __ATOMIC_ACQUIRE) << ", 1 = it timed out waiting for the host)";
@@ -85,9 +86,11 @@ TEST_P(PublicationTest, HostAndEveryGpuWriteAdjacentBytesWithoutLosingAny) {
   ASSERT_NE(buf, nullptr) << why;
   std::memset(buf->host(), 0xff, kBytes);
   std::vector<cudaStream_t> streams(gpus);
+  std::vector<OwnedStream> own_streams(gpus);
   for (int g = 0; g < gpus; ++g) {
     ASSERT_CUDA_OK(cudaSetDevice(g));
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&streams[g], cudaStreamNonBlocking));
+    own_streams[g] = OwnedStream::Adopt(streams[g]);
     // Registered memory's alias is valid on every device (R45); allocated memory's host pointer too (R14).
     ASSERT_CUDA_OK(LaunchOwnerBytes(buf->dev(), kBytes, stride, g + 1, kRounds, streams[g]));
   }
@@ -99,7 +102,7 @@ TEST_P(PublicationTest, HostAndEveryGpuWriteAdjacentBytesWithoutLosingAny) {
   for (int g = 0; g < gpus; ++g) {
     ASSERT_CUDA_OK(cudaSetDevice(g));
     ASSERT_CUDA_OK(streams::PollStream(streams[g], 30)) << "device " << g << ": the byte writer did not end";
-    EXPECT_CUDA_OK(cudaStreamDestroy(streams[g]));
+    EXPECT_CUDA_OK(own_streams[g].Free());
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
   std::vector<size_t> lost(stride, 0);
@@ -126,13 +129,16 @@ TEST_F(TokenRingTest, HostAndOneKernelPerGpuPassTheTokenWithoutLosingIt) {
   const unsigned members = 1 + gpus;
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 64 * sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
+  auto own_p = PinnedBuffer::Adopt(p);
   auto* token = static_cast<unsigned*>(p);
   std::memset(p, 0, 64 * sizeof(unsigned));
   unsigned* status = token + 32;  // per GPU, in another cache line than the token
   std::vector<cudaStream_t> streams(gpus);
+  std::vector<OwnedStream> own_streams(gpus);
   for (int g = 0; g < gpus; ++g) {
     ASSERT_CUDA_OK(cudaSetDevice(g));
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&streams[g], cudaStreamNonBlocking));
+    own_streams[g] = OwnedStream::Adopt(streams[g]);
     ASSERT_CUDA_OK(LaunchTokenRing(token, g + 1, members, kLaps, WaitNs(), status + g, streams[g]));
   }
   unsigned lap = 0;
@@ -148,13 +154,12 @@ TEST_F(TokenRingTest, HostAndOneKernelPerGpuPassTheTokenWithoutLosingIt) {
   for (int g = 0; g < gpus; ++g) {
     ASSERT_CUDA_OK(cudaSetDevice(g));
     ASSERT_CUDA_OK(streams::PollStream(streams[g], 2 * kWaitS)) << "device " << g << ": the ring kernel did not end";
-    EXPECT_CUDA_OK(cudaStreamDestroy(streams[g]));
+    EXPECT_CUDA_OK(own_streams[g].Free());
     EXPECT_EQ(status[g], kKernelOk) << "device " << g << " timed out waiting for its turn";
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
   EXPECT_EQ(lap, kLaps) << "the host timed out waiting for its turn at lap " << lap;
   EXPECT_EQ(__atomic_load_n(token, __ATOMIC_ACQUIRE), members * kLaps) << "the token lost or gained passes";
-  EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
 // Liveness of the ways a kernel can poll a host-written flag. Volatile loads, system-scope
@@ -171,11 +176,13 @@ TEST_P(PollingFormTest, KernelPollingAHostWrittenFlagSeesIt) {
   const double bound_s = promised ? kWaitS : 0.2;
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, 64 * sizeof(unsigned), cudaHostAllocMapped));
+  const auto own_p = PinnedBuffer::Adopt(p);
   auto* flag = static_cast<unsigned*>(p);
   unsigned* status = flag + 32;  // another cache line
   std::memset(p, 0, 64 * sizeof(unsigned));
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto own_s = OwnedStream::Adopt(s);
   ASSERT_CUDA_OK(LaunchAwaitFlagForm(flag, 1, form, static_cast<uint64_t>(bound_s * TimeScale() * 1e9), status, s));
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the kernel is polling by now
   const auto start = std::chrono::steady_clock::now();
@@ -188,9 +195,8 @@ TEST_P(PollingFormTest, KernelPollingAHostWrittenFlagSeesIt) {
   if (promised) {
     EXPECT_TRUE(seen) << "the kernel never saw the host's flag within " << bound_s << " s";
   }
-  EXPECT_CUDA_OK(cudaStreamDestroy(s));
-  EXPECT_CUDA_OK(cudaFreeHost(p));
 }
+
 
 INSTANTIATE_TEST_SUITE_P(Forms, PollingFormTest,
                          ::testing::Values(PollForm::kVolatile, PollForm::kAtomicRefAcquire, PollForm::kRelaxedSysAsm,

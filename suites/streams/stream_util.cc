@@ -45,7 +45,6 @@ std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
   b->kind_ = kind;
   b->size_ = bytes;
   cudaError_t e = cudaSuccess;
-  void* p = nullptr;
   switch (kind) {
     case Mem::kPinned:
     case Mem::kPinnedMapped:
@@ -55,11 +54,11 @@ std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
                              : kind == Mem::kPinnedMapped   ? cudaHostAllocMapped
                              : kind == Mem::kPinnedPortable ? cudaHostAllocPortable
                                                             : cudaHostAllocWriteCombined | cudaHostAllocMapped;
-      e = cudaHostAlloc(&p, bytes, flags);
-      if (e != cudaSuccess) break;
-      b->host_ = static_cast<unsigned char*>(p);
+      b->pinned_ = PinnedBuffer(bytes, flags);
+      if ((e = b->pinned_.status()) != cudaSuccess) break;
+      b->host_ = b->pinned_.get();
       void* d = nullptr;
-      e = cudaHostGetDevicePointer(&d, p, 0);
+      e = cudaHostGetDevicePointer(&d, b->host_, 0);
       b->dev_ = static_cast<unsigned char*>(d);
       break;
     }
@@ -69,18 +68,11 @@ std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
       const HostMemoryKind hk = kind == Mem::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
                                 : kind == Mem::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
                                                                : HostMemoryKind::kShmemFileMmap;
-      b->region_ = HostRegion::Make(hk, bytes);
-      if (!b->region_ || !b->region_->data()) {
-        *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
-        return nullptr;
-      }
       // Portable: the multi-device cases use the registration from every device.
-      e = cudaHostRegister(b->region_->data(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-      if (e != cudaSuccess) {
-        b->region_.reset();
-        break;
-      }
-      b->host_ = static_cast<unsigned char*>(b->region_->data());
+      b->registered_ = HostRegistration::Make(hk, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable, why);
+      if (!b->registered_.region()) return nullptr;  // *why names the host's reason
+      if ((e = b->registered_.status()) != cudaSuccess) break;
+      b->host_ = b->registered_.get();
       void* d = nullptr;
       e = cudaHostGetDevicePointer(&d, b->host_, 0);
       b->dev_ = static_cast<unsigned char*>(d);
@@ -91,36 +83,16 @@ std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
       b->host_ = b->heap_.data();
       break;
     case Mem::kDevice:
-      e = cudaMalloc(&p, bytes);
-      b->dev_ = static_cast<unsigned char*>(p);
+      b->device_ = DeviceBuffer(bytes);
+      e = b->device_.status();
+      b->dev_ = b->device_.get();
       break;
   }
   if (e != cudaSuccess) {
     *why = MemName(kind) + " buffer of " + std::to_string(bytes) + " bytes: " + cudaGetErrorName(e);
-    return nullptr;  // the destructor releases what was made
+    return nullptr;  // the owners release what was made
   }
   return b;
-}
-
-Buffer::~Buffer() {
-  switch (kind_) {
-    case Mem::kPinned:
-    case Mem::kPinnedMapped:
-    case Mem::kPinnedPortable:
-    case Mem::kWriteCombined:
-      if (host_) cudaFreeHost(host_);
-      break;
-    case Mem::kRegisteredMalloc:
-    case Mem::kRegisteredMmap:
-    case Mem::kRegisteredMemfd:
-      if (host_) cudaHostUnregister(host_);
-      break;
-    case Mem::kDevice:
-      if (dev_) cudaFree(dev_);
-      break;
-    case Mem::kPageable:
-      break;
-  }
 }
 
 // The host checks run over up to 64 MiB per call: the pattern is computed with 32-bit
@@ -185,14 +157,9 @@ void HostFillPatternFrom(void* p, size_t n, size_t base, uint32_t seed) {
   ForChunks(n, base, [&](size_t i, size_t len, uint32_t lo, uint32_t hi) { FillChunk(c + i, len, lo, seed ^ hi); });
 }
 
-Checker::Checker() {
-  void* p = nullptr;
-  status_ = cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped);
-  counter_ = static_cast<unsigned long long*>(p);
-}
-
-Checker::~Checker() {
-  if (counter_) cudaFreeHost(counter_);
+Checker::Checker() : counter_mem_(sizeof(unsigned long long), cudaHostAllocMapped) {
+  status_ = counter_mem_.status();
+  counter_ = counter_mem_.as<unsigned long long>();
 }
 
 namespace {
@@ -277,17 +244,15 @@ const std::vector<StreamKind>& StreamKinds() {
   return v;
 }
 
-Stream::Stream(StreamKind k) : kind_(k) {
+Stream::Stream(StreamKind k) {
   switch (k) {
-    case StreamKind::kLegacy: s_ = cudaStreamLegacy; break;
-    case StreamKind::kPerThread: s_ = cudaStreamPerThread; break;
-    case StreamKind::kBlocking: status_ = cudaStreamCreateWithFlags(&s_, cudaStreamDefault); break;
-    case StreamKind::kNonBlocking: status_ = cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); break;
+    case StreamKind::kLegacy: s_ = cudaStreamLegacy; return;
+    case StreamKind::kPerThread: s_ = cudaStreamPerThread; return;
+    case StreamKind::kBlocking: owned_ = OwnedStream(cudaStreamDefault); break;
+    case StreamKind::kNonBlocking: owned_ = OwnedStream(cudaStreamNonBlocking); break;
   }
-}
-
-Stream::~Stream() {
-  if ((kind_ == StreamKind::kBlocking || kind_ == StreamKind::kNonBlocking) && s_) cudaStreamDestroy(s_);
+  status_ = owned_.status();
+  s_ = owned_.get();
 }
 
 namespace {

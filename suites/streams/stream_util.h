@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fixtures/host_memory.h"
+#include "fixtures/resources.h"
 
 namespace pagelock {
 namespace streams {
@@ -36,12 +37,12 @@ bool IsPinned(Mem m);  // page-locked host memory (allocated or registered)
 const std::vector<Mem>& HostMems();  // every kind except kDevice
 
 // One buffer of a kind. host: the host pointer (null for device memory); dev: the device alias
-// (the device pointer for device memory; null for pageable memory).
+// (the device pointer for device memory; null for pageable memory). Released by the kit's
+// owners (fixtures/resources.h): a failed release is a test failure.
 class Buffer {
  public:
   // Null with *why set when the kind cannot be made (the error name, or the host's reason).
   static std::unique_ptr<Buffer> Make(Mem kind, size_t bytes, std::string* why);
-  ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
@@ -58,7 +59,9 @@ class Buffer {
   size_t size_ = 0;
   unsigned char* host_ = nullptr;
   unsigned char* dev_ = nullptr;
-  std::unique_ptr<HostRegion> region_;
+  PinnedBuffer pinned_;           // the allocated kinds
+  HostRegistration registered_;  // the registered kinds (it owns the region)
+  DeviceBuffer device_;
   std::vector<unsigned char> heap_;
 };
 
@@ -67,7 +70,6 @@ class Buffer {
 class Checker {
  public:
   Checker();
-  ~Checker();
   cudaError_t status() const { return status_; }
   // p[off + i] == PatternByte(base + i, seed) for i < n.
   cudaError_t CountPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed, size_t* bad);
@@ -78,6 +80,7 @@ class Checker {
 
  private:
   cudaError_t status_ = cudaSuccess;
+  PinnedBuffer counter_mem_;
   unsigned long long* counter_ = nullptr;  // mapped, for the counting kernels
 };
 
@@ -99,14 +102,13 @@ const std::vector<StreamKind>& StreamKinds();
 class Stream {
  public:
   explicit Stream(StreamKind k);
-  ~Stream();
   cudaStream_t get() const { return s_; }
   cudaError_t status() const { return status_; }
 
  private:
-  StreamKind kind_;
   cudaStream_t s_ = nullptr;
   cudaError_t status_ = cudaSuccess;
+  OwnedStream owned_;  // the created kinds
 };
 
 // Polls cudaStreamQuery / cudaEventQuery until it is no longer cudaErrorNotReady or `seconds`

@@ -91,6 +91,7 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
   const unsigned ev_flags = p == Primitive::kBlockingSyncEvent ? cudaEventBlockingSync | cudaEventDisableTiming
                                                                : cudaEventDisableTiming;
   ASSERT_CUDA_OK(cudaEventCreateWithFlags(&ev, ev_flags));
+  auto own_ev = OwnedEvent::Adopt(ev);
   ASSERT_CUDA_OK(cudaEventRecord(ev, s));
   switch (p) {
     case Primitive::kStreamSynchronize: ASSERT_CUDA_OK(cudaStreamSynchronize(s)); break;
@@ -117,10 +118,11 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
     case Primitive::kStreamWaitEvent: {
       cudaStream_t waiter = nullptr;
       ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
+      auto own_waiter = OwnedStream::Adopt(waiter);
       ASSERT_CUDA_OK(cudaStreamWaitEvent(waiter, ev, 0));
       ASSERT_CUDA_OK(cudaMemcpyAsync(scratch.dev(), buf.dev(), kBytes, cudaMemcpyDeviceToDevice, waiter));
       ASSERT_CUDA_OK(cudaStreamSynchronize(waiter));
-      EXPECT_CUDA_OK(cudaStreamDestroy(waiter));
+      EXPECT_CUDA_OK(own_waiter.Free());
       // What the waiting stream copied after the event; the checker's own sync comes later.
       ASSERT_CUDA_OK(check.CountPattern(scratch, 0, kBytes, 0, seed, bad));
       break;
@@ -129,7 +131,7 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
   if (p != Primitive::kHostFunc && p != Primitive::kStreamWaitEvent) {
     *bad = streams::HostCountPattern(buf.host(), kBytes, 0, seed);
   }
-  EXPECT_CUDA_OK(cudaEventDestroy(ev));
+  EXPECT_CUDA_OK(own_ev.Free());
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
 }
 
@@ -242,11 +244,13 @@ TEST_F(MultiDeviceSyncTest, WaitsOnEveryDeviceSeeEveryByteOfItsKernel) {
     ASSERT_CUDA_OK(cudaSetDevice(d));
     cudaStream_t s = nullptr;
     ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    auto own_s = OwnedStream::Adopt(s);
     for (int w = 0; w < 3; ++w) {
       const uint32_t seed = static_cast<uint32_t>(CaseRng()());
       std::memset(buf->host(), 0, kBytes);
       cudaEvent_t ev = nullptr;
       ASSERT_CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      auto own_ev = OwnedEvent::Adopt(ev);
       // Under UVA the host pointer is valid on every device (R14).
       ASSERT_CUDA_OK(LaunchDelayThenFill(buf->host(), kBytes, seed, streams::DelayNs(kDelayMs), s));
       ASSERT_CUDA_OK(cudaEventRecord(ev, s));
@@ -255,9 +259,9 @@ TEST_F(MultiDeviceSyncTest, WaitsOnEveryDeviceSeeEveryByteOfItsKernel) {
           << "device " << d << ", wait " << (w == 0 ? "cudaStreamSynchronize" : w == 1 ? "cudaEventSynchronize"
                                                                                  : "cudaDeviceSynchronize")
           << ": bytes of the kernel not visible after the wait";
-      EXPECT_CUDA_OK(cudaEventDestroy(ev));
+      EXPECT_CUDA_OK(own_ev.Free());
     }
-    EXPECT_CUDA_OK(cudaStreamDestroy(s));
+    EXPECT_CUDA_OK(own_s.Free());
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
 }
@@ -277,13 +281,17 @@ TEST_F(MultiDeviceSyncTest, AStreamOfEveryOtherDeviceWaitsForAnEventOfEachDevice
       ASSERT_CUDA_OK(cudaSetDevice(b));
       void* copy = nullptr;
       ASSERT_CUDA_OK(cudaMalloc(&copy, kBytes));
+      auto own_copy = DeviceBuffer::Adopt(copy);
       cudaStream_t sb = nullptr;
       ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+      auto own_sb = OwnedStream::Adopt(sb);
       ASSERT_CUDA_OK(cudaSetDevice(a));
       cudaStream_t sa = nullptr;
       ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
+      auto own_sa = OwnedStream::Adopt(sa);
       cudaEvent_t ev = nullptr;
       ASSERT_CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      auto own_ev = OwnedEvent::Adopt(ev);
       ASSERT_CUDA_OK(LaunchDelayThenFill(buf->host(), kBytes, seed, streams::DelayNs(kDelayMs), sa));
       ASSERT_CUDA_OK(cudaEventRecord(ev, sa));
       ASSERT_CUDA_OK(cudaSetDevice(b));
@@ -295,12 +303,13 @@ TEST_F(MultiDeviceSyncTest, AStreamOfEveryOtherDeviceWaitsForAnEventOfEachDevice
       EXPECT_EQ(streams::HostCountPattern(back.data(), kBytes, 0, seed), 0u)
           << "device " << b << " copied the buffer after waiting for an event of device " << a
           << " but did not get every byte the kernel wrote before the event";
-      EXPECT_CUDA_OK(cudaStreamDestroy(sb));
-      EXPECT_CUDA_OK(cudaFree(copy));
+      EXPECT_CUDA_OK(own_sb.Free());
+      EXPECT_CUDA_OK(own_copy.Free());
       ASSERT_CUDA_OK(cudaSetDevice(a));
       EXPECT_CUDA_OK(cudaStreamSynchronize(sa));
-      EXPECT_CUDA_OK(cudaEventDestroy(ev));
-      EXPECT_CUDA_OK(cudaStreamDestroy(sa));
+      EXPECT_CUDA_OK(own_ev.Free());
+      EXPECT_CUDA_OK(own_sa.Free());
+
     }
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));

@@ -19,6 +19,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/storm.h"
 #include "fixtures/time_scale.h"
@@ -96,8 +97,11 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   void* dst = nullptr;
   void* dev = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&src, n, 0));
+  auto own_src = PinnedBuffer::Adopt(src);
   ASSERT_CUDA_OK(cudaHostAlloc(&dst, n, 0));
+  auto own_dst = PinnedBuffer::Adopt(dst);
   ASSERT_CUDA_OK(cudaMalloc(&dev, n));
+  auto own_dev = DeviceBuffer::Adopt(dev);
   uint32_t seed = static_cast<uint32_t>(CaseSeed());
   // One sample: a 4 KiB pinned allocation and free, then a 4 KiB copy up and down, checked.
   auto sample = [&](Samples& s) {
@@ -145,9 +149,9 @@ TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurn
   // this process still holds what it held at the baseline (its buffers are freed after).
   const PinReturn pins = ExpectPinBalanceReturned(pins_before, pins_quiet_before, "the churning child exited", 20);
   Observe("pin_balance_delta_pages", static_cast<long long>(pins.excess));
-  EXPECT_CUDA_OK(cudaFree(dev));
-  EXPECT_CUDA_OK(cudaFreeHost(src));
-  EXPECT_CUDA_OK(cudaFreeHost(dst));
+  EXPECT_CUDA_OK(own_dev.Free());
+  EXPECT_CUDA_OK(own_src.Free());
+  EXPECT_CUDA_OK(own_dst.Free());
 
   Metric("alloc_4KiB_p50_quiet_us", Percentile(quiet.alloc_us, 0.5), "us");
   Metric("alloc_4KiB_p99_quiet_us", Percentile(quiet.alloc_us, 0.99), "us");

@@ -18,7 +18,8 @@
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
-#include "fixtures/seed.h"
+#include "fixtures/outcome.h"
+#include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 
@@ -59,7 +60,7 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   }
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   Metric("register_mean_us", registered ? us / registered : 0, "us");
-  std::mt19937_64 rng(RunSeed());
+  std::mt19937_64 rng(CaseSeed());
   const bool no_pageable_access = RequireNoPageableMemoryAccess().met;
   Observe("gap_device_pointer_checked", no_pageable_access);
   for (int k = 0; k < 64 && registered; ++k) {
@@ -137,16 +138,21 @@ TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   const size_t max_bytes = size_t{8} << 20;
   void* host = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&host, max_bytes, cudaHostAllocMapped));
+  auto own_host = PinnedBuffer::Adopt(host);
   unsigned long long* bad = nullptr;
   ASSERT_CUDA_OK(cudaMalloc(&bad, sizeof *bad));
+  auto own_bad = DeviceBuffer::Adopt(bad);
   cudaStream_t producer = nullptr, consumer = nullptr;
   cudaEvent_t written = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking));
+  auto own_producer = OwnedStream::Adopt(producer);
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
+  auto own_consumer = OwnedStream::Adopt(consumer);
   // On the consumer: a legacy-stream cudaMemset of device memory (async, S02) could land after its counts.
   ASSERT_CUDA_OK(cudaMemsetAsync(bad, 0, sizeof *bad, consumer));
   ASSERT_CUDA_OK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
-  std::mt19937_64 rng(RunSeed());
+  auto own_written = OwnedEvent::Adopt(written);
+  std::mt19937_64 rng(CaseSeed());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
   long long iterations = 0;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -166,11 +172,11 @@ TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   Metric("iterations_count", static_cast<double>(iterations), "count");
   EXPECT_GT(iterations, 0);
   EXPECT_EQ(mismatches, 0u) << "a consumer ordered by an event read stale bytes";
-  EXPECT_CUDA_OK(cudaEventDestroy(written));
-  EXPECT_CUDA_OK(cudaStreamDestroy(producer));
-  EXPECT_CUDA_OK(cudaStreamDestroy(consumer));
-  EXPECT_CUDA_OK(cudaFree(bad));
-  EXPECT_CUDA_OK(cudaFreeHost(host));
+  EXPECT_CUDA_OK(own_written.Free());
+  EXPECT_CUDA_OK(own_producer.Free());
+  EXPECT_CUDA_OK(own_consumer.Free());
+  EXPECT_CUDA_OK(own_bad.Free());
+  EXPECT_CUDA_OK(own_host.Free());
 }
 
 }  // namespace
