@@ -327,7 +327,7 @@ cudaError_t AtomicWords::Write(AtomicType t, const std::vector<uint64_t>& words)
   // (R76, S02), and the kernels run on non-blocking streams, which do not wait for the legacy
   // stream. Without this wait the DMA could land after the atomics and overwrite their results:
   // on a time-sliced H200 it did (whole blocks of words back at their initial values; found
-  // 2026-11-30 as "lost updates" of block-scope CAS, suites/DEVIATIONS.md#atomics).
+  // 2026-11-30 as "lost updates" of block-scope CAS, docs/platforms/nvidia-h200.md#atomics).
   if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
   return e;
 }

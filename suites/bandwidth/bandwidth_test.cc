@@ -1,5 +1,5 @@
 // Copy bandwidth between host and device, measured the way NVIDIA's nvbandwidth measures it so
-// the figures compare (tools/nvbandwidth_compare.py tables the ratios):
+// the figures compare (tools/bandwidth/nvbandwidth_compare.py tables the ratios):
 //   - copy-engine (CE) copies: cudaMemcpyAsync queued behind a kernel that holds the stream until
 //     everything is queued, warm-up copies then CUDA events around the timed copies only, the
 //     median of the samples. The figures compared with nvbandwidth use its method and defaults

@@ -292,7 +292,7 @@ TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
 }
 
 // The documentation says cudaHostGetFlags fails outside cudaHostAlloc memory; r580 succeeds on
-// registered memory (expectations/nvidia-h200.txt, suites/DEVIATIONS.md). What it returns is
+// registered memory (expectations/nvidia-h200.txt, docs/platforms/nvidia-h200.md). What it returns is
 // recorded so the deviation can be followed across drivers.
 TEST_F(HostRegisterTest, GetFlagsOfRegisteredMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R58");

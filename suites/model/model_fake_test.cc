@@ -29,7 +29,7 @@ uint64_t g_steps = 0;
 
 // The fake with r580's deviations. r56: cudaHostGetFlags reports the Portable bit (all_bits:
 // every bit) of the oldest live allocation, standing for the opener of a shared pinned chunk
-// (suites/DEVIATIONS.md#r56-portable). r58: it succeeds on registered memory with Mapped.
+// (docs/platforms/nvidia-h200.md#r56-portable). r58: it succeeds on registered memory with Mapped.
 class DeviatingFakeApi : public PinnedApi {
  public:
   DeviatingFakeApi(bool r56, bool r58, bool all_bits = false) : r56_(r56), r58_(r58), all_bits_(all_bits) {}
@@ -95,7 +95,7 @@ rc::detail::TestResult RunAgainst(const std::function<std::unique_ptr<PinnedApi>
   rc::detail::TestMetadata meta;
   meta.id = "PinnedModelFake";
   rc::detail::TestParams params;
-  params.seed = RunSeed();
+  params.seed = CaseSeed();
   params.maxSuccess = cases;
   return rc::detail::checkTestable(
       [&] {
@@ -259,7 +259,7 @@ RC_GTEST_PROP(GeneratorTest, EveryRegionAndWindowOfEveryKindIsInsideItsMemory,
 TEST(GeneratorTest, SizesAreBiasedToPageAndTwoMebibyteBoundaries) {
   PAGELOCK_RULE("M03");
   const auto sizes =
-      rc::gen::container<std::vector<ByteSize>>(2000, rc::gen::arbitrary<ByteSize>())(rc::Random(RunSeed()), 50).value();
+      rc::gen::container<std::vector<ByteSize>>(2000, rc::gen::arbitrary<ByteSize>())(rc::Random(CaseSeed()), 50).value();
   size_t one = 0, page_edge = 0, two_mib_edge = 0, odd = 0;
   for (const ByteSize& s : sizes) {
     one += s.bytes == 1;

@@ -175,7 +175,7 @@ TEST_P(LargeSinglePinTest, OneCallOfThisSizePinsAndTheDeviceReachesTheLastPage) 
   if (!log_text.empty()) Observe("kernel_log", log_text);
   if (r.term_signal == SIGKILL && ((ev.available && ev.oom_kill > 0) || !log.empty())) {
     FAIL() << PathName(path) << " of " << n << " bytes in one call: the kernel OOM-killed the child "
-           << "instead of the call failing cleanly (deviation, suites/DEVIATIONS.md#c06); log: " << log_text;
+           << "instead of the call failing cleanly (deviation, docs/platforms/nvidia-h200.md#c06); log: " << log_text;
   }
   ASSERT_CHILD_COMPLETED(r);
   ASSERT_EQ(r.Get("init"), "cudaSuccess");
