@@ -37,7 +37,11 @@ from unittest import mock
 
 from reports import compare as cmp
 from reports import history
+from reports import htmlreport
+from reports import model
 from tools import qualify
+from tools.qualification import plan as qualify_plan
+from tools.qualification import preflight, running
 
 
 def repo_root():
@@ -193,20 +197,20 @@ class SignalAtEveryMoment(Base):
 
     def test_sigterm_while_comparing(self):
         b = self.bundle()
-        with signal_self_during(qualify.cmp, "compare"):
+        with signal_self_during(cmp, "compare"):
             rc = self.qualify(b, "--baseline", "none")
         self.assert_interrupted(rc, "comparing")
 
     def test_sigterm_while_rendering_leaves_no_history_row_to_a_missing_page(self):
         b = self.bundle()
-        with signal_self_during(qualify.htmlreport, "render_qualification"):
+        with signal_self_during(htmlreport, "render_qualification"):
             rc = self.qualify(b, "--baseline", "none")
         self.assert_interrupted(rc, "rendering")
         self.assertFalse(os.path.exists(os.path.join(self.run_dirs()[-1], "index.html.part")))
 
     def test_sigterm_while_storing_the_history(self):
         b = self.bundle({"x": {"cases": ["S.A", "S.B=fail"]}})
-        with signal_self_during(qualify.history, "store"):
+        with signal_self_during(history, "store"):
             rc = self.qualify(b, "--baseline", "none")
         res = self.assert_interrupted(rc, "storing the history")
         self.assertEqual(res["info"]["verdict_reached"], "REGRESSIONS")
@@ -215,15 +219,15 @@ class SignalAtEveryMoment(Base):
 
     def test_a_second_signal_while_finishing_is_ignored(self):
         b = self.bundle()
-        with signal_self_during(qualify.cmp, "compare"), \
-                signal_self_during(qualify.model, "write_results", every_call=True):
+        with signal_self_during(cmp, "compare"), \
+                signal_self_during(model, "write_results", every_call=True):
             rc = self.qualify(b, "--baseline", "none")
         self.assert_interrupted(rc, "comparing")
 
     def test_sighup_outside_the_runner_is_handled(self):
         b = self.bundle()
         handled = []
-        original = qualify.cmp.compare
+        original = cmp.compare
 
         def compare(*args, **kwargs):
             # Only send SIGHUP when qualify handles it: the default action would kill the test.
@@ -231,7 +235,7 @@ class SignalAtEveryMoment(Base):
                 handled.append(1)
                 os.kill(os.getpid(), signal.SIGHUP)
             return original(*args, **kwargs)
-        with mock.patch.object(qualify.cmp, "compare", compare):
+        with mock.patch.object(cmp, "compare", compare):
             rc = self.qualify(b, "--baseline", "none")
         self.assertEqual(handled, [1], "qualify has no SIGHUP handler while it compares")
         self.assert_interrupted(rc, "comparing")
@@ -336,15 +340,15 @@ class NothingPassedNeverQualifies(Base):
     def test_an_infra_error_case_is_never_qualified(self):
         # A target whose listing is empty is an INFRA_ERROR case (the runner); beside a pass.
         b = self.bundle({"x": {"cases": ["S.A"]}})
-        real = qualify.load_run
+        real = running.load_run
 
         def with_infra_error(plan, testlogs):
             run = real(plan, testlogs)
-            broken = qualify.model.Case(qualify.model.CaseId("//fake:y", "(binary)", "y"),
-                                        qualify.model.Status.INFRA_ERROR, message="listed no case")
+            broken = model.Case(model.CaseId("//fake:y", "(binary)", "y"),
+                                model.Status.INFRA_ERROR, message="listed no case")
             run.cases.append(broken)
             return run
-        with mock.patch.object(qualify, "load_run", with_infra_error):
+        with mock.patch.object(running, "load_run", with_infra_error):
             self.assertEqual(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, self.output)
 
     def test_a_run_with_a_pass_still_qualifies(self):
@@ -372,7 +376,7 @@ class PathsFromTheFingerprint(Base):
 
     def test_path_part_leaves_one_safe_component(self):
         for text in ("580/../../x", "..", "/", "a_b", "\n", "x" * 500, ""):
-            part = qualify.path_part(text, "d")
+            part = qualify_plan.path_part(text, "d")
             self.assertRegex(part, r"^[A-Za-z0-9-][A-Za-z0-9.-]{0,63}$", text)
             self.assertNotIn(part, (".", ".."))
 
@@ -468,7 +472,7 @@ class BaselineAuto(Base):
             def now(cls, tz=None):
                 return real.now(tz) - datetime.timedelta(days=1)
         time.sleep(0.05)
-        with mock.patch.object(qualify.datetime, "datetime", DayBehind):
+        with mock.patch.object(datetime, "datetime", DayBehind):
             self.assertEqual(self.qualify(four, "--baseline", "auto"), cmp.EXIT_QUALIFIED, self.output)
         time.sleep(0.05)
         # Against the four-case run stored last: two cases dropped.
@@ -494,7 +498,7 @@ class BaselineAuto(Base):
         self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
         first = self.run_dirs()[-1]
         time.sleep(0.05)
-        with signal_self_during(qualify.cmp, "compare"):
+        with signal_self_during(cmp, "compare"):
             self.assertEqual(self.qualify(b, "--baseline", "none"), 7, self.output)
         self.assertEqual(self.qualify(b), 0, self.output)
         latest = max(self.run_dirs(), key=lambda d: os.path.getmtime(os.path.join(d, "results.json")))
@@ -505,7 +509,7 @@ class BaselineAuto(Base):
 def copy_tree_for_the_wrapper(dest):
     """tools/qualify with its Python, and install_deps.sh / bundle.py replaced by stand-ins that
     leave a marker file: what the wrapper ran before it gave up is visible."""
-    for pkg in ("tools", "tools/runner", "reports"):
+    for pkg in ("tools", "tools/qualification", "tools/runner", "reports"):
         os.makedirs(os.path.join(dest, pkg), exist_ok=True)
         for n in os.listdir(os.path.join(ROOT, pkg)):
             src = os.path.join(ROOT, pkg, n)
@@ -537,7 +541,7 @@ class Newcomer(Base):
         return p.returncode, time.monotonic() - start
 
     def test_no_gpu_is_said_in_seconds_before_any_install_or_build(self):
-        ok, why = qualify.probe_gpu()
+        ok, why = preflight.probe_gpu()
         if ok:
             self.skipTest(f"this machine has a GPU ({why})")
         rc, seconds = self.wrapper("--out", self.out)

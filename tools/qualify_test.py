@@ -20,6 +20,7 @@ from reports import compare_runs
 from reports import history
 from reports import model
 from tools import qualify
+from tools.qualification import baselines, common
 from tools.runner import runner_test
 
 
@@ -148,6 +149,36 @@ class QualifyTest(unittest.TestCase):
         self.assertIn("stale expectation", self.output)
         _, res = self.last_run()
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FailsWhenAsked"], "UNEXPECTED_PASS")
+
+    def test_paths_in_the_checkout_are_recorded_relative_to_it(self):
+        # results.json (and so a committed baseline) names no absolute path of the checkout;
+        # here the test's folder stands for the checkout. Paths outside it stay absolute.
+        self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1\n")
+        saved, common.ROOT = common.ROOT, self.tmp
+        try:
+            self.assertEqual(self.qualify(mode="fail"), 0, self.output)
+            first, _ = self.last_run()
+            time.sleep(0.05)
+            self.assertEqual(self.qualify(f"--history={self.tmp}/h.sqlite"), 5, self.output)
+        finally:
+            common.ROOT = saved
+        run_dir, res = self.last_run()
+        info = res["info"]
+        self.assertEqual(list(info["expectations"]), ["expectations/none.txt"])
+        self.assertEqual(info["baseline"], os.path.relpath(os.path.join(first, "results.json"), self.tmp))
+        self.assertEqual(info["command"], "tools/qualify --bundle bundle --out runs --expectations "
+                                          "expectations --allow-no-gpu --history=h.sqlite")
+        self.assertEqual(res["stale_expectations"],
+                         ["expectations/none.txt:1: fail selftest:fake_gtest/FakeTest.FailsWhenAsked"])
+        with open(os.path.join(run_dir, "results.json")) as f:
+            self.assertNotIn(self.tmp, f.read())
+        # Outside the checkout: as before, the absolute path.
+        self.assertEqual(self.qualify(), 5, self.output)
+        _, res = self.last_run()
+        self.assertEqual(res["info"]["baseline"], os.path.join(run_dir, "results.json"))
+        self.assertEqual(list(res["info"]["expectations"]), [os.path.join(self.exp, "none.txt")])
+        self.assertEqual(res["stale_expectations"],
+                         [f"{self.exp}/none.txt:1: fail selftest:fake_gtest/FakeTest.FailsWhenAsked"])
 
     def test_baseline_comparison_shows_fixed_cases(self):
         self.assertEqual(self.qualify(mode="fail"), 3)
@@ -440,10 +471,10 @@ class RuntimeBaselineTest(unittest.TestCase):
         self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.out = os.path.join(self.root, "runs")
         os.makedirs(self.out)
-        self.saved_root, qualify.ROOT = qualify.ROOT, self.root
+        self.saved_root, common.ROOT = common.ROOT, self.root
 
     def tearDown(self):
-        qualify.ROOT = self.saved_root
+        common.ROOT = self.saved_root
         shutil.rmtree(self.root, ignore_errors=True)
 
     def write(self, rel, runtime):
@@ -457,31 +488,33 @@ class RuntimeBaselineTest(unittest.TestCase):
 
     def test_the_default_baseline_of_another_runtime_is_no_baseline(self):
         self.write("baselines/nvidia-h200/results.json", 13000)
-        run, name = qualify.load_baseline("auto", self.out, "nvidia-h200", 11080)
+        run, name = baselines.load_baseline("auto", self.out, "nvidia-h200", 11080)
         self.assertIsNone(run)
         self.assertIn("is for CUDA runtime 13.0, this run's is 11.8", name)
-        run, _ = qualify.load_baseline("auto", self.out, "nvidia-h200", 13000)
+        run, _ = baselines.load_baseline("auto", self.out, "nvidia-h200", 13000)
         self.assertIsNotNone(run)
 
     def test_a_runtime_with_its_own_folder_takes_it(self):
         self.write("baselines/nvidia-h200/results.json", 13000)
         own = self.write("baselines/nvidia-h200/cuda-11.8/results.json", 11080)
-        run, name = qualify.load_baseline("auto", self.out, "nvidia-h200", 11080)
-        self.assertEqual(name, os.path.abspath(own))
-        self.assertEqual(qualify.runtime_of(run.fingerprint), 11080)
+        run, name = baselines.load_baseline("auto", self.out, "nvidia-h200", 11080)
+        # Relative to the checkout (here the test's root), as results.json records it.
+        self.assertEqual(name, "baselines/nvidia-h200/cuda-11.8/results.json")
+        self.assertEqual(os.path.join(self.root, name), own)
+        self.assertEqual(baselines.runtime_of(run.fingerprint), 11080)
 
     def test_an_earlier_run_of_another_runtime_is_passed_over(self):
         older = self.write("runs/20261201-100000_h_nvidia-h200_580/results.json", 13000)
         self.write("runs/20261201-110000_h_nvidia-h200_580/results.json", 11080)
         os.utime(older, (1, 1))
-        path, run = qualify.latest_baseline(self.out, "nvidia-h200", 13000)
+        path, run = baselines.latest_baseline(self.out, "nvidia-h200", 13000)
         self.assertEqual(path, older)
 
     def test_write_baseline_keeps_the_other_runtime_s_reference(self):
         self.write("baselines/nvidia-h200/results.json", 13000)
-        self.assertEqual(qualify.baseline_dest("nvidia-h200", 11080),
+        self.assertEqual(baselines.baseline_dest("nvidia-h200", 11080),
                          os.path.join(self.root, "baselines", "nvidia-h200", "cuda-11.8"))
-        self.assertEqual(qualify.baseline_dest("nvidia-h200", 13000),
+        self.assertEqual(baselines.baseline_dest("nvidia-h200", 13000),
                          os.path.join(self.root, "baselines", "nvidia-h200"))
 
 class BrowserTest(unittest.TestCase):

@@ -18,7 +18,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import mutation  # noqa: E402
+import mutation  # noqa: E402  (puts the checkout on sys.path)
+from tools.mutation import catalogue, false_alarms, outputs, page, scoring, selection  # noqa: E402
 
 
 def repo_root():
@@ -49,7 +50,8 @@ def make_bundle(tmp, shim_dir, name="bundle", second=False, conforming=False):
     faults/conforming.tsv."""
     b = os.path.join(tmp, name)
     # What tools/bundle.py ships of the Python side: the runner and every module of reports/.
-    rels = ["tools/__init__.py", "tools/runner/__init__.py", "tools/runner/runner.py"]
+    rels = ["tools/__init__.py"] + ["tools/runner/" + f for f in os.listdir(os.path.join(ROOT, "tools/runner"))
+                                    if f.endswith(".py") and not f.endswith("_test.py")]
     rels += ["reports/" + f for f in os.listdir(os.path.join(ROOT, "reports"))
              if f.endswith(".py") and not f.endswith("_test.py")]
     for rel in rels:
@@ -98,70 +100,70 @@ def st(**cases):
 
 class VerdictTest(unittest.TestCase):
     def test_a_case_that_passed_and_now_fails_kills_the_fault(self):
-        r = mutation.classify(FAULT, [(META, st(a="FAIL", b="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        r = scoring.classify(FAULT, [(META, st(a="FAIL", b="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "KILLED")
         self.assertEqual([c["case"] for c in r["caught_by"]], ["a"])
 
     def test_a_not_supported_case_that_now_fails_kills_the_fault(self):
-        r = mutation.classify(CAP, [(META, st(a="FAIL"), LOADED, st(a="NOT_SUPPORTED"))], set())
+        r = scoring.classify(CAP, [(META, st(a="FAIL"), LOADED, st(a="NOT_SUPPORTED"))], set())
         self.assertEqual(r["verdict"], "KILLED")
 
     def test_a_capability_fault_turning_cases_not_supported_is_handled(self):
-        r = mutation.classify(CAP, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
+        r = scoring.classify(CAP, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "HANDLED")
 
     def test_a_performance_fault_turning_passes_into_warnings_is_handled(self):
         perf = dict(FAULT, kind="perf")
-        r = mutation.classify(perf, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        r = scoring.classify(perf, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "HANDLED")
-        r = mutation.classify(FAULT, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
+        r = scoring.classify(FAULT, [(META, st(a="WARN"), LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "SURVIVED")
 
     def test_other_faults_turning_cases_not_supported_survive_as_masked(self):
-        r = mutation.classify(FAULT, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
+        r = scoring.classify(FAULT, [(META, st(a="NOT_SUPPORTED"), LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "SURVIVED")
         self.assertIn("masked", r["note"])
 
     def test_unstable_cases_never_count(self):
-        r = mutation.classify(FAULT, [(META, st(a="FAIL"), LOADED, st(a="PASS"))], {"a"})
+        r = scoring.classify(FAULT, [(META, st(a="FAIL"), LOADED, st(a="PASS"))], {"a"})
         self.assertEqual(r["verdict"], "SURVIVED")
 
     def test_a_case_the_control_failed_never_counts(self):
-        self.assertEqual(mutation.unstable_cases(st(a="FAIL", b="PASS"), st(a="FAIL", b="PASS")), {"a"})
-        self.assertEqual(mutation.unstable_cases(st(a="PASS"), st(a="WARN")), {"a"})
+        self.assertEqual(scoring.unstable_cases(st(a="FAIL", b="PASS"), st(a="FAIL", b="PASS")), {"a"})
+        self.assertEqual(scoring.unstable_cases(st(a="PASS"), st(a="WARN")), {"a"})
 
     def test_a_hung_run_kills_the_fault_through_its_unfinished_cases(self):
         meta = dict(META, timed_out=True)
-        r = mutation.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        r = scoring.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "KILLED")
         self.assertEqual(r["caught_by"][0]["fault"], "TIMEOUT")
 
     def test_a_run_the_budget_stopped_is_not_run_unless_something_was_already_caught(self):
         meta = dict(META, cut_by_budget=True)
-        r = mutation.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
+        r = scoring.classify(FAULT, [(meta, st(a="PASS"), LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "NOT_RUN")
-        r = mutation.classify(FAULT, [(meta, st(a="FAIL"), LOADED, st(a="PASS", b="PASS"))], set())
+        r = scoring.classify(FAULT, [(meta, st(a="FAIL"), LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "KILLED")
 
     def test_a_fault_the_shim_never_loaded_is_an_error(self):
-        r = mutation.classify(FAULT, [(META, st(a="FAIL"), ([], [], ["unknown fault f"]), st(a="PASS"))], set())
+        r = scoring.classify(FAULT, [(META, st(a="FAIL"), ([], [], ["unknown fault f"]), st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "ERROR")
 
     def test_a_fault_never_reached_says_so(self):
-        r = mutation.classify(FAULT, [(META, st(a="PASS"), (["fault=f"], [], []), st(a="PASS"))], set())
+        r = scoring.classify(FAULT, [(META, st(a="PASS"), (["fault=f"], [], []), st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "SURVIVED")
         self.assertIn("never reached", r["note"])
 
     def test_score_counts_killed_and_handled_over_decided_faults(self):
-        s = mutation.score([{"verdict": v} for v in ["KILLED", "HANDLED", "SURVIVED", "ERROR", "NOT_RUN"]])
+        s = scoring.score([{"verdict": v} for v in ["KILLED", "HANDLED", "SURVIVED", "ERROR", "NOT_RUN"]])
         self.assertEqual((s["counted"], s["percent"]), (3, 66.7))
 
     def test_html_escapes_everything(self):
-        doc = {"score": mutation.score([{"verdict": "SURVIVED"}]),
+        doc = {"score": scoring.score([{"verdict": "SURVIVED"}]),
                "control": {"summary": "PASS=1", "unstable": []},
                "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>",
                                targets_run=["//a:<i>"])]}
-        text = mutation.html_section(doc)
+        text = page.render(outputs.page_data(doc))
         self.assertNotIn("<b>x</b>", text)
         self.assertNotIn("<script>", text)
         self.assertNotIn("<i>", text)
@@ -183,7 +185,7 @@ class SelectionTest(unittest.TestCase):
     F = dict(FAULT, entries="cuMemcpyHtoD")
 
     def test_rule_targets_come_first_then_family_then_sentinels_then_the_rest(self):
-        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
+        plan = selection.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
                                          ["//suites/model:d_test"])
         self.assertEqual(plan, [("//suites/devptr:c_test", 1, "rule"),
                                 ("//suites/streams:b_test", 1, "rule"),
@@ -191,33 +193,33 @@ class SelectionTest(unittest.TestCase):
                                 ("//suites/model:d_test", 2, "sentinel")])
 
     def test_a_target_that_never_calls_the_faulty_entry_is_never_selected(self):
-        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, {}, self.DUR, [])
+        plan = selection.select_for_fault(self.F, self.USABLE, self.CENSUS, {}, self.DUR, [])
         labels = [p[0] for p in plan]
         self.assertNotIn("//suites/model:e_test", labels)
         self.assertEqual([p[1:] for p in plan if p[0] == "//suites/model:d_test"], [(3, "sweep")])
 
     def test_select_all_runs_every_reached_target_in_the_first_phase(self):
-        plan = mutation.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
+        plan = selection.select_for_fault(self.F, self.USABLE, self.CENSUS, self.RULES, self.DUR,
                                          [], select="all")
         self.assertEqual({p[1] for p in plan}, {1})
         self.assertEqual(len(plan), 4)
 
     def test_sentinels_are_the_cheapest_targets_that_cover_the_most_entries(self):
-        got = mutation.pick_sentinels(self.USABLE, self.CENSUS, self.DUR,
+        got = selection.pick_sentinels(self.USABLE, self.CENSUS, self.DUR,
                                       {"cuMemcpyHtoD", "cuCtxSynchronize", "cuMemHostAlloc"}, 3)
         # d (2 entries in 1 s) first, then b (adds cuCtxSynchronize); nothing else adds one.
         self.assertEqual(got, ["//suites/model:d_test", "//suites/streams:b_test"])
 
     def test_the_score_line_says_partial_or_not_run(self):
-        self.assertEqual(mutation.score_line(None), "not run")
-        s = mutation.score([{"verdict": v} for v in ["KILLED", "KILLED", "SURVIVED", "NOT_RUN"]])
-        self.assertTrue(mutation.score_line(s).startswith("partial: 3 of 4 faults run; caught 2 of 3"))
+        self.assertEqual(scoring.score_line(None), "not run")
+        s = scoring.score([{"verdict": v} for v in ["KILLED", "KILLED", "SURVIVED", "NOT_RUN"]])
+        self.assertTrue(scoring.score_line(s).startswith("partial: 3 of 4 faults run; caught 2 of 3"))
 
 
 class SurvivorNotesTest(unittest.TestCase):
     def test_every_survivor_note_names_a_catalogue_fault_and_explains_it(self):
-        names = {r["name"] for r in mutation.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
-        notes = mutation.read_tsv(os.path.join(ROOT, "tools/faults/survivors.tsv"))
+        names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
+        notes = catalogue.read_tsv(os.path.join(ROOT, "tools/faults/survivors.tsv"))
         for row in notes:
             self.assertIn(row["name"], names)
             self.assertGreater(len(row["explanation"]), 40, row["name"])
@@ -244,15 +246,15 @@ class CorruptShimTest(unittest.TestCase):
         os.makedirs(os.path.join(d, "b", "faults"))
         with open(os.path.join(d, "b", "faults", "libcuda.so.1"), "wb") as f:
             f.write(b"\x7fELF" + b"x" * 996)
-        self.assertIn("dlopen failed", mutation.shim_unloadable(os.path.join(d, "b", "faults", "libcuda.so.1")))
-        if not os.path.isfile(os.path.join(mutation.REPO, "tools", "faults", "build_shim.sh")):
+        self.assertIn("dlopen failed", catalogue.shim_unloadable(os.path.join(d, "b", "faults", "libcuda.so.1")))
+        if not os.path.isfile(os.path.join(catalogue.REPO, "tools", "faults", "build_shim.sh")):
             self.skipTest("no tools/faults/build_shim.sh in this tree")
         try:
-            got = mutation.find_shim(os.path.join(d, "b"), None, d)
-        except mutation.UsageError as e:
+            got = catalogue.find_shim(os.path.join(d, "b"), None, d)
+        except catalogue.UsageError as e:
             self.skipTest(f"the shim cannot be built here: {e}")
         self.assertEqual(got, os.path.join(d, "shimlib"))
-        self.assertIsNone(mutation.shim_unloadable(os.path.join(got, "libcuda.so.1")))
+        self.assertIsNone(catalogue.shim_unloadable(os.path.join(got, "libcuda.so.1")))
 
 
 class EndToEndTest(unittest.TestCase):
@@ -389,45 +391,45 @@ CHANGED = dict(META, changed=["cuMemHostRegister IOMEMORY on ordinary memory"], 
 class VariationVerdictTest(unittest.TestCase):
     def test_a_case_that_fails_under_a_variation_that_changed_an_answer_is_a_false_alarm(self):
         statuses = {"a": ("FAIL", "", "returned 800, expected 1"), "b": ("PASS", "", "")}
-        r = mutation.classify_variation(VARIATION, [(CHANGED, statuses, V_LOADED, st(a="PASS", b="PASS"))], set())
+        r = false_alarms.classify_variation(VARIATION, [(CHANGED, statuses, V_LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "FALSE_ALARM")
         self.assertEqual(r["false_alarms"], [{"case": "a", "target": "//a:t", "control": "PASS",
                                               "status": "FAIL", "message": "returned 800, expected 1"}])
 
     def test_a_crash_or_a_missing_case_is_a_false_alarm_too(self):
-        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="CRASH"), V_LOADED, st(a="PASS", b="WARN"))], set())
+        r = false_alarms.classify_variation(VARIATION, [(CHANGED, st(a="CRASH"), V_LOADED, st(a="PASS", b="WARN"))], set())
         self.assertEqual([(c["case"], c["status"]) for c in r["false_alarms"]], [("a", "CRASH"), ("b", "MISSING")])
 
     def test_changed_answers_and_nothing_broken_conform(self):
-        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="PASS", b="NOT_SUPPORTED"), V_LOADED,
+        r = false_alarms.classify_variation(VARIATION, [(CHANGED, st(a="PASS", b="NOT_SUPPORTED"), V_LOADED,
                                                      st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "CONFORMS")
         self.assertEqual(len(r["not_supported_cases"]), 1)
 
     def test_a_variation_that_changed_nothing_proves_nothing(self):
-        r = mutation.classify_variation(VARIATION, [(META, st(a="FAIL"), V_LOADED, st(a="PASS"))], set())
+        r = false_alarms.classify_variation(VARIATION, [(META, st(a="FAIL"), V_LOADED, st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "NOT_EXERCISED")
         self.assertEqual(r["false_alarms"], [])
         self.assertEqual([c["case"] for c in r["failed_without_change"]], ["a"])
 
     def test_unstable_cases_and_cases_the_control_failed_are_no_false_alarms(self):
-        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="FAIL", b="FAIL"), V_LOADED,
+        r = false_alarms.classify_variation(VARIATION, [(CHANGED, st(a="FAIL", b="FAIL"), V_LOADED,
                                                      st(a="PASS", b="FAIL"))], {"a"})
         self.assertEqual(r["verdict"], "CONFORMS")
 
     def test_a_timing_variation_that_runs_past_the_tools_limit_is_not_run_not_a_false_alarm(self):
         timing = dict(VARIATION, kind="timing")
         hung = dict(CHANGED, timed_out=True)
-        r = mutation.classify_variation(timing, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        r = false_alarms.classify_variation(timing, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "NOT_RUN")
         self.assertEqual([c["case"] for c in r["past_the_time_limit"]], ["b"])
         self.assertIn("--target-timeout", r["note"])
         # Any other variation that hangs a binary: a false alarm (the suite hung).
-        r = mutation.classify_variation(VARIATION, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
+        r = false_alarms.classify_variation(VARIATION, [(hung, st(a="PASS"), V_LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "FALSE_ALARM")
 
     def test_a_variation_the_shim_never_loaded_is_an_error(self):
-        r = mutation.classify_variation(VARIATION, [(CHANGED, st(a="FAIL"), ([], [], ["unknown fault v"]),
+        r = false_alarms.classify_variation(VARIATION, [(CHANGED, st(a="FAIL"), ([], [], ["unknown fault v"]),
                                                      st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "ERROR")
 
@@ -435,7 +437,7 @@ class VariationVerdictTest(unittest.TestCase):
         vs = [dict(verdict="FALSE_ALARM", name="x", false_alarms=[{"case": "a"}, {"case": "b"}]),
               dict(verdict="CONFORMS", name="y", false_alarms=[]),
               dict(verdict="NOT_EXERCISED", name="z", false_alarms=[])]
-        fa = mutation.false_alarm_summary(vs)
+        fa = false_alarms.false_alarm_summary(vs)
         self.assertEqual((fa["count"], fa["variations_with_false_alarms"], fa["variations"]), (2, 1, 3))
         self.assertEqual(fa["by_variation"]["x"][1], {"case": "b", "variation": "x"})
         self.assertEqual(fa["line"], "2 false alarm(s) from 1 of 3 conforming variations: "
@@ -443,11 +445,11 @@ class VariationVerdictTest(unittest.TestCase):
 
     def test_a_variation_runs_only_the_binaries_of_its_rules_and_family(self):
         v = dict(VARIATION, rule="R51,R76", family="model", entries="cuMemcpyHtoD")
-        plan = mutation.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
+        plan = selection.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
                                          SelectionTest.RULES, SelectionTest.DUR, ["//suites/hostalloc:a_test"])
         self.assertEqual(plan, [("//suites/devptr:c_test", 1, "rule"), ("//suites/streams:b_test", 1, "rule"),
                                 ("//suites/model:d_test", 1, "family")])
-        every = mutation.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
+        every = selection.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
                                           SelectionTest.RULES, SelectionTest.DUR, [], select="all")
         self.assertEqual(len(every), 4)
 
@@ -456,28 +458,28 @@ class CatalogueChoiceTest(unittest.TestCase):
     def test_named_catalogues_come_from_the_bundle_or_the_tool(self):
         d = tempfile.mkdtemp()
         try:
-            rows, path = mutation.load_catalogue(d, "conforming")  # the repo's copy
+            rows, path = catalogue.load_catalogue(d, "conforming")  # the repo's copy
             self.assertTrue(path.endswith("tools/faults/conforming.tsv"))
             self.assertGreaterEqual(len(rows), 15)
-            self.assertTrue(all(mutation.is_variation(r) and r["justification"] for r in rows))
-            both, _ = mutation.load_catalogue(d, "both")
-            self.assertEqual(len(both), len(rows) + len(mutation.load_catalogue(d, "faults")[0]))
-            self.assertFalse(any(mutation.is_variation(r) for r in mutation.load_catalogue(d, None)[0]))
+            self.assertTrue(all(catalogue.is_variation(r) and r["justification"] for r in rows))
+            both, _ = catalogue.load_catalogue(d, "both")
+            self.assertEqual(len(both), len(rows) + len(catalogue.load_catalogue(d, "faults")[0]))
+            self.assertFalse(any(catalogue.is_variation(r) for r in catalogue.load_catalogue(d, None)[0]))
         finally:
             shutil.rmtree(d)
 
     def test_a_catalogue_that_is_neither_a_name_nor_a_file_is_bad_usage(self):
         d = tempfile.mkdtemp()
         try:
-            with self.assertRaises(mutation.UsageError):
-                mutation.load_catalogue(d, os.path.join(d, "nope.tsv"))
+            with self.assertRaises(catalogue.UsageError):
+                catalogue.load_catalogue(d, os.path.join(d, "nope.tsv"))
         finally:
             shutil.rmtree(d)
 
     def test_variation_names_are_distinct_from_fault_names(self):
         d = tempfile.mkdtemp()
         try:
-            names = [r["name"] for r in mutation.load_catalogue(d, "both")[0]]
+            names = [r["name"] for r in catalogue.load_catalogue(d, "both")[0]]
             self.assertEqual(len(names), len(set(names)))
         finally:
             shutil.rmtree(d)
@@ -552,7 +554,7 @@ class FalseAlarmEndToEndTest(unittest.TestCase):
         os.rename(os.path.join(self.bundle, "faults/conforming.tsv"),
                   os.path.join(self.bundle, "faults/conforming.tsv.away"))
         try:
-            rows, path = mutation.load_catalogue(self.bundle, "conforming")
+            rows, path = catalogue.load_catalogue(self.bundle, "conforming")
             self.assertTrue(path.startswith(ROOT))
         finally:
             os.rename(os.path.join(self.bundle, "faults/conforming.tsv.away"),

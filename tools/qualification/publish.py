@@ -1,0 +1,106 @@
+"""Publishing a run folder: results.json, the CI files (JUnit, deqp-runner CSVs), the suggested
+expectation entries, index.html with the metric trends, then the history row and, with
+--write-baseline, the baseline."""
+
+import os
+import sqlite3
+
+from reports import ciout
+from reports import compare as cmp
+from reports import history
+from reports import htmlreport
+from reports import model
+from tools.qualification import baselines
+from tools.qualification.common import say
+
+# This run's failures as `fail`/`flake`/`coverage` entries: a starting point for expectations.
+EXPECTATIONS_UPDATE = "expectations-update.txt"
+
+
+def publish(plan, run, comp, info, args, state):
+    """Writes results.json, the CI files, index.html, then the history row (which links
+    index.html, so the page comes first); returns the report path. A write that fails (full
+    disk) raises OSError after what was written is complete."""
+    run_dir = plan.run_dir
+    info["outputs"] = {"JUnit (final verdict per case)": ciout.JUNIT_NAME,
+                       "deqp-runner results / failures": f"{ciout.RESULTS_CSV}, {ciout.FAILURES_CSV}",
+                       "suggested expectation entries": EXPECTATIONS_UPDATE}
+    state["phase"] = "writing results"
+    model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
+    ciout.write(run_dir, run, comp, info)
+    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
+        f.write(cmp.failures_csv(run, comp))
+    state["phase"] = "rendering"
+    plan.trends = trends_with_this_run(plan, run, info)
+    page = write_report(plan, run, comp, info)
+    if plan.db:
+        state["phase"] = "storing the history"
+        store_history(plan, run, comp, info, page)
+    state["phase"] = "printing the summary"
+    if args.write_baseline:
+        write_baseline(plan, run, comp, info)
+    return page
+
+
+def store_history(plan, run, comp, info, page):
+    """The history row: everything the fleet report shows (label, tier, run folder, its
+    report), as an import of this run folder would store it. A failure is a warning."""
+    try:
+        history.store(plan.db, info["run_key"], info["started_at"], run, comp, plan.sku,
+                      info["bundle"].get("commit", ""), comp.exit_code, info["verdict"],
+                      label=info.get("label") or None, tier=info.get("tier"),
+                      run_dir=os.path.abspath(plan.run_dir),
+                      report=os.path.abspath(page))
+    except (sqlite3.Error, ValueError, TypeError) as e:
+        say(f"warning: the history was not updated ({e}); results.json has the run")
+
+
+def write_baseline(plan, run, comp, info):
+    """--write-baseline: baselines/<sku>[/cuda-X.Y]/results.json, only from a run that qualifies."""
+    if comp.exit_code != cmp.EXIT_QUALIFIED:
+        say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
+        return
+    dest = baselines.baseline_dest(plan.sku, baselines.runtime_of(run.fingerprint))
+    os.makedirs(dest, exist_ok=True)
+    model.write_results(os.path.join(dest, "results.json"), run, info, comp)
+    say(f"baseline written: {os.path.join(dest, 'results.json')} (commit it)")
+
+
+def trends_with_this_run(plan, run, info):
+    """{metric: [(run_key, driver, value)]} for this run's metrics: the history's points, then
+    this run's own (the page is written before the run is stored, so that the history never
+    links a report that is not there yet)."""
+    trends = {}
+    names = sorted({n for c in run.cases for n in c.metrics})
+    if plan.db:
+        try:
+            for name in names:
+                trends[name] = list(history.trend(plan.db, name, plan.sku))
+        except (sqlite3.Error, ValueError, TypeError) as e:
+            say(f"warning: no trends from the history ({e})")
+    for name in names:
+        values = [c.metrics[name].value for c in run.cases if name in c.metrics and c.metrics[name].finite]
+        if values:
+            points = [t for t in trends.get(name, []) if t[0] != info["run_key"]]
+            points.append((info["run_key"], plan.driver, sum(values) / len(values)))
+            trends[name] = points[-20:]
+    return trends
+
+
+def write_report(plan, run, comp, info):
+    """(Re)writes index.html from the run, its comparison and the trends, atomically (a signal
+    or a full disk leaves the previous page or none, never half a page)."""
+    if plan.trends is None:
+        plan.trends = trends_with_this_run(plan, run, info)
+    html = htmlreport.render_qualification(run, info, comp, plan.baseline, plan.trends,
+                                           mutation=htmlreport.load_mutation(plan.run_dir))
+    page = os.path.join(plan.run_dir, "index.html")
+    tmp = page + ".part"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(html)
+        os.replace(tmp, page)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return page

@@ -1,0 +1,88 @@
+"""Running the tier: the one call into the runner (runner.run(RunConfig) returns a typed
+RunnerResult), the typed run it wrote, and the retries of failed cases with the same seed."""
+
+import os
+
+from reports import compare as cmp
+from reports import model
+from tools.qualification import common
+from tools.qualification.common import Stop, interrupted, say
+from tools.runner import runner
+
+MAX_RESTARTS = 5
+
+
+def expected_durations(plan):
+    """Seconds per target in the baseline run: the runner starts the longest first."""
+    out = {}
+    for c in (plan.baseline.cases if plan.baseline is not None else []):
+        out[c.target] = out.get(c.target, 0.0) + (c.seconds or 0.0)
+    return out
+
+
+def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
+    """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
+    seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
+    the bundle or the output folder fails."""
+    if not targets:
+        return runner.RunnerResult(status="NOTHING_SELECTED", targets=[], out=out)
+    res = runner.run(runner.RunConfig(
+        bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
+        filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
+        time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=common.HUMAN["json"], jobs=jobs,
+        durations=expected_durations(plan)))
+    if res.status == "INTERRUPTED":
+        raise interrupted(res.message)
+    if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error: the runner says {res.status}: {res.message}")
+    return res
+
+
+def load_run(plan, testlogs):
+    """The typed run of a testlogs tree, every case knowing its run seed and stress tag."""
+    run = model.load_testlogs(testlogs)
+    run.fingerprint["seed"] = str(plan.seed)  # every binary ran with it (history's runs.seed)
+    stress = {t["label"]: "stress" in t.get("tags", []) for t in plan.targets}
+    for c in run.cases:
+        c.run_seed = plan.seed
+        c.stress = stress.get(c.target)
+    return run
+
+
+def retry_failures(plan, run, args):
+    """Re-runs failed cases up to args.retries times with the same seed, each case alone in its
+    target's filter; every attempt stays in case.attempts and the final status is the last
+    attempt's. A case leaves the retries when it passes (a flake) or when a re-run fails with
+    the status and message of the attempt before it, word for word: the failure reproduces, and
+    more runs of the same seed would only cost time (a flake that fails the same way twice in a
+    row is then reported as the failure, never hidden)."""
+    by_target = {t["label"]: t for t in plan.targets}
+    consistent = set()  # ids of cases whose failure reproduced exactly
+    for attempt in range(1, args.retries + 1):
+        failing = [c for c in run.cases if c.status.is_retryable and c.target in by_target
+                   and c.suite != "(binary)" and c.id not in consistent]
+        if not failing:
+            return
+        say(f"retry {attempt}: {len(failing)} failed case(s), seed {plan.seed}")
+        out = os.path.join(plan.run_dir, "retries", f"attempt_{attempt}")
+        filters = model.gtest_filters(c.cid for c in failing)
+        run_bundle(plan, out, [by_target[t] for t in sorted(filters)], filters, False, args.time_scale,
+                   args.jobs)
+        retried = load_run(plan, out).by_id()
+        for c in failing:
+            r = retried.get(c.id)
+            new = r.status if r else model.Status.MISSING
+            c.attempts.append(new)
+            # Every attempt's logs stay (the log tail and kernel lines of the last failure are the
+            # ones a reviewer needs), named by attempt.
+            for key, text in (r.logs.items() if r else ()):
+                c.logs[f"{key} (attempt {len(c.attempts)})"] = text
+            if new.is_pass:
+                c.first_failure = c.first_failure or c.message
+                c.status, c.message = new, ""
+            else:
+                if r and new == c.status and r.message == c.message:
+                    consistent.add(c.id)
+                c.status = new
+                if r:
+                    c.message = r.message

@@ -1,0 +1,45 @@
+"""The verdict's refinements and its lines: a run in which nothing passed qualifies nothing,
+and each unexpected result on one line, as Bazel and deqp-runner print them."""
+
+import os
+
+from reports import ciout
+from reports import compare as cmp
+from tools.runner import runner
+
+UNEXPECTED = ("REGRESSION", "COVERAGE_LOST", "DROPPED", "FLAKE", "UNEXPECTED_PASS")
+UNEXPECTED_PRINTED = 50
+
+
+def nothing_passed(run, comp):
+    """A run in which no case passed qualifies nothing, with a baseline or without one (the
+    first run of a new SKU, --baseline none, --allow-no-gpu on a machine without a GPU where
+    every case is NOT_SUPPORTED): such a verdict becomes NOTHING RAN (exit 4). Returns the
+    reason, or '' when some case passed or the verdict already blocks."""
+    if comp.exit_code not in (cmp.EXIT_QUALIFIED, cmp.EXIT_UPDATE):
+        return ""
+    if any(c.status.is_pass for c in run.cases):
+        return ""
+    counts = ", ".join(f"{k}={v}" for k, v in sorted(run.counts().items()) if v) or "no cases"
+    comp.exit_code = cmp.EXIT_NOTHING_RAN
+    return f"no case passed ({counts}): nothing was exercised, so nothing qualifies"
+
+
+def unexpected_lines(run, comp, run_dir, limit=UNEXPECTED_PRINTED):
+    """The end of a run, as Bazel and deqp-runner print it: each unexpected result on one line
+    (change, case, one-line reason, test.log), regressions first."""
+    cases = run.by_id()
+    rows = sorted(((st, cid) for cid, st in comp.status.items() if str(st) in UNEXPECTED),
+                  key=lambda r: (UNEXPECTED.index(str(r[0])), r[1]))
+    if not rows:
+        return []
+    out = [f"{len(rows)} unexpected result(s):"]
+    for st, cid in rows[:limit]:
+        c = cases.get(cid)
+        reason = runner.printable(ciout.one_line(c))[:160] if c is not None else ""
+        target = cid.split("/", 1)[0]
+        log = os.path.join(run_dir, "testlogs", *target.split(":"), "test.log")
+        out.append(f"  {str(st):<15} {runner.printable(cid)}: {reason or comp.notes.get(cid, '')}  [log: {log}]")
+    if len(rows) > limit:
+        out.append(f"  ... and {len(rows) - limit} more (index.html and failures.csv have all)")
+    return out
