@@ -26,10 +26,11 @@ _CASE_FIELDS = {
     "budgets": (dict,), "observed": (dict,), "logs": (dict,), "properties": (dict,),
 }
 _REQUIRED_CASE_FIELDS = ("target", "suite", "name")
-_INFO_TEXT = ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
-              "command")
-_INFO_OBJECTS = ("bundle", "expectations", "outputs", "mutation")
-_INFO_TYPED = {"retries": (int,), "skipped_by_expectations": (list,), "interrupted_by": _TEXT}
+_INFO_FIELDS = dict(
+    {k: _TEXT for k in ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
+                        "command", "interrupted_by")},
+    **{k: (dict,) for k in ("bundle", "expectations", "outputs", "mutation")},
+    exit_code=(int,), retries=(int,), skipped_by_expectations=(list,))
 
 
 class InputError(Exception):
@@ -155,26 +156,7 @@ def results_problem(doc):
     info = doc.get("info", {})
     if not isinstance(info, dict):
         return f"info: expected an object, found {_kind(info)}"
-    for key in _INFO_TEXT:
-        if key in info:
-            problem = _field(f"info.{key}", info[key], _TEXT)
-            if problem:
-                return problem
-    for key in _INFO_OBJECTS:
-        if key in info:
-            problem = _field(f"info.{key}", info[key], (dict,))
-            if problem:
-                return problem
-    if "exit_code" in info:
-        problem = _field("info.exit_code", info["exit_code"], (int,))
-        if problem:
-            return problem
-    for key, types in _INFO_TYPED.items():
-        if key in info:
-            problem = _field(f"info.{key}", info[key], types)
-            if problem:
-                return problem
-    problem = _bundle_problem(info.get("bundle"))
+    problem = _info_problem(info)
     if problem:
         return problem
     comparison = doc.get("comparison", {})
@@ -185,6 +167,16 @@ def results_problem(doc):
             return f"comparison.{key}: expected text, found {_kind(value)}"
     run = doc.get("run", doc)
     return run_problem(run, "run" if "run" in doc else "(top level)")
+
+
+def _info_problem(info):
+    # A null is refused too: the readers call .get() on the objects and show the texts.
+    for key, types in _INFO_FIELDS.items():
+        if key in info:
+            problem = _field(f"info.{key}", info[key], types)
+            if problem:
+                return problem
+    return _bundle_problem(info.get("bundle"))
 
 
 def _bundle_problem(bundle):
