@@ -225,39 +225,11 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
         exp = {}
         for e in entries:
             exp.setdefault(e.kind, e)
-        prev = base.get(c.id)
-        st = None
-        if c.flaky:
-            st = Change.KNOWN_FLAKE if "flake" in exp else Change.FLAKE
-            if "flake" in exp:
-                comp.notes[c.id] = exp["flake"].source
-        elif c.status.is_fail:
-            e = exp.get("fail")
-            if e and e.excuses(c.status, c.message):
-                st = Change.EXPECTED_FAIL
-                used_fail_entries.add(id(e))
-                comp.notes[c.id] = f"{e.source} {e.bug}".strip()
-            else:
-                st = Change.REGRESSION
-                why = ("baseline: " + str(prev.status)) if prev else "not in the baseline"
-                if e:
-                    why += f"; {e.source} expects it to fail only with a message like '{e.message}'"
-                if "flake" in exp:
-                    why += f"; {exp['flake'].source} lists it as a flake, but every attempt failed"
-                comp.notes[c.id] = why
-        elif c.status.is_pass and "fail" in exp:
-            st = Change.UNEXPECTED_PASS
-            comp.notes[c.id] = f"stale expectation {exp['fail'].source}"
-        elif c.status.is_coverage_gap and prev is not None and prev.status.is_pass:
-            e = exp.get("coverage") or exp.get("skip")
-            st = Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST
-            comp.notes[c.id] = (f"baseline: {prev.status}; now {c.status}"
-                                + (f" ({c.reason})" if c.reason else "") + (f"; {e.source}" if e else ""))
-        elif baseline is not None and prev is None:
-            st = Change.NEW
-        elif prev is not None and prev.status.is_fail and c.status.is_pass:
-            st = Change.FIXED
-            comp.notes[c.id] = "baseline: " + str(prev.status)
+        st, note, used = _case_change(c, exp, base.get(c.id), baseline is not None)
+        if used is not None:
+            used_fail_entries.add(id(used))
+        if note is not None:
+            comp.notes[c.id] = note
         if st:
             comp.status[c.id] = st
     matched |= matched_by_run
@@ -265,37 +237,85 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
         for i in skipped or ():
             matched.update(id(e) for e in expectations.matching_entries(str(i), driver))
     if baseline is not None:
-        ids = {c.id for c in run.cases}
-        comp.dropped = sorted(i for i in base if i not in ids)
-        for i in comp.dropped:
-            exercised = base[i].status.is_pass or base[i].status.is_fail
-            if _coverage_entry(expectations, i, driver, matched) or not exercised:
-                comp.dropped_covered.append(i)
-        for key, why, excusable in machine_losses(run.fingerprint, baseline.fingerprint):
-            e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, driver) if excusable else None
-            comp.machine.append((FINGERPRINT_PREFIX + key,
-                                 Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
-                                 why + (f"; {e.source}" if e else "")))
+        _compare_with_baseline(comp, run, baseline, base, expectations, driver, matched)
     if expectations:
         keys = set(run.fingerprint) | set(MACHINE_KEYS) | set(baseline.fingerprint if baseline else ())
         for key in keys:
             matched.update(id(e) for e in expectations.matching_entries(FINGERPRINT_PREFIX + key, driver))
-        run_targets = {c.target for c in run.cases}
-        for i in skipped or ():
-            try:
-                run_targets.add(CaseId.parse(str(i)).target)
-            except ValueError:
-                pass
         comp.stale_why = stale_entries(expectations, driver, matched, used_fail_entries,
-                                       run_targets, known_targets, skipped is not None,
+                                       _run_targets(run, skipped), known_targets, skipped is not None,
                                        matched_by_run, matched_by_ran)
         comp.stale = [e for e, _ in comp.stale_why]
+    _summarize(comp, run)
+    return comp
+
+
+def _case_change(c, exp, prev, has_baseline):
+    """(Change or None, note or None, the fail entry that excused it or None) of one case, by its
+    expectations ({kind: first entry}) and its baseline case (None: not there)."""
+    if c.flaky:
+        if "flake" in exp:
+            return Change.KNOWN_FLAKE, exp["flake"].source, None
+        return Change.FLAKE, None, None
+    if c.status.is_fail:
+        e = exp.get("fail")
+        if e and e.excuses(c.status, c.message):
+            return Change.EXPECTED_FAIL, f"{e.source} {e.bug}".strip(), e
+        why = ("baseline: " + str(prev.status)) if prev else "not in the baseline"
+        if e:
+            why += f"; {e.source} expects it to fail only with a message like '{e.message}'"
+        if "flake" in exp:
+            why += f"; {exp['flake'].source} lists it as a flake, but every attempt failed"
+        return Change.REGRESSION, why, None
+    if c.status.is_pass and "fail" in exp:
+        return Change.UNEXPECTED_PASS, f"stale expectation {exp['fail'].source}", None
+    if c.status.is_coverage_gap and prev is not None and prev.status.is_pass:
+        e = exp.get("coverage") or exp.get("skip")
+        return (Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
+                f"baseline: {prev.status}; now {c.status}" + (f" ({c.reason})" if c.reason else "")
+                + (f"; {e.source}" if e else ""), None)
+    if has_baseline and prev is None:
+        return Change.NEW, None, None
+    if prev is not None and prev.status.is_fail and c.status.is_pass:
+        return Change.FIXED, "baseline: " + str(prev.status), None
+    return None, None, None
+
+
+def _compare_with_baseline(comp, run, baseline, base, expectations, driver, matched):
+    """The dropped cases and the machine's losses against the baseline run."""
+    ids = {c.id for c in run.cases}
+    comp.dropped = sorted(i for i in base if i not in ids)
+    for i in comp.dropped:
+        exercised = base[i].status.is_pass or base[i].status.is_fail
+        if _coverage_entry(expectations, i, driver, matched) or not exercised:
+            comp.dropped_covered.append(i)
+    for key, why, excusable in machine_losses(run.fingerprint, baseline.fingerprint):
+        e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, driver) if excusable else None
+        comp.machine.append((FINGERPRINT_PREFIX + key,
+                             Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
+                             why + (f"; {e.source}" if e else "")))
+
+
+def _run_targets(run, skipped):
+    """The targets of the run's cases and of the cases that skip entries kept out of it."""
+    targets = {c.target for c in run.cases}
+    for i in skipped or ():
+        try:
+            targets.add(CaseId.parse(str(i)).target)
+        except ValueError:
+            pass
+    return targets
+
+
+def _summarize(comp, run):
+    """comp.summary (counts by change) and comp.exit_code."""
     counts = {}
     for s in comp.status.values():
         counts[str(s)] = counts.get(str(s), 0) + 1
-    counts["DROPPED"] = len(comp.dropped) - len(comp.dropped_covered)
+    counts[Change.DROPPED.value] = len(comp.dropped) - len(comp.dropped_covered)
     if comp.dropped_covered:
-        counts["KNOWN_COVERAGE_LOSS"] = counts.get("KNOWN_COVERAGE_LOSS", 0) + len(comp.dropped_covered)
+        known = Change.KNOWN_COVERAGE_LOSS.value
+        counts[known] = counts.get(known, 0) + len(comp.dropped_covered)
     for _, s, _ in comp.machine:
         counts[str(s)] = counts.get(str(s), 0) + 1
     comp.summary = counts
@@ -310,7 +330,6 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
         comp.exit_code = EXIT_COVERAGE_LOST
     elif "update" in blocking or comp.stale:
         comp.exit_code = EXIT_UPDATE
-    return comp
 
 
 from reports.ciout import expectations_update as failures_csv  # noqa: E402,F401 (expectations-update.txt; moved to ciout)

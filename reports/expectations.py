@@ -37,7 +37,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from reports.model import FAILING, NotRegularFile, PatternSet, read_regular_file
+from reports.model import FAILING, PatternSet, Status
+from reports.validate import NotRegularFile, read_regular_file
 
 KINDS = ("fail", "flake", "skip", "coverage")
 FAIL_STATUSES = set(FAILING)
@@ -171,7 +172,7 @@ def parse(text, name):
             else:
                 raise ExpectationError(f"{where}: unknown key '{key}'")
         if kind == "fail" and not e.statuses:
-            e.statuses = {"FAIL"}
+            e.statuses = {Status.FAIL.value}
         if kind != "skip" and not e.bug:
             raise ExpectationError(f"{where}: every {kind} entry needs bug=<tracker link>")
         entries.append(e)

@@ -24,7 +24,7 @@ if __name__ == "__main__":
     debian_python.reexec_if_missing("psycopg2", __file__, ROOT)
 
 from reports import history  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
 
 # The schema and insert statements of the commit before schema versioning (731b4b0), verbatim:
@@ -76,8 +76,8 @@ def make_run(host="h1", driver="580.1", statuses=None, metric=None):
         if " " in st:  # "FAIL PASS": attempts, final status last
             props["attempts"] = st
             st = st.split()[-1]
-        cases.append(model.Case("//suites/a:a_test", "S", name, st, 0.5,
-                                "boom" if st == "FAIL" else "", "", props))
+        cases.append(model.Case.from_raw("//suites/a:a_test", "S", name, st, 0.5,
+                                         "boom" if st == "FAIL" else "", "", props))
     return model.Run({"host": host, "nvidia_driver": driver, "gpu0_name": "NVIDIA H200"}, cases)
 
 
@@ -208,7 +208,7 @@ class Backend:
 
     def test_a_run_that_fails_half_way_leaves_nothing(self):
         bad = make_run()
-        bad.cases.append(model.Case("//suites/a:a_test", "S", "A", "PASS"))  # duplicate key: insert fails
+        bad.cases.append(model.Case.from_raw("//suites/a:a_test", "S", "A", "PASS"))  # duplicate key: insert fails
         with self.assertRaises(Exception):
             history.store(self.db, "half", "2026-11-30", bad, None, "nvidia-h200", "c", 0, "v")
         self.assertEqual(self.count("runs"), 0)

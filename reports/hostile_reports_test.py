@@ -22,6 +22,7 @@ from reports import compare_runs
 from reports import expectations as expect
 from reports import model
 from reports import testlogs
+from reports import validate
 
 T = "//suites/a:a_test"
 FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7",
@@ -182,8 +183,8 @@ class LargeXmlTest(TmpDir):
             {"event": "end", "case": "S.Next", "status": "PASS", "seconds": 0.1, "message": "",
              "properties": {}}])
         self.write("tl/suites/a/a_test/test.log", "killed\n")
-        self.write(f"tl/suites/a/a_test/test.outputs/{testlogs.JOURNAL_NAME}", journal)
-        run = model.load_testlogs(os.path.join(self.dir, "tl"))
+        self.write(f"tl/suites/a/a_test/test.outputs/{model.JOURNAL_NAME}", journal)
+        run = testlogs.load_testlogs(os.path.join(self.dir, "tl"))
         by = {c.name: c for c in run.cases}
         self.assertEqual(str(by["Big"].status), "FAIL")
         self.assertEqual(str(by["Next"].status), "PASS")
@@ -259,7 +260,7 @@ class WrongTypesTest(TmpDir):
         for p in paths:
             if os.path.exists(p):
                 with open(p) as f:
-                    self.assertIsNone(model.validate_results_dict(json.load(f)), p)
+                    self.assertIsNone(validate.results_problem(json.load(f)), p)
 
 
 # --- Row 14: replay commands are shell words ---------------------------------------------------
@@ -427,7 +428,7 @@ class FailedLabelTest(TmpDir):
                  "scenario FakeChild: CRASH: killed by SIGABRT (Aborted)")
         xml = gtest_xml([("A", msg), ("B", child), ("Bare", "x.cc:3\nFailed"), ("Two", msg + "\n" + child)])
         self.write("tl/suites/a/a_test/test.xml", xml)
-        run = model.load_testlogs(os.path.join(self.dir, "tl"))
+        run = testlogs.load_testlogs(os.path.join(self.dir, "tl"))
         by = {c.name: c for c in run.cases}
         self.assertEqual(htmlreport.headline(by["A"].message),
                          "cuMemHostAlloc: the kernel OOM-killed the pinning child after 23.75 GiB")
@@ -463,10 +464,18 @@ class FailedLabelTest(TmpDir):
 
 
 class OneSpellingTest(unittest.TestCase):
-    def test_testlogs_takes_the_statuses_and_names_from_the_model(self):
-        self.assertEqual(testlogs.RAW_STATUSES, tuple(model.STATUSES))
-        for name in ("PROP_STATUS", "PROP_REASON", "JOURNAL_NAME", "EXIT_POISONED", "NOT_SUPPORTED_PREFIX"):
-            self.assertIs(getattr(testlogs, name), getattr(model, name), name)
+    def test_testlogs_keeps_no_copy_of_the_models_names(self):
+        # The names and statuses are model's alone: testlogs neither re-declares nor re-exports them.
+        for name in ("RAW_STATUSES", "STATUSES", "PROP_STATUS", "PROP_REASON", "JOURNAL_NAME",
+                     "EXIT_POISONED", "NOT_SUPPORTED_PREFIX", "RawCase", "RawRun"):
+            self.assertFalse(hasattr(testlogs, name), name)
+
+    def test_a_case_from_the_xml_is_typed_in_one_step(self):
+        el = testlogs.synthesize_case("S.a", "SKIP", model.NOT_SUPPORTED_PREFIX + "no attribute")
+        c = testlogs.case_from_element(T, el)
+        self.assertIsInstance(c, model.Case)
+        self.assertIs(c.status, model.Status.NOT_SUPPORTED)
+        self.assertEqual(c.reason, "no attribute")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 Everything that decides whether a status passes, fails or loses coverage lives here; the other
 modules ask `Status` and `Change`. The test binaries write outcomes through fixtures/outcome.h;
 the property names below mirror its constants (model_test.py checks that they agree).
-`Case.from_raw` is the only place that interprets a case's XML/journal properties, and
-`write_results` / `read_results` the only code that writes and reads results.json.
+`decide_status` is the only place that reads a case's status (GoogleTest's, the declared one,
+the NotSupported prefix), `Case.from_raw` the only one that interprets its recorded properties,
+and `write_results` / `read_results` the only code that writes and reads results.json. The
+readers of test binaries' files are in reports/testlogs.py (which imports this module, never
+the other way round); the shape check of results.json is reports/validate.py.
 """
 
 import enum
@@ -14,8 +17,9 @@ import math
 import os
 import re
 import shlex
-import stat
 from dataclasses import dataclass, field
+
+from reports import validate
 
 FORMAT_VERSION = 2  # results.json; 0/absent = before the typed model (properties in one dict)
 
@@ -395,6 +399,37 @@ def _is_stress(target):
     return name.endswith("_stress_test") or target.startswith("//suites/stress:")
 
 
+def decide_status(status, declared=None, skip_text=None):
+    """The one reading of a case's status. status: what GoogleTest, the journal or the runner
+    says (or a results.json record's status); declared: the test's pagelock.status; skip_text:
+    the XML's skip message when GoogleTest skipped the case. Returns (Status, the reason a skip
+    gives or None, a note to put before the message when a status is unknown)."""
+    st = Status.parse(status)
+    if st is None:
+        return Status.INFRA_ERROR, None, f"unknown status {status!r} (the harness and the model disagree)"
+    if declared:
+        dst = Status.parse(declared)
+        if dst is None:
+            return Status.INFRA_ERROR, None, f"unknown {PROP_STATUS} {str(declared)[:40]!r}"
+        reason = _skip_reason(skip_text) if dst == Status.NOT_SUPPORTED else None
+        # NOT_SUPPORTED refines a skip, WARN a pass; a failure wins over both.
+        if st in (Status.PASS, Status.SKIP) or dst.is_fail and dst.severity > st.severity:
+            return dst, reason, ""
+        return st, reason, ""
+    if st == Status.SKIP and skip_text is not None:
+        reason = _skip_reason(skip_text)
+        return (Status.NOT_SUPPORTED if NOT_SUPPORTED_PREFIX in skip_text else Status.SKIP), reason, ""
+    return st, None, ""
+
+
+def _skip_reason(skip_text):
+    """A NotSupported skip's reason follows the prefix; any other skip's is its whole text."""
+    if skip_text is None:
+        return None
+    idx = skip_text.find(NOT_SUPPORTED_PREFIX)
+    return skip_text[idx + len(NOT_SUPPORTED_PREFIX):].strip() if idx >= 0 else skip_text
+
+
 # --- Case and Run -------------------------------------------------------------------------
 
 @dataclass
@@ -455,8 +490,9 @@ class Case:
 
     @property
     def properties(self):
-        """Read-only flat view for older readers (history.py): attempts, rules, finite metrics
-        by name, observations and other properties. New code reads the typed fields."""
+        """Read-only flat view of what a test recorded: attempts, rules, finite metrics by name,
+        observations and other properties (not logs, health, seeds: their fields hold them).
+        New code reads the typed fields."""
         view = dict(self.extra)
         view.update({k: str(v) for k, v in self.observed.items()})
         view.update({k: m.value for k, m in self.metrics.items() if m.finite})
@@ -495,32 +531,33 @@ class Case:
 
     @staticmethod
     def from_raw(target, suite, name, status, seconds=0.0, message="", reason="", properties=None,
-                 run_seed=None):
-        """A typed case from what the XML/journal reader found: its raw status (PASS, FAIL,
-        SKIP, ... as gtest and the runner say) and the properties the test recorded."""
+                 run_seed=None, skip_text=None):
+        """A typed case from a record: what the XML/journal reader found (status PASS, FAIL or
+        SKIP as GoogleTest says, or what the runner synthesized; skip_text: the XML's skip
+        message when GoogleTest skipped the case) or an older results.json record, and the
+        properties the test recorded."""
         props = dict(properties or {})
         run_seed = props.pop(PROP_RUN_SEED, run_seed)
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
             seconds = 0.0
         c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0,
                  gtest_message(message or ""), reason or "")
+        # The legacy name is read only for old results.json files and test.xml of old binaries.
         declared = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
         props.pop(_LEGACY_STATUS, None)
-        st, dst = Status.parse(status), Status.parse(declared) if declared else None
-        if st is None or (declared and dst is None):
-            c.status = Status.INFRA_ERROR
-            bad = status if st is None else declared
-            c.message = (f"unknown status {bad!r} (the harness and the model disagree)\n" + c.message).strip()
-        elif dst is not None and (st in (Status.PASS, Status.SKIP) or
-                                  (dst.is_fail and dst.severity > st.severity)):
-            c.status = dst  # NOT_SUPPORTED refines a skip, WARN a pass; a failure wins over both
-        else:
-            c.status = st
-        if props.get("status_detail") == "QualityWarning" and c.status == Status.PASS:
-            props.pop("status_detail")
+        c.status, skip_reason, note = decide_status(status, declared, skip_text)
+        if note:
+            c.message = f"{note}\n{c.message}".strip()
+        if c.status == Status.PASS and props.get("status_detail") == "QualityWarning":
+            props.pop("status_detail")  # the legacy WARN of old results.json files
             c.status = Status.WARN
-        if PROP_REASON in props:
-            c.reason = props.pop(PROP_REASON)
+        given = props.pop(PROP_REASON, None)
+        if given or (given is not None and not declared):  # an empty one says "no reason"
+            c.reason = given
+        elif skip_reason is not None:
+            c.reason = skip_reason
+        if c.status == Status.NOT_SUPPORTED and not c.reason and NOT_SUPPORTED_PREFIX in c.message:
+            c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
         seed = props.pop(PROP_SEED, None)
         c.seed = _int_or_none(seed)
         c.run_seed = _int_or_none(run_seed)
@@ -530,8 +567,6 @@ class Case:
             c.child = props.pop(PROP_CHILD)
         elif "child_outcome" in props:
             c.child = props.pop("child_outcome")
-        if c.status == Status.NOT_SUPPORTED and not c.reason and NOT_SUPPORTED_PREFIX in c.message:
-            c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
         if PROP_HEALTH in props:
             c.health = props.pop(PROP_HEALTH)
         for key in (PROP_CHILD_LOG, "child_log", "log_tail", "kernel_log"):
@@ -623,6 +658,14 @@ class Run:
     def by_id(self):
         return {c.id: c for c in self.cases}
 
+    def default_run_seed(self):
+        """Gives each case that recorded no run seed of its own the fingerprint's: the top-level
+        pagelock.run_seed of the test.xml files (what every binary of a run was given)."""
+        seed = _int_or_none(self.fingerprint.get(PROP_RUN_SEED))
+        for c in self.cases:
+            if c.run_seed is None:
+                c.run_seed = seed
+
     def to_json(self):
         return {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
                 "problems": self.problems, "cases": [c.to_json() for c in self.cases]}
@@ -631,7 +674,7 @@ class Run:
     def from_json(d, validated=False):
         if not isinstance(d, dict) or not isinstance(d.get("cases", []), list):
             raise ResultsError("not a pagelock run (expected an object with a 'cases' list)")
-        problem = None if validated else validate_results_dict(d)
+        problem = None if validated else validate.results_problem(d)
         if problem:
             raise ResultsError(problem)
         version = d.get("format_version", 0)
@@ -644,166 +687,16 @@ class Run:
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
 
-    @staticmethod
-    def from_raw(raw):
-        """A typed Run from the testlogs reader's Run (raw records, reports/results.py)."""
-        fp = dict(raw.fingerprint)
-        seed = fp.get(PROP_RUN_SEED, fp.get("seed"))
-        return Run(fp, [Case.from_raw(c.target, c.suite, c.name, c.status, c.seconds, c.message,
-                                      c.reason, c.properties, seed) for c in raw.cases],
-                   list(raw.problems))
+
+def run_seed_of(fingerprint):
+    """The run seed a fingerprint records: PROP_RUN_SEED, the test.xml's top-level property.
+    'seed' is read only for older results.json files, whose fingerprint has qualify's copy
+    under that name and no PROP_RUN_SEED."""
+    return fingerprint.get(PROP_RUN_SEED) or fingerprint.get("seed")
 
 
 class ResultsError(Exception):
     """A results.json (or baseline) that cannot be read as a run."""
-
-
-class NotRegularFile(OSError):
-    """A path that names a device, a FIFO, a socket or a folder where a file was expected."""
-
-
-def read_regular_file(path, max_bytes, encoding="utf-8"):
-    """The text of a regular file (links followed) of at most max_bytes. /dev/zero, a FIFO, a
-    socket or a folder is refused before it is opened: opening a FIFO blocks, and /dev/zero never
-    ends. Raises FileNotFoundError, NotRegularFile, OSError or UnicodeDecodeError."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-        raise NotRegularFile(f"not a regular file ({kind}), not read")
-    if st.st_size > max_bytes:
-        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
-    # O_NONBLOCK: should the path become a FIFO between the check and the open, open() returns
-    # at once instead of waiting for a writer.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise NotRegularFile("not a regular file, not read")
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
-    return data.decode(encoding)
-
-
-# --- Field types of results.json: checked before any field is used ----------------------
-
-_STR, _NUM, _INT = (str,), (int, float), (int,)
-_CASE_FIELDS = {  # field -> accepted JSON types (bool is never a number here)
-    "id": _STR, "target": _STR, "suite": _STR, "name": _STR, "status": _STR, "seconds": _NUM,
-    "message": _STR, "reason": _STR, "attempts": (list,), "first_failure": _STR,
-    "seed": (str, int, type(None)), "run_seed": (str, int, type(None)), "rules": (list,),
-    "metrics": (dict,), "budgets": (dict,), "observed": (dict,), "logs": (dict,), "child": _STR,
-    "health": _STR, "stress": (bool, type(None)), "properties": (dict,)}
-_REQUIRED_CASE_FIELDS = ("target", "suite", "name")
-_INFO_FIELDS = {
-    "run_key": _STR, "started_at": _STR, "sku": _STR, "tier": _STR, "label": _STR, "seed": _STR,
-    "verdict": _STR, "exit_code": _INT, "baseline": _STR, "command": _STR, "bundle": (dict,),
-    "expectations": (dict,), "retries": _INT, "skipped_by_expectations": (list,),
-    "outputs": (dict,), "mutation": (dict,), "interrupted_by": _STR}
-
-
-def _type_name(v):
-    return "null" if v is None else {"str": "string", "int": "integer", "float": "number",
-                                     "bool": "boolean", "list": "list", "dict": "object"}.get(
-        type(v).__name__, type(v).__name__)
-
-
-def _wrong(where, v, want):
-    shown = repr(v) if not isinstance(v, (dict, list)) else _type_name(v)
-    return f"field {where}: expected {want}, found {_type_name(v)} {shown[:60]}"
-
-
-def _is(v, types):
-    return isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
-
-
-def validate_results_dict(data):
-    """The first field of a results.json document (or a bare run) whose type the readers do not
-    accept, as 'field run.cases[3].target: expected ...'; None when every field is usable.
-    compare, compare_runs, qualify's baseline and report.py read through this, so a wrong-typed
-    field is exit 2 naming the file and the field, never a traceback later."""
-    if not isinstance(data, dict):
-        return f"expected a JSON object, found {_type_name(data)}"
-    info = data.get("info", {})
-    if "info" in data and not isinstance(info, dict):
-        return _wrong("info", info, "an object")
-    for k, types in _INFO_FIELDS.items():
-        if isinstance(info, dict) and k in info and not _is(info[k], types):
-            return _wrong(f"info.{k}", info[k], _want(types))
-    if isinstance(info, dict) and isinstance(info.get("bundle"), dict):
-        for k, v in info["bundle"].items():
-            if not _is(v, (str, int, float, bool, type(None), list, dict)):
-                return _wrong(f"info.bundle.{k}", v, "a JSON value")
-        if "commit" in info["bundle"] and not _is(info["bundle"]["commit"], _STR):
-            return _wrong("info.bundle.commit", info["bundle"]["commit"], "a string")
-    run, prefix = (data["run"], "run.") if "run" in data else (data, "")
-    if not isinstance(run, dict):
-        return _wrong(prefix.rstrip(".") or "run", run, "an object")
-    fp = run.get("fingerprint", {})
-    if not isinstance(fp, dict):
-        return _wrong(f"{prefix}fingerprint", fp, "an object")
-    for k, v in fp.items():
-        if not isinstance(v, str):
-            return _wrong(f"{prefix}fingerprint.{k}", v, "a string")
-    if "problems" in run and not isinstance(run["problems"], list):
-        return _wrong(f"{prefix}problems", run["problems"], "a list")
-    cases = run.get("cases", [])
-    if not isinstance(cases, list):
-        return _wrong(f"{prefix}cases", cases, "a list")
-    for n, c in enumerate(cases):
-        why = _validate_case(c, f"{prefix}cases[{n}]")
-        if why:
-            return why
-    return None
-
-
-def _want(types):
-    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
-             list: "a list", dict: "an object", type(None): "null"}
-    if types == _NUM:
-        return "a number"
-    return " or ".join(names[t] for t in types)
-
-
-def _validate_case(c, where):
-    if not isinstance(c, dict):
-        return _wrong(where, c, "an object")
-    for k in _REQUIRED_CASE_FIELDS:
-        if k not in c:
-            return f"field {where}.{k}: missing"
-    for k, types in _CASE_FIELDS.items():
-        if k in c and not _is(c[k], types):
-            return _wrong(f"{where}.{k}", c[k], _want(types))
-    if not (c["target"].startswith("//") and ":" in c["target"]):
-        return f"field {where}.target: expected a label like '//pkg:name', found {c['target'][:60]!r}"
-    for k in ("attempts", "rules"):
-        for i, a in enumerate(c.get(k, [])):
-            if not isinstance(a, str):
-                return _wrong(f"{where}.{k}[{i}]", a, "a string")
-    for k in ("metrics", "budgets"):
-        for name, m in c.get(k, {}).items():
-            if not isinstance(m, dict):
-                return _wrong(f"{where}.{k}.{name}", m, "an object {value, unit}")
-            v = m.get("value", "nan")
-            if not (_is(v, _NUM) or isinstance(v, str) and _float_or_none(v) is not None):
-                return _wrong(f"{where}.{k}.{name}.value", v, "a number")
-            if not isinstance(m.get("unit", ""), str):
-                return _wrong(f"{where}.{k}.{name}.unit", m["unit"], "a string")
-    for k in ("logs", "observed", "properties"):
-        for name, v in c.get(k, {}).items():
-            if k == "logs" and not isinstance(v, str):
-                return _wrong(f"{where}.{k}.{name}", v, "a string")
-            if isinstance(v, (dict, list)):
-                return _wrong(f"{where}.{k}.{name}", v, "a string or number")
-    return None
-
-
-def _float_or_none(text):
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 # --- results.json: the one writer and reader ----------------------------------------------
@@ -830,11 +723,11 @@ def read_results(path):
     if os.path.isdir(path):
         path = os.path.join(path, "results.json")
     try:
-        text = read_regular_file(path, RESULTS_MAX_BYTES)
+        text = validate.read_regular_file(path, RESULTS_MAX_BYTES)
         data = json.loads(text)
     except FileNotFoundError:
         raise ResultsError(f"{path}: no such file")
-    except NotRegularFile as e:
+    except validate.NotRegularFile as e:
         raise ResultsError(f"{path}: {e}")
     except OSError as e:
         raise ResultsError(f"{path}: unreadable: {e.strerror or e}")
@@ -842,7 +735,7 @@ def read_results(path):
         raise ResultsError(f"{path}: not JSON: {e}")
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: expected a JSON object, found a {type(data).__name__}")
-    problem = validate_results_dict(data)
+    problem = validate.results_problem(data)
     if problem:
         raise ResultsError(f"{path}: {problem}")
     run_json = data.get("run", data)
@@ -854,14 +747,3 @@ def read_results(path):
         raise ResultsError(f"{path}: {e}")
     info = data.get("info", {})
     return run, info if isinstance(info, dict) else {}, data
-
-
-def load_testlogs(root):
-    """A typed Run from a testlogs tree (Bazel's bazel-testlogs or a bundle run)."""
-    from reports import results
-    return Run.from_raw(results.load_testlogs(root))
-
-
-def load_bep(path):
-    from reports import results
-    return Run.from_raw(results.load_bep(path))

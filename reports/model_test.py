@@ -81,6 +81,98 @@ class ConstantsAgreeTest(unittest.TestCase):
         self.assertNotEqual(consts["prop::kSeed"], model.PROP_SEED)
 
 
+def python_sources():
+    """Every non-test Python file of reports/ and tools/ in this tree (under Bazel: the libraries
+    model_test has as data), as {relative path: text}."""
+    base = os.path.dirname(os.path.dirname(outcome_h()))
+    out = {}
+    for top in ("reports", "tools"):
+        for root, dirs, files in os.walk(os.path.join(base, top)):
+            dirs[:] = [d for d in dirs if d != "testdata"]
+            for name in files:
+                if name.endswith(".py") and not name.endswith("_test.py"):
+                    path = os.path.join(root, name)
+                    with open(path, encoding="utf-8") as f:
+                        out[os.path.relpath(path, base)] = f.read()
+    return out
+
+
+# The model's names whose values other modules might copy.
+_CONSTANT_NAMES = [n for n in dir(model) if n.isupper() and isinstance(
+    getattr(model, n), (str, int, tuple, list, frozenset, set)) and not isinstance(getattr(model, n), bool)]
+_STATUS_WORDS = {s.value for s in Status} | {c.value for c in model.Change}
+
+
+def literal_copies(text):
+    """(name, value) of each module-level NAME = <literal> assignment that copies the model: a
+    name the model also defines, a text equal to one of its text constants, or a collection of
+    status words."""
+    import ast
+    texts = {getattr(model, n) for n in _CONSTANT_NAMES if isinstance(getattr(model, n), str)}
+    out = []
+    for node in ast.parse(text).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            continue  # built from something (model.Status, another module): not a copy
+        name = node.targets[0].id
+        words = isinstance(value, (tuple, list, set, frozenset)) and value and all(
+            isinstance(v, str) for v in value) and set(value) & _STATUS_WORDS
+        if name in _CONSTANT_NAMES or words or isinstance(value, str) and value in texts:
+            out.append((name, value))
+    return out
+
+
+# Copies under a name of their own: (file, name) -> what the model says the value is, or None for a
+# collection that need only name model statuses or changes. A copy found and not listed here (or
+# named as in the model) fails the test below: list it, or better, import it from the model.
+KNOWN_COPIES = {
+    ("tools/nvbandwidth_compare.py", "METRIC_PREFIX"): model.PROP_METRIC_PREFIX,
+    ("tools/mutation/mutation.py", "GOOD"): {s.value for s in Status if s.is_pass},
+    ("tools/qualify.py", "UNEXPECTED"): {c.value for c in model.Change if c.blocks},
+    ("tools/fleet/report.py", "KNOWN_COMPARISONS"): None,
+}
+
+
+class NoDriftingCopyTest(unittest.TestCase):
+    """Every copy of a model constant left anywhere in the Python (a literal, not an import)
+    agrees with the model: the same name has the same value, a copy under another name is in
+    KNOWN_COPIES with the model's value, and a collection of statuses names only statuses the
+    model knows."""
+
+    def test_every_python_copy_agrees_with_the_model(self):
+        sources = python_sources()
+        self.assertIn(os.path.join("reports", "model.py"), sources)
+        for path, text in sorted(sources.items()):
+            if path == os.path.join("reports", "model.py"):
+                continue
+            key = path.replace(os.sep, "/")
+            for name, value in literal_copies(text):
+                where = f"{key}: {name} = {value!r}"
+                if isinstance(value, (tuple, list, set, frozenset)):
+                    self.assertLessEqual(set(value), _STATUS_WORDS, where)
+                if name in _CONSTANT_NAMES:
+                    want = getattr(model, name)
+                    self.assertEqual(set(value) if isinstance(value, (tuple, list, set, frozenset)) else value,
+                                     set(want) if isinstance(want, (tuple, list, set, frozenset)) else want, where)
+                    continue
+                self.assertIn((key, name), KNOWN_COPIES, f"{where} copies the model: import it, or list it")
+                want = KNOWN_COPIES[(key, name)]
+                if want is not None:
+                    self.assertEqual(set(value) if isinstance(value, (tuple, list, set, frozenset)) else value,
+                                     want, where)
+
+    def test_the_scan_finds_a_copy(self):
+        text = 'FAILING = {"FAIL", "CRASH"}\nX = "pagelock.status"\nY = model.FAILING\nJOURNAL_NAME = "j"\n'
+        found = dict(literal_copies(text))
+        self.assertEqual(found["FAILING"], {"FAIL", "CRASH"})  # named as in the model, not equal: fails
+        self.assertEqual(found["X"], model.PROP_STATUS)  # another name: must be in KNOWN_COPIES
+        self.assertNotIn("Y", found)
+        self.assertEqual(found["JOURNAL_NAME"], "j")
+
+
 class StatusTest(unittest.TestCase):
     def test_predicates_and_severity(self):
         self.assertTrue(Status.WARN.is_pass and not Status.WARN.is_fail)
@@ -96,6 +188,22 @@ class StatusTest(unittest.TestCase):
         self.assertEqual(Case.from_raw("//a:b", "S", "N", "GREAT").status, Status.INFRA_ERROR)
         self.assertFalse(model.is_clean({"GREAT": 1}))
         self.assertIn("1 failed", model.format_counts({"GREAT": 1}))
+
+    def test_decide_status_is_the_one_reading_of_a_status(self):
+        d = model.decide_status
+        self.assertEqual(d("SKIP", None, "x.cc:3: NotSupported: attr=0"), (Status.NOT_SUPPORTED, "attr=0", ""))
+        self.assertEqual(d("SKIP", None, "no GPU"), (Status.SKIP, "no GPU", ""))
+        self.assertEqual(d("SKIP", "NOT_SUPPORTED", "NotSupported: attr=0")[:2], (Status.NOT_SUPPORTED, "attr=0"))
+        self.assertEqual(d("PASS", "WARN")[0], Status.WARN)
+        self.assertEqual(d("FAIL", "WARN")[0], Status.FAIL)
+        self.assertEqual(d("FAIL", "NOT_SUPPORTED")[0], Status.FAIL)
+        self.assertEqual(d("FAIL", "CRASH")[0], Status.CRASH)
+        self.assertEqual(d("FAIL", "PASS")[0], Status.FAIL)  # a declared status never hides a failure
+        self.assertEqual(d("CRASH")[0], Status.CRASH)
+        status, _, note = d("PASS", "BOGUS")
+        self.assertEqual(status, Status.INFRA_ERROR)
+        self.assertIn("BOGUS", note)
+        self.assertIn("GREAT", d("GREAT")[2])
 
     def test_declared_status_refines_but_never_hides_a_failure(self):
         p = {model.PROP_STATUS: "NOT_SUPPORTED", model.PROP_REASON: "cudaDevAttrX=0"}

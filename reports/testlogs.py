@@ -3,7 +3,8 @@ testlogs trees (Bazel's bazel-testlogs or the bundle runner's output, same layou
 event files.
 
 This module only reads and writes files; it knows nothing of baselines or verdicts. Each case
-becomes a RawCase: target, suite, name, raw status, message, seconds, properties. A missing,
+becomes a typed model.Case in one step (model.Case.from_raw reads its status and properties);
+the names and statuses are the model's, spelled once in reports/model.py. A missing,
 truncated or malformed file is a result (CRASH, TIMEOUT or MISSING with the reason), never an
 exception. The bundle runner uses the same functions to merge the attempts of one binary.
 A test.xml over XML_MAX_BYTES is read incrementally (every case kept); a failure message of any
@@ -17,18 +18,13 @@ import os
 import re
 import zipfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 
-# The names and statuses are the model's (reports/model.py spells them once, beside
-# fixtures/outcome.h). JOURNAL_NAME: the case journal, under Bazel's test.outputs/ and under each
-# attempt_N/ folder of the bundle runner (which passes the full path in PAGELOCK_JOURNAL).
-# PROP_STATUS: NOT_SUPPORTED WARN CRASH TIMEOUT (and MISSING, INFRA_ERROR).
-from reports.model import (  # noqa: F401
-    EXIT_POISONED, JOURNAL_NAME, NOT_SUPPORTED_PREFIX, PROP_REASON, PROP_STATUS, STATUSES,
-    _LEGACY_STATUS, gtest_message)
+from reports import model
+from reports.model import Status
 
-RAW_STATUSES = tuple(STATUSES)
-_JOURNAL_STATUSES = ("PASS", "FAIL", "SKIP")
+# What GoogleTest itself says of a case (a journal's end event, a synthesized <testcase>); the
+# rest is the test's declared pagelock.status.
+_GTEST_STATUSES = (Status.PASS, Status.FAIL, Status.SKIP)
 # Bounds on what one file may cost to read. A test.xml over XML_MAX_BYTES is read
 # incrementally (each case parsed, kept as a record and dropped), up to XML_STREAM_MAX_BYTES.
 XML_MAX_BYTES = 64 << 20
@@ -48,26 +44,10 @@ _CASE_ATTRS = {"name", "file", "line", "status", "result", "time", "timestamp", 
 _ROOT_ATTRS = {"tests", "failures", "disabled", "errors", "time", "timestamp", "name", "skipped"}
 
 
-@dataclass
-class RawCase:
-    target: str  # Bazel label, "//suites/hostalloc:hostalloc_test"
-    suite: str  # GoogleTest suite, "AllFlagCombinations/HostAllocFlagsTest"
-    name: str  # GoogleTest name, "KernelReadsAndWrites.../mapped"
-    status: str  # raw status: PASS FAIL SKIP NOT_SUPPORTED WARN CRASH TIMEOUT INFRA_ERROR MISSING
-    seconds: float = 0.0
-    message: str = ""  # failure text, or crash description
-    reason: str = ""  # why NOT_SUPPORTED or SKIP
-    properties: dict = field(default_factory=dict)
-    log_path: str = ""  # the target's test.log, when there is one
-    exit_code: "int | None" = None  # of the binary, when known (bundle runner)
-
-
-@dataclass
-class RawRun:
-    fingerprint: dict = field(default_factory=dict)
-    cases: list = field(default_factory=list)
-    problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
-
+def _binary_case(target, status, message, properties=None):
+    """A result of the binary as a whole: it crashed, timed out or failed outside every case."""
+    return model.Case.from_raw(target, "(binary)", target.split(":")[-1], status, 0.0, message,
+                               "", properties)
 
 
 def tail(path, max_bytes):
@@ -233,21 +213,22 @@ def synthesize_case(case_id, status, message, log_tail="", seconds=0.0, properti
                     skip_message=None):
     """A GoogleTest-shaped <testcase> for a result the binary could not write itself."""
     suite, _, name = case_id.rpartition(".")
+    status = str(status)
     message = _cap(message)
     el = ET.Element("testcase", {"name": name, "classname": suite, "status": "run",
                                  "result": "completed", "time": f"{seconds:.3f}"})
     props = {str(k): v for k, v in (properties or {}).items()}
-    if status not in ("PASS", "FAIL", "SKIP"):
-        props[PROP_STATUS] = status
+    if status not in _GTEST_STATUSES:
+        props[model.PROP_STATUS] = status
     if log_tail:
         props["log_tail"] = log_tail
     if props:
         pe = ET.SubElement(el, "properties")
         for k, v in props.items():
             ET.SubElement(pe, "property", {"name": k, "value": _cap(str(v))})
-    if status == "SKIP":
+    if status == Status.SKIP:
         ET.SubElement(el, "skipped", {"message": skip_message or message}).text = skip_message or message
-    elif status != "PASS":
+    elif status != Status.PASS:
         ET.SubElement(el, "failure", {"message": message, "type": ""}).text = message
     return el
 
@@ -358,9 +339,9 @@ def read_journal(path_or_lines):
             status = ev.get("status")
             msg = ev.get("message", "")
             msg = msg if isinstance(msg, str) else json.dumps(msg)
-            if status not in _JOURNAL_STATUSES:
+            if status not in _GTEST_STATUSES:
                 msg = f"the journal recorded an unknown status {str(status)[:40]!r}\n{msg}"
-                status = "INFRA_ERROR"
+                status = Status.INFRA_ERROR
             try:
                 seconds = float(ev.get("seconds", 0))
             except (TypeError, ValueError):
@@ -369,7 +350,7 @@ def read_journal(path_or_lines):
             props = props if isinstance(props, dict) else {}
             finished[case] = synthesize_case(case, status, msg, seconds=seconds,
                                              properties=props,
-                                             skip_message=msg if status == "SKIP" else None)
+                                             skip_message=msg if status == Status.SKIP else None)
             if running == case:
                 running = None
     return finished, running
@@ -398,7 +379,7 @@ def write_merged_xml(path, label, root_attrs, elements):
 
 
 def write_infra_error_xml(path, label, message):
-    write_merged_xml(path, label, {}, [synthesize_case("(binary).setup", "INFRA_ERROR", message)])
+    write_merged_xml(path, label, {}, [synthesize_case("(binary).setup", Status.INFRA_ERROR, message)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,50 +393,29 @@ def _properties(el, standard):
 
 
 def case_from_element(target, el):
+    """The typed case of one <testcase>: what GoogleTest says of it (a failure, a skip and its
+    message, disabled) and its properties; model.Case.from_raw reads the rest (the declared
+    status, the NotSupported prefix, the legacy names)."""
     props = _properties(el, _CASE_ATTRS)
     failures = el.findall("failure") + el.findall("error")
     skipped = el.find("skipped")
-    message = _cap(gtest_message("\n\n".join((f.text or f.get("message", "")).strip()
-                                              for f in failures)))
-    reason = ""
-    status = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
-    props.pop(_LEGACY_STATUS, None)
-    skip_text = ""
-    if skipped is not None:
-        skip_text = (skipped.text or skipped.get("message", "")).strip()
-    if status is not None:
-        if status not in RAW_STATUSES:
-            message = f"unknown {PROP_STATUS} {status[:40]!r}" + (f"\n{message}" if message else "")
-            status = "INFRA_ERROR"
-        elif status == "NOT_SUPPORTED":
-            reason = props.pop(PROP_REASON, "")
-            if not reason:
-                idx = skip_text.find(NOT_SUPPORTED_PREFIX)
-                reason = skip_text[idx + len(NOT_SUPPORTED_PREFIX):].strip() if idx >= 0 else skip_text
-            if failures:  # a case that failed before it found out it was not supported
-                status = "FAIL"
-        elif status == "WARN" and failures:
-            status = "FAIL"
-    elif failures:
-        status = "FAIL"
+    message = _cap(model.gtest_message("\n\n".join((f.text or f.get("message", "")).strip()
+                                                    for f in failures)))
+    skip_text = (skipped.text or skipped.get("message", "")).strip() if skipped is not None else None
+    if failures:
+        status = Status.FAIL
     elif skipped is not None or el.get("result") == "skipped":
-        idx = skip_text.find(NOT_SUPPORTED_PREFIX)
-        if idx >= 0:
-            status, reason = "NOT_SUPPORTED", skip_text[idx + len(NOT_SUPPORTED_PREFIX):].strip()
-        else:
-            status, reason = "SKIP", skip_text
+        status, skip_text = Status.SKIP, skip_text or ""
     elif el.get("status") == "notrun" or el.get("result") == "suppressed":
-        status, reason = "SKIP", "disabled"
-    elif props.get("status_detail") == "QualityWarning":
-        status = "WARN"
+        status, skip_text = Status.SKIP, "disabled"
     else:
-        status = "PASS"
+        status = Status.PASS
     try:
         seconds = float(el.get("time", "0") or 0)
     except ValueError:
         seconds = 0.0
-    return RawCase(target, el.get("classname", ""), el.get("name", ""), status, seconds, message,
-                   reason, props)
+    return model.Case.from_raw(target, el.get("classname", ""), el.get("name", ""), status, seconds,
+                               message, "", props, skip_text=skip_text)
 
 
 def _attempt_key(name):
@@ -474,12 +434,12 @@ def _journal_sources(tdir):
     except OSError:
         attempts = []
     for d in attempts:
-        p = os.path.join(outputs, d, JOURNAL_NAME)
+        p = os.path.join(outputs, d, model.JOURNAL_NAME)
         if os.path.isfile(p) and not os.path.islink(p):
             lines = _journal_lines(p)
             if lines is not None:
                 sources.append(lines)
-    plain = os.path.join(outputs, JOURNAL_NAME)
+    plain = os.path.join(outputs, model.JOURNAL_NAME)
     if os.path.isfile(plain) and not os.path.islink(plain):
         lines = _journal_lines(plain)
         if lines is not None:
@@ -489,7 +449,7 @@ def _journal_sources(tdir):
         try:
             with zipfile.ZipFile(zpath) as z:
                 for n in z.namelist():
-                    if n.endswith(JOURNAL_NAME):
+                    if n.endswith(model.JOURNAL_NAME):
                         with z.open(n) as f:
                             sources.append(list(_bounded_lines(f)))
                         break
@@ -503,7 +463,7 @@ def _cases_without_gtest_xml(target, tdir, why):
     log = os.path.join(tdir, "test.log")
     log_text = tail(log, 4000)
     timed_out = "timed out" in log_text.lower() or "TIMEOUT" in why
-    status = "TIMEOUT" if timed_out else "CRASH"
+    status = Status.TIMEOUT if timed_out else Status.CRASH
     sources = _journal_sources(tdir)
     cases = []
     if sources:
@@ -519,15 +479,14 @@ def _cases_without_gtest_xml(target, tdir, why):
                 running, status, f"{status}: {why} while running this case", log_tail=log_text)))
             return cases
     m = re.search(r"exited with error code (\d+)", why)
-    if status == "CRASH" and m and 0 < int(m.group(1)) < 128:
-        status = "FAIL"  # a plain failing exit of a test with no case journal (e.g. a py_test)
+    if status == Status.CRASH and m and 0 < int(m.group(1)) < 128:
+        status = Status.FAIL  # a plain failing exit of a test with no case journal (e.g. a py_test)
     message = f"{status}: {why}; no case could be blamed"
-    if m and int(m.group(1)) == EXIT_POISONED and cases:
-        message = (f"FAIL: the binary stopped with exit {EXIT_POISONED} after a case left a "
+    if m and int(m.group(1)) == model.EXIT_POISONED and cases:
+        message = (f"FAIL: the binary stopped with exit {model.EXIT_POISONED} after a case left a "
                    "sticky CUDA error (poisoned context); the cases after it did not run here "
                    "(the bundle runner restarts the binary on them)")
-    cases.append(RawCase(target, "(binary)", target.split(":")[-1], status, 0.0, message, "",
-                         {"log_tail": log_text}))
+    cases.append(_binary_case(target, status, message, {"log_tail": log_text}))
     return cases
 
 
@@ -583,12 +542,11 @@ def bazel_cache_status(tdir):
 def _exit_status_case(label, xml_cases, bazel_status):
     """A failure of the target's own when Bazel says the test failed (its exit status) but
     every case in its XML passed: the exit status counts, as in Bazel."""
-    if not bazel_status or any(c.status in ("FAIL", "TIMEOUT", "CRASH", "INFRA_ERROR", "MISSING")
-                               for c in xml_cases):
+    if not bazel_status or any(c.status.is_fail for c in xml_cases):
         return []
-    status = "TIMEOUT" if bazel_status == "TIMEOUT" else "FAIL"
-    return [RawCase(label, "(binary)", label.split(":")[-1], status, 0.0,
-                    f"{status}: Bazel reports the test {bazel_status} (its exit status) although "
+    status = Status.TIMEOUT if bazel_status == "TIMEOUT" else Status.FAIL  # Bazel's word, then ours
+    return [_binary_case(label, status,
+                         f"{status}: Bazel reports the test {bazel_status} (its exit status) although "
                     "no case in its XML failed")]
 
 
@@ -621,7 +579,7 @@ def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None)
             except ValueError:
                 secs = 0.0
             run.cases += _exit_status_case(label, [], bazel_status) or [
-                RawCase(label, "(binary)", label.split(":")[-1], "PASS", secs)]
+                model.Case.from_raw(label, "(binary)", label.split(":")[-1], Status.PASS, secs)]
             return
         why = err.get("message", "the binary did not write its XML") if err is not None else \
             "the binary did not write its XML"
@@ -631,9 +589,6 @@ def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None)
         if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
             run.fingerprint[k] = v
     cases = [case_from_element(label, el) for el in xroot.iter("testcase")]
-    log = os.path.join(dirpath, "test.log")
-    for c in cases:
-        c.log_path = log
     run.cases += cases + _exit_status_case(label, cases, bazel_status)
 
 
@@ -650,9 +605,6 @@ def _load_large_target(run, label, dirpath, xml_path, bazel_status):
     for k, v in attrs.items():
         if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:
             run.fingerprint[k] = v
-    log = os.path.join(dirpath, "test.log")
-    for c in cases:
-        c.log_path = log
     run.cases += cases + _exit_status_case(label, cases, bazel_status)
 
 
@@ -665,7 +617,7 @@ def load_testlogs(root):
     """Reads every target under a testlogs tree into one run. Folders that hold no target of
     their own (test.outputs, test_attempts, retries) are not read, and no link is followed out
     of the tree (nor any link to a folder)."""
-    run = RawRun()
+    run = model.Run()
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: not a directory")
     real_root = os.path.realpath(root)
@@ -697,6 +649,15 @@ def load_testlogs(root):
         if d != root and names:
             _load_target(run, _label_for(root, d), d, os.path.join(d, "test.xml"),
                          has_xml="test.xml" in names)
+    run.default_run_seed()
+    return run
+
+
+def load_target(label, tdir):
+    """The run of one target's folder (test.xml, test.log, test.outputs/)."""
+    run = model.Run()
+    _load_target(run, label, tdir, os.path.join(tdir, "test.xml"))
+    run.default_run_seed()
     return run
 
 
@@ -705,7 +666,7 @@ def load_bep(path):
     Earlier attempts of a flaky test (--flaky_test_attempts) become each case's 'attempts'.
     A test that Bazel reports FAILED while every case in its XML passed gets a failure of its own
     (the exit status counts)."""
-    run = RawRun()
+    run = model.Run()
     attempts = {}  # (label, shard) -> {attempt: (xml path, bazel status)}
     try:
         f = open(path, encoding="utf-8", errors="replace")
@@ -751,11 +712,10 @@ def load_bep(path):
         if xml:
             _load_target(run, label, tdir, xml, bazel_failed)
         else:
-            run.cases.append(RawCase(label, "(binary)", label.split(":")[-1],
-                                     "TIMEOUT" if status == "TIMEOUT" else "CRASH", 0.0,
-                                     f"Bazel reported {status} and no test.xml"))
+            run.cases.append(_binary_case(label, Status.TIMEOUT if status == "TIMEOUT" else Status.CRASH,
+                                          f"Bazel reported {status} and no test.xml"))
         if len(by_attempt) > 1:
-            earlier = RawRun()
+            earlier = model.Run()
             for a in sorted(by_attempt)[:-1]:
                 if by_attempt[a][0]:
                     _load_target(earlier, label, os.path.dirname(by_attempt[a][0]),
@@ -764,5 +724,6 @@ def load_bep(path):
             for c in earlier.cases:
                 history.setdefault((c.suite, c.name), []).append(c.status)
             for c in run.cases[before:]:
-                c.properties["attempts"] = " ".join(history.get((c.suite, c.name), []) + [c.status])
+                c.attempts = history.get((c.suite, c.name), []) + [c.status]
+    run.default_run_seed()
     return run

@@ -8,6 +8,7 @@ before any test runs instead of failing with a traceback after the whole tier ra
   doc = validate.read_json_file(path, max_bytes)   # refuses devices, FIFOs, oversized files
 
 Only the shape is checked (types of the fields the tools read); the values are model.py's job.
+This is the one shape check: model.read_results and model.Run.from_json read through it too.
 """
 
 import json
@@ -25,9 +26,11 @@ _CASE_FIELDS = {
     "budgets": (dict,), "observed": (dict,), "logs": (dict,), "properties": (dict,),
 }
 _REQUIRED_CASE_FIELDS = ("target", "suite", "name")
-_INFO_TEXT = ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
-              "command")
-_INFO_OBJECTS = ("bundle", "expectations", "outputs", "mutation")
+_INFO_FIELDS = dict(
+    {k: _TEXT for k in ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
+                        "command", "interrupted_by")},
+    **{k: (dict,) for k in ("bundle", "expectations", "outputs", "mutation")},
+    exit_code=(int,), retries=(int,), skipped_by_expectations=(list,))
 
 
 class InputError(Exception):
@@ -76,6 +79,8 @@ def _case_problem(where, case):
             problem = _field(f"{where}.{key}", case[key], types)
             if problem:
                 return problem
+    if not (case["target"].startswith("//") and ":" in case["target"]):
+        return f"{where}.target: expected a label like '//pkg:name', found {case['target'][:60]!r}"
     for i, a in enumerate(case.get("attempts", [])):
         if not isinstance(a, str):
             return f"{where}.attempts[{i}]: expected text, found {_kind(a)}"
@@ -91,11 +96,24 @@ def _case_problem(where, case):
                     problem = _field(f"{where}.{group}.{name}.{key}", m[key], types)
                     if problem:
                         return problem
+            if isinstance(m.get("value"), str) and not _is_float(m["value"]):
+                return f"{where}.{group}.{name}.value: expected a number, found {_kind(m['value'])}"
     for group in ("logs", "observed"):
         for name, text in case.get(group, {}).items():
             if not isinstance(text, str):
                 return f"{where}.{group}.{name}: expected text, found {_kind(text)}"
+    for name, value in case.get("properties", {}).items():
+        if isinstance(value, (dict, list)):
+            return f"{where}.properties.{name}: expected text or a number, found {_kind(value)}"
     return None
+
+
+def _is_float(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def run_problem(run, where="run"):
@@ -138,20 +156,9 @@ def results_problem(doc):
     info = doc.get("info", {})
     if not isinstance(info, dict):
         return f"info: expected an object, found {_kind(info)}"
-    for key in _INFO_TEXT:
-        if key in info and info[key] is not None:
-            problem = _field(f"info.{key}", info[key], _TEXT)
-            if problem:
-                return problem
-    for key in _INFO_OBJECTS:
-        if key in info and info[key] is not None:
-            problem = _field(f"info.{key}", info[key], (dict,))
-            if problem:
-                return problem
-    if "exit_code" in info and info["exit_code"] is not None:
-        problem = _field("info.exit_code", info["exit_code"], (int,))
-        if problem:
-            return problem
+    problem = _info_problem(info)
+    if problem:
+        return problem
     comparison = doc.get("comparison", {})
     if not isinstance(comparison, dict):
         return f"comparison: expected an object, found {_kind(comparison)}"
@@ -160,6 +167,55 @@ def results_problem(doc):
             return f"comparison.{key}: expected text, found {_kind(value)}"
     run = doc.get("run", doc)
     return run_problem(run, "run" if "run" in doc else "(top level)")
+
+
+def _info_problem(info):
+    # A null is refused too: the readers call .get() on the objects and show the texts.
+    for key, types in _INFO_FIELDS.items():
+        if key in info:
+            problem = _field(f"info.{key}", info[key], types)
+            if problem:
+                return problem
+    return _bundle_problem(info.get("bundle"))
+
+
+def _bundle_problem(bundle):
+    if not isinstance(bundle, dict):
+        return None
+    for key, value in bundle.items():
+        if not _is(value, (str, int, float, bool, type(None), list, dict)):
+            return f"info.bundle.{key}: expected a JSON value, found {_kind(value)}"
+    if "commit" in bundle:
+        return _field("info.bundle.commit", bundle["commit"], _TEXT)
+    return None
+
+
+class NotRegularFile(OSError):
+    """A path that names a device, a FIFO, a socket or a folder where a file was expected."""
+
+
+def read_regular_file(path, max_bytes, encoding="utf-8"):
+    """The text of a regular file (links followed) of at most max_bytes. /dev/zero, a FIFO, a
+    socket or a folder is refused before it is opened: opening a FIFO blocks, and /dev/zero never
+    ends. Raises FileNotFoundError, NotRegularFile, OSError or UnicodeDecodeError."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise NotRegularFile(f"not a regular file ({kind}), not read")
+    if st.st_size > max_bytes:
+        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
+    # O_NONBLOCK: should the path become a FIFO between the check and the open, open() returns
+    # at once instead of waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise NotRegularFile("not a regular file, not read")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise NotRegularFile(f"larger than {max_bytes >> 20} MiB, not read")
+    return data.decode(encoding)
 
 
 def regular_file_problem(path):

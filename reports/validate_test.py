@@ -46,6 +46,19 @@ class ResultsProblemTest(unittest.TestCase):
                 ([1], "expected a JSON object")]:
             self.assertIn(needle, validate.results_problem(doc) or "", doc)
 
+    def test_what_the_model_refused_is_refused_here_too(self):
+        # The one shape check: model.read_results and qualify's baseline both read through it.
+        for doc, needle in [
+                ({"run": {"cases": [case(target="suites/a:b")]}}, "run.cases[0].target: expected a label"),
+                ({"run": {"cases": [case(metrics={"m": {"value": "fast"}})]}}, "run.cases[0].metrics.m.value"),
+                ({"run": {"cases": [case(properties={"p": [1]})]}}, "run.cases[0].properties.p"),
+                ({"info": {"retries": "2"}, "run": {"cases": []}}, "info.retries"),
+                ({"info": {"verdict": None}, "run": {"cases": []}}, "info.verdict"),
+                ({"info": {"bundle": {"commit": 5}}, "run": {"cases": []}}, "info.bundle.commit"),
+                ({"cases": [case(target=5)]}, "(top level).cases[0].target")]:
+            self.assertIn(needle, validate.results_problem(doc) or "", doc)
+        self.assertIsNone(validate.results_problem({"run": {"cases": [case(metrics={"m": {"value": "nan"}})]}}))
+
 
 class SpecialFilesTest(unittest.TestCase):
     def setUp(self):

@@ -38,14 +38,14 @@ def read_log(path):
 
 
 def statuses(testlogs):
-    from reports import results
-    run = results.load_testlogs(testlogs)
-    return {c.id: c.status for c in run.cases}
+    from reports import testlogs as reader
+    run = reader.load_testlogs(testlogs)
+    return {c.id: str(c.status) for c in run.cases}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bundle", help="bundle folder (for reports/results.py)")
+    p.add_argument("--bundle", help="bundle folder (for reports/testlogs.py)")
     p.add_argument("out", help="probe.sh output folder")
     args = p.parse_args(argv)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -36,7 +36,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from reports import history  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
+from reports.model import Change, Status  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
 
 SKUS = ("CASE WHEN h < {a} THEN 'nvidia-h200' WHEN h < {b} THEN 'nvidia-h100' WHEN h < {c} THEN 'nvidia-a100'"
@@ -92,11 +93,12 @@ def load_night(db, n, hosts, nights, ncases, first_ref, fp):
     ns = f"(r.sku = 'nvidia-l40s' AND {k} %% 8 = 0)"
     cur.execute(
         "INSERT INTO cases (run_id, case_ref, status, comparison, seconds, attempts, message)"
-        " SELECT run_id, case_ref, status, CASE WHEN status = 'FAIL' AND known THEN 'EXPECTED_FAIL'"
-        " WHEN status = 'FAIL' THEN 'REGRESSION' END, seconds, NULL,"
-        " CASE WHEN status = 'FAIL' THEN 'synthetic failure: expected 0x5a at offset 4096, read 0x00' END"
-        f" FROM (SELECT r.id AS run_id, c.id AS case_ref, {known} AS known, CASE WHEN {ns} THEN 'NOT_SUPPORTED'"
-        f" WHEN {fail} THEN 'FAIL' ELSE 'PASS' END AS status, round((random() * 2)::numeric, 3)::float8 AS seconds"
+        f" SELECT run_id, case_ref, status, CASE WHEN status = '{Status.FAIL}' AND known THEN '{Change.EXPECTED_FAIL}'"
+        f" WHEN status = '{Status.FAIL}' THEN '{Change.REGRESSION}' END, seconds, NULL,"
+        f" CASE WHEN status = '{Status.FAIL}' THEN 'synthetic failure: expected 0x5a at offset 4096, read 0x00' END"
+        f" FROM (SELECT r.id AS run_id, c.id AS case_ref, {known} AS known, CASE WHEN {ns} THEN '{Status.NOT_SUPPORTED}'"
+        f" WHEN {fail} THEN '{Status.FAIL}' ELSE '{Status.PASS}' END AS status,"
+        " round((random() * 2)::numeric, 3)::float8 AS seconds"
         f" FROM runs r CROSS JOIN case_names c WHERE r.night = %(d)s AND c.id < {first_ref} + {ncases}) s",
         {"d": d})
     cur.execute("INSERT INTO metrics (run_id, case_ref, name, value)"
@@ -104,11 +106,12 @@ def load_night(db, n, hosts, nights, ncases, first_ref, fp):
                 " FROM runs r CROSS JOIN generate_series(0, 7) m WHERE r.night = %(d)s", {"d": d})
     # What history.store maintains per run, for the night at once.
     cur.execute("INSERT INTO case_nights (sku, case_ref, outcome, night)"
-                " SELECT DISTINCT r.sku, c.case_ref, CASE WHEN c.status = 'PASS' THEN 'P' ELSE 'F' END, r.night"
-                " FROM cases c JOIN runs r ON r.id = c.run_id WHERE r.night = %(d)s AND c.status IN ('PASS', 'FAIL')"
+                f" SELECT DISTINCT r.sku, c.case_ref, CASE WHEN c.status = '{Status.PASS}' THEN 'P' ELSE 'F' END, r.night"
+                " FROM cases c JOIN runs r ON r.id = c.run_id WHERE r.night = %(d)s"
+                f" AND c.status IN ('{Status.PASS}', '{Status.FAIL}')"
                 " ON CONFLICT DO NOTHING", {"d": d})
     cur.execute("UPDATE runs SET verdict = 'REGRESSIONS', exit_code = 3 WHERE night = %(d)s AND id IN"
-                f" (SELECT run_id FROM cases WHERE {history.PROBLEM_SQL} AND comparison = 'REGRESSION'"
+                f" (SELECT run_id FROM cases WHERE {history.PROBLEM_SQL} AND comparison = '{Change.REGRESSION}'"
                 f" AND run_id > {base})", {"d": d})
     db.commit()
 
@@ -200,8 +203,9 @@ def time_upload(db, ncases):
     """One host's upload of an ncases-case run (history.store), median of 10."""
     times = []
     for i in range(10):
-        cases = [model.Case("//suites/fam0:fam0_test", "Family0Test", f"Case{k:03d}ReadsAndWritesEveryByte",
-                            "PASS", 0.1) for k in range(ncases)]
+        cases = [model.Case(model.CaseId("//suites/fam0:fam0_test", "Family0Test",
+                                         f"Case{k:03d}ReadsAndWritesEveryByte"), Status.PASS, 0.1)
+                 for k in range(ncases)]
         run = model.Run({"host": f"upload-{i}", "nvidia_driver": "590.1", "gpu0_name": "NVIDIA H200"}, cases)
         t = time.monotonic()
         history.store(db, f"bench-upload-{i}-{time.time()}", "2026-12-01T01:00:00+00:00", run, None,
@@ -242,7 +246,7 @@ def restart(server):
     server.start_existing()
 
 
-def main(argv=None):
+def _parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hosts", type=int, default=5000)
     p.add_argument("--nights", type=int, default=90)
@@ -259,6 +263,11 @@ def main(argv=None):
                    help="with --history of a database loaded earlier: time the report only")
     p.add_argument("--keep", action="store_true",
                    help="leave the server it started running (prints its folder and pid; stop it by that pid)")
+    return p
+
+
+def main(argv=None):
+    p = _parser()
     args = p.parse_args(argv)
     if args.full:
         args.hosts, args.nights, args.cases, args.load_nights = 5000, 90, 751, None
@@ -284,74 +293,8 @@ def main(argv=None):
     result = {"hosts": args.hosts, "nights_of_the_lab": args.nights, "cases_per_run": args.cases,
               "first_night_loaded": first, "load_avg_at_start": os.getloadavg()}
     try:
-        db = history.connect(url)
-        marks = {int(x) for x in args.checkpoints.split(",") if x.strip()} if args.checkpoints else set()
-        growth = []
-
-        def checkpoint(loaded, n):
-            if loaded not in marks:
-                return
-            db.execute("ANALYZE")
-            st = {}
-            w, d = time_report(url, f"nightly-{night_date(n, args.nights)}", args.html + ".cp.html", 3, st)
-            size = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-            growth.append({"nights_loaded": loaded, "database_bytes": size, "report_wall_s": [round(x, 3) for x in w],
-                           "queries_s": d["timings_s"], "load_avg": st.get("load_avg_1min")})
-            log(f"checkpoint at {loaded} nights ({size / 2**30:.2f} GiB): report {[round(x, 2) for x in w]} s")
-        load_s, loaded, per = load(db, args.hosts, args.nights, args.cases, log, first, args.budget, checkpoint)
-        result["growth"] = growth
-        result.update(nights_loaded=loaded, load_s=round(load_s, 1),
-                      load_s_per_night={"median": round(statistics.median(per), 1), "min": round(min(per), 1),
-                                        "max": round(max(per), 1)},
-                      sizes=sizes(db))
-        log(f"loaded {loaded} nights in {load_s:.0f} s: " + json.dumps(result["sizes"]))
-        last_n = first + loaded - 1
-        last = night_date(last_n, args.nights)
-        db.close()
-        cold = None
-        if server:
-            restart(server)
-            cold_walls, _ = time_report(url, f"nightly-{last}", args.html + ".cold.html", 1)
-            cold = round(cold_walls[0], 3)
-            log(f"fleet report of {last} right after a server restart: {cold:.2f} s")
-        stats = {}
-        walls, data = time_report(url, f"nightly-{last}", args.html, args.repeats, stats)
-        log(f"fleet report of {last}: wall {min(walls):.2f}-{max(walls):.2f} s (median "
-            f"{statistics.median(walls):.2f}); queries {data['timings_s']}; load {stats.get('load_avg_1min')}")
-        mid = night_date(first + loaded // 2, args.nights)
-        walls_mid, data_mid = time_report(url, f"nightly-{mid}", args.html + ".mid.html", args.repeats)
-        db = history.connect(url)
-        upload = time_upload(db, args.cases)
-        log(f"one host's upload ({args.cases} cases): median {upload * 1000:.0f} ms")
-        prune_t = time_prune(db, args.nights)
-        log(f"retention of one night ({prune_t['runs']} runs): {prune_t['seconds']} s")
-        first_ref = db.execute("SELECT MIN(id) FROM case_names").fetchone()[0]
-        plans = {
-            "runs of a label": explain(db, "SELECT id FROM runs WHERE label = %s", (f"nightly-{last}",)),
-            "problem cases of the night": explain(
-                db, "SELECT c.run_id, c.case_ref FROM cases c WHERE c.run_id = ANY(%s) AND "
-                + history.PROBLEM_SQL.replace("status", "c.status").replace("comparison", "c.comparison"),
-                ([x[0] for x in db.execute("SELECT id FROM runs WHERE label = %s", (f"nightly-{last}",)).fetchall()],)),
-            "bracket, never-passed case: nights with a pass": explain(
-                db, "SELECT night FROM case_nights WHERE sku = 'nvidia-h200' AND case_ref = %s AND outcome = 'P'"
-                " AND night <= %s ORDER BY night DESC LIMIT 3", (first_ref + NEVER_PASSED[0], last)),
-            "bracket, first failing night": explain(
-                db, "SELECT night FROM case_nights WHERE sku = 'nvidia-h200' AND case_ref = %s AND outcome = 'F'"
-                " AND night >= '' ORDER BY night LIMIT 3", (first_ref + NEVER_PASSED[0],)),
-            "retention: metrics of a run": explain(db, "SELECT 1 FROM metrics WHERE run_id = %s", (1,)),
-        }
-        db.close()
-        result.update(
-            report_cold_after_restart_s=cold,
-            report_last_night_wall_s=[round(w, 3) for w in walls], report_last_night_queries_s=data["timings_s"],
-            report_cpu_s=stats.get("cpu_s"), report_load_avg=stats.get("load_avg_1min"),
-            report_mid_wall_s=[round(w, 3) for w in walls_mid],
-            report_last_night_summary={
-                "hosts": data["hosts"], "new_groups": len(data["new"]), "known_groups": len(data["known"]),
-                "hosts_with_coverage_lost": len(data["coverage_lost"]), "brackets": len(data["brackets"]),
-                "health_rows": len(data["health"]), "drain": [h["host"] for h in data["health"] if h["drain"]],
-                "top_new": [(g["case"], g["sku"], g["scope"]) for g in data["new"][:3]]},
-            upload_one_run_median_s=round(upload, 4), prune_one_night=prune_t, plans=plans)
+        loaded = load_lab(url, args, first, log, result)
+        time_lab(url, server, args, first, loaded, log, result)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
@@ -362,6 +305,88 @@ def main(argv=None):
         elif server:
             server.stop()
     return 0
+
+
+def load_lab(url, args, first, log, result):
+    """Loads the lab's nights (timing the report at the --checkpoints); returns the nights loaded."""
+    db = history.connect(url)
+    marks = {int(x) for x in args.checkpoints.split(",") if x.strip()} if args.checkpoints else set()
+    growth = []
+
+    def checkpoint(loaded, n):
+        if loaded not in marks:
+            return
+        db.execute("ANALYZE")
+        st = {}
+        w, d = time_report(url, f"nightly-{night_date(n, args.nights)}", args.html + ".cp.html", 3, st)
+        size = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        growth.append({"nights_loaded": loaded, "database_bytes": size, "report_wall_s": [round(x, 3) for x in w],
+                       "queries_s": d["timings_s"], "load_avg": st.get("load_avg_1min")})
+        log(f"checkpoint at {loaded} nights ({size / 2**30:.2f} GiB): report {[round(x, 2) for x in w]} s")
+    load_s, loaded, per = load(db, args.hosts, args.nights, args.cases, log, first, args.budget, checkpoint)
+    result["growth"] = growth
+    result.update(nights_loaded=loaded, load_s=round(load_s, 1),
+                  load_s_per_night={"median": round(statistics.median(per), 1), "min": round(min(per), 1),
+                                    "max": round(max(per), 1)},
+                  sizes=sizes(db))
+    log(f"loaded {loaded} nights in {load_s:.0f} s: " + json.dumps(result["sizes"]))
+    db.close()
+    return loaded
+
+
+def time_lab(url, server, args, first, loaded, log, result):
+    """Times the fleet report (after a restart, then warm), an upload and retention; the plans."""
+    last = night_date(first + loaded - 1, args.nights)
+    cold = None
+    if server:
+        restart(server)
+        cold_walls, _ = time_report(url, f"nightly-{last}", args.html + ".cold.html", 1)
+        cold = round(cold_walls[0], 3)
+        log(f"fleet report of {last} right after a server restart: {cold:.2f} s")
+    stats = {}
+    walls, data = time_report(url, f"nightly-{last}", args.html, args.repeats, stats)
+    log(f"fleet report of {last}: wall {min(walls):.2f}-{max(walls):.2f} s (median "
+        f"{statistics.median(walls):.2f}); queries {data['timings_s']}; load {stats.get('load_avg_1min')}")
+    mid = night_date(first + loaded // 2, args.nights)
+    walls_mid, data_mid = time_report(url, f"nightly-{mid}", args.html + ".mid.html", args.repeats)
+    db = history.connect(url)
+    upload = time_upload(db, args.cases)
+    log(f"one host's upload ({args.cases} cases): median {upload * 1000:.0f} ms")
+    prune_t = time_prune(db, args.nights)
+    log(f"retention of one night ({prune_t['runs']} runs): {prune_t['seconds']} s")
+    plans = query_plans(db, last)
+    db.close()
+    result.update(
+        report_cold_after_restart_s=cold,
+        report_last_night_wall_s=[round(w, 3) for w in walls], report_last_night_queries_s=data["timings_s"],
+        report_cpu_s=stats.get("cpu_s"), report_load_avg=stats.get("load_avg_1min"),
+        report_mid_wall_s=[round(w, 3) for w in walls_mid],
+        report_last_night_summary={
+            "hosts": data["hosts"], "new_groups": len(data["new"]), "known_groups": len(data["known"]),
+            "hosts_with_coverage_lost": len(data["coverage_lost"]), "brackets": len(data["brackets"]),
+            "health_rows": len(data["health"]), "drain": [h["host"] for h in data["health"] if h["drain"]],
+            "top_new": [(g["case"], g["sku"], g["scope"]) for g in data["new"][:3]]},
+        upload_one_run_median_s=round(upload, 4), prune_one_night=prune_t, plans=plans)
+
+
+def query_plans(db, last):
+    """EXPLAIN ANALYZE of the report's index-backed queries on the last night."""
+    first_ref = db.execute("SELECT MIN(id) FROM case_names").fetchone()[0]
+    run_ids = [x[0] for x in db.execute("SELECT id FROM runs WHERE label = %s", (f"nightly-{last}",)).fetchall()]
+    return {
+        "runs of a label": explain(db, "SELECT id FROM runs WHERE label = %s", (f"nightly-{last}",)),
+        "problem cases of the night": explain(
+            db, "SELECT c.run_id, c.case_ref FROM cases c WHERE c.run_id = ANY(%s) AND "
+            + history.PROBLEM_SQL.replace("status", "c.status").replace("comparison", "c.comparison"),
+            (run_ids,)),
+        "bracket, never-passed case: nights with a pass": explain(
+            db, "SELECT night FROM case_nights WHERE sku = 'nvidia-h200' AND case_ref = %s AND outcome = 'P'"
+            " AND night <= %s ORDER BY night DESC LIMIT 3", (first_ref + NEVER_PASSED[0], last)),
+        "bracket, first failing night": explain(
+            db, "SELECT night FROM case_nights WHERE sku = 'nvidia-h200' AND case_ref = %s AND outcome = 'F'"
+            " AND night >= '' ORDER BY night LIMIT 3", (first_ref + NEVER_PASSED[0],)),
+        "retention: metrics of a run": explain(db, "SELECT 1 FROM metrics WHERE run_id = %s", (1,)),
+    }
 
 
 if __name__ == "__main__":

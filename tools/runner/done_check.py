@@ -35,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 
-from reports import testlogs  # noqa: E402
+from reports import model, testlogs  # noqa: E402
+from reports.model import Status  # noqa: E402
 
 FAILED = []
 
@@ -120,14 +121,14 @@ def binary_pid(journal):
 
 def verify_cases(tdir, label):
     journals = sorted(glob.glob(os.path.join(tdir, "test.outputs", "attempt_*",
-                                             testlogs.JOURNAL_NAME)), key=testlogs._attempt_key)
+                                             model.JOURNAL_NAME)), key=testlogs._attempt_key)
     ended, _ = ended_and_running(journals)
-    run = testlogs.RawRun()
-    testlogs._load_target(run, label, tdir, os.path.join(tdir, "test.xml"))
+    run = testlogs.load_target(label, tdir)
     got = {f"{c.suite}.{c.name}": c for c in run.cases}
+    # A journal says what GoogleTest said: a NotSupported skip was a SKIP there, a WARN a PASS.
     lost = [c for c, s in ended.items() if c not in got or
-            (got[c].status != s and not (s == "SKIP" and got[c].status == "NOT_SUPPORTED")
-             and not (s == "PASS" and got[c].status == "WARN"))]
+            (got[c].status != s and not (s == Status.SKIP and got[c].status == Status.NOT_SUPPORTED)
+             and not (s == Status.PASS and got[c].status == Status.WARN))]
     return journals, got, lost
 
 
@@ -138,7 +139,7 @@ def sigkill_check(args):
     proc = subprocess.Popen([sys.executable, os.path.join(args.bundle, "tools", "runner", "runner.py"),
                              "--bundle", args.bundle, "--out", out, "--tags", "",
                              "--targets", "^" + args.target + "$"])
-    first = os.path.join(tdir, "test.outputs", "attempt_1", testlogs.JOURNAL_NAME)
+    first = os.path.join(tdir, "test.outputs", "attempt_1", model.JOURNAL_NAME)
     j = wait_for_start(first, args.kill_at)
     pid = binary_pid(first) if j else None
     check(pid is not None, f"1. the binary of {args.target} reached case {args.kill_at}")
@@ -152,11 +153,11 @@ def sigkill_check(args):
     _, running = ended_and_running(journals[:1])
     blamed = got.get(running) if running else got.get(f"(binary).{name}")
     check(len(journals) >= 2, f"1. the binary was restarted ({len(journals)} launches)")
-    check(blamed is not None and blamed.status == "CRASH" and "SIGKILL" in blamed.message,
+    check(blamed is not None and blamed.status == Status.CRASH and "SIGKILL" in blamed.message,
           f"1. the running case {running} is CRASH by SIGKILL: "
-          f"{blamed and (blamed.status, blamed.message[:100])}")
+          f"{blamed and (str(blamed.status), blamed.message[:100])}")
     check(not lost, f"1. no ended case lost or changed ({len(lost)}: {lost[:5]})")
-    missing = [c for c, x in got.items() if x.status == "MISSING"]
+    missing = [c for c, x in got.items() if x.status == Status.MISSING]
     check(not missing, f"1. every listed case has a result ({len(got)} cases, MISSING {missing[:5]})")
     left = leftovers(out)
     check(not left, f"1. no process left behind: {left}")
@@ -169,7 +170,7 @@ def sigterm_qualify_check(args):
                              "--bundle", args.bundle, "--out", out, "--tier", "bat",
                              "--baseline", "none", "--no-history"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    j = wait_for_start(os.path.join(out, "**", "attempt_1", testlogs.JOURNAL_NAME), args.kill_at)
+    j = wait_for_start(os.path.join(out, "**", "attempt_1", model.JOURNAL_NAME), args.kill_at)
     check(j is not None, "2. qualify started a case")
     proc.send_signal(signal.SIGTERM)
     text = proc.communicate(timeout=600)[0].decode(errors="replace")
@@ -189,7 +190,7 @@ def stopped_targets_check(out):
     whose binary was stopped names its running case, and none loses an ended case."""
     named_any = False
     for first in sorted(glob.glob(os.path.join(out, "*", "testlogs", "**", "attempt_1",
-                                               testlogs.JOURNAL_NAME), recursive=True)):
+                                               model.JOURNAL_NAME), recursive=True)):
         tdir = os.path.dirname(os.path.dirname(os.path.dirname(first)))
         testlogs_root = tdir[:tdir.index(os.sep + "testlogs" + os.sep) + len("/testlogs")]
         label = "//" + os.path.relpath(tdir, testlogs_root).replace(os.sep, "/")
@@ -202,7 +203,7 @@ def stopped_targets_check(out):
             check(named is not None and "INTERRUPTED" in named.message and
                   "while this case was running" in named.message,
                   f"2. {label}: the running case {running} is named: "
-                  f"{named and (named.status, named.message[:100])}")
+                  f"{named and (str(named.status), named.message[:100])}")
         check(not lost, f"2. {label}: no ended case lost ({lost[:5]})")
     check(named_any, "2. at least one running case was stopped and named")
 
