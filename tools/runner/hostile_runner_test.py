@@ -9,7 +9,6 @@ import io
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from tools.runner import runner  # noqa: E402
+from tools.runner import outdir, runner  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -456,7 +455,7 @@ class Inputs(Base):
 
     def test_a_full_disk_never_leaves_runner_json_running(self):
         self.make_bundle({"t": {"cases": ["S.A", "S.B"]}})
-        real = runner.write_atomic
+        real = outdir.write_atomic
         calls = []
 
         def full_after_the_first(path, write):
@@ -465,7 +464,7 @@ class Inputs(Base):
                 raise runner.OutputError(f"cannot write {path}: No space left on device")
             return real(path, write)
 
-        with mock.patch.object(runner, "write_atomic", full_after_the_first):
+        with mock.patch.object(outdir, "write_atomic", full_after_the_first):
             r = runner.run(runner.RunConfig(bundle=self.bundle, out=self.out, quiet=True,
                                             kernel_log="", env={"FAKE_MARK": self.mark}))
         self.assertEqual((r.status, r.exit_code), ("OUTPUT_ERROR", 1))

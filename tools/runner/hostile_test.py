@@ -20,9 +20,10 @@ import time
 import unittest
 import uuid
 
-from reports import testlogs
+from reports import model, testlogs
 from tools import bundle
 from tools.runner import runner
+from tools.runner import target as target_run
 
 
 def hostile_binary():
@@ -105,7 +106,7 @@ class EndsOfABinary(Base):
         self.assertEqual(r.exit_code, 0)
         self.assertEqual(self.statuses(cases), {"A.passes": "PASS", "B.passes": "PASS"})
         journal = os.path.join(r.targets[0].testlogs_dir, "test.outputs", "attempt_1",
-                               testlogs.JOURNAL_NAME)
+                               model.JOURNAL_NAME)
         self.assertTrue(os.path.isfile(journal))
 
     def test_abort_at_exit_keeps_every_result_and_fails_the_target(self):
@@ -280,7 +281,7 @@ class Interrupts(Base):
             [sys.executable, runner.__file__, "--bundle", self.bundle, "--out", self.out,
              "--tags", "", "--kill-grace-s", "0.5"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         journal = os.path.join(self.out, "selftest", "hostile", "test.outputs", "attempt_1",
-                               testlogs.JOURNAL_NAME)
+                               model.JOURNAL_NAME)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -456,7 +457,7 @@ class Jobs(Base):
              "--tags", "", "--kill-grace-s", "0.5", "--jobs", "3"], env=env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         journals = [os.path.join(self.out, "s", h, "test.outputs", "attempt_1",
-                                 testlogs.JOURNAL_NAME) for h in ("h1", "h2", "h3")]
+                                 model.JOURNAL_NAME) for h in ("h1", "h2", "h3")]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             started = 0
@@ -657,7 +658,7 @@ class Inputs(Base):
                                       log_head_bytes=1 << 20, log_tail_bytes=1 << 20)
             # Fill the disk after the first target: its results must stay readable.
             filler = os.path.join(mnt, "filler")
-            orig = runner._run_target
+            orig = target_run.run_target
 
             def fill_then_run(bundle_, target, *a):
                 if target["label"] == "//b:floods":
@@ -668,11 +669,11 @@ class Inputs(Base):
                             pass
                 return orig(bundle_, target, *a)
 
-            runner._run_target = fill_then_run
+            target_run.run_target = fill_then_run
             try:
                 r = runner.run(config)
             finally:
-                runner._run_target = orig
+                target_run.run_target = orig
             self.assertEqual(r.status, "OUTPUT_ERROR")
             self.assertEqual(r.exit_code, 1)
             self.assertIn("No space left", r.message)
@@ -778,7 +779,7 @@ class HostileTrees(unittest.TestCase):
         self.write("t/t/test.xml", '<?xml version="1.0"?><testsuites><testsuite name="t/t" '
                    'tests="1"><testcase name="t/t" status="run" time="1"><error '
                    'message="exited with error code 75"/></testcase></testsuite></testsuites>')
-        self.write(f"t/t/test.outputs/{testlogs.JOURNAL_NAME}",
+        self.write(f"t/t/test.outputs/{model.JOURNAL_NAME}",
                    '{"event":"start","case":"S.a"}\n{"event":"end","case":"S.a","status":"FAIL",'
                    '"message":"illegal address","properties":{"pagelock.health":"sticky_error"}}\n')
         cases = {f"{c.suite}.{c.name}": c for c in testlogs.load_testlogs(self.root).cases}
@@ -788,10 +789,10 @@ class HostileTrees(unittest.TestCase):
 
     def test_runner_attempt_journals_are_found_under_the_one_name(self):
         self.write("t/t/test.log", "started\n")
-        self.write(f"t/t/test.outputs/attempt_1/{testlogs.JOURNAL_NAME}",
+        self.write(f"t/t/test.outputs/attempt_1/{model.JOURNAL_NAME}",
                    '{"event":"start","case":"S.a"}\n{"event":"end","case":"S.a","status":"PASS"}\n'
                    '{"event":"start","case":"S.b"}\n')
-        self.write(f"t/t/test.outputs/attempt_2/{testlogs.JOURNAL_NAME}",
+        self.write(f"t/t/test.outputs/attempt_2/{model.JOURNAL_NAME}",
                    '{"event":"start","case":"S.c"}\n')
         cases = {c.name: c.status for c in testlogs.load_testlogs(self.root).cases}
         self.assertEqual(cases, {"a": "PASS", "c": "CRASH"})

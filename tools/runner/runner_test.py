@@ -9,8 +9,8 @@ import threading
 import time
 import unittest
 
-from reports import results as model
-from tools.runner import runner
+from reports import model, testlogs
+from tools.runner import journals, runner, schedule
 
 
 def fake_binary():
@@ -85,8 +85,8 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(rc, 3, self.output)
         hung = cases["FakeTest.HangsWhenAsked"]
         self.assertEqual(hung.status, "TIMEOUT")
-        self.assertEqual(hung.properties.get("kernel_log"), "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout")
-        self.assertNotIn("kernel_log", cases["FakeTest.Passes"].properties)
+        self.assertEqual(hung.logs.get("kernel_log"), "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout")
+        self.assertNotIn("kernel_log", cases["FakeTest.Passes"].logs)
         self.assertRegex(self.output, r"notice: //selftest:fake_gtest passed half its time limit \(\d+ of 4 s\); "
                                       r"case FakeTest.HangsWhenAsked has run \d+ s")
         self.assertIn("[1/1] 0:00:0", self.output)
@@ -282,7 +282,7 @@ class ScheduleOrderTest(unittest.TestCase):
         self.assertEqual(order(2), ["x", "m", "a", "b", "c"])
         self.assertEqual(order(None), ["x", "m", "a", "b", "c"])  # unknown: stays alone
         self.assertEqual(order(1), ["x", "a", "b", "c", "m"])  # it can only report NotSupported
-        self.assertTrue(runner._exclusive(T[1], 1))  # a one-GPU exclusive target stays alone
+        self.assertTrue(schedule.is_exclusive(T[1], 1))  # a one-GPU exclusive target stays alone
 
 
 class HostGpuCountTest(unittest.TestCase):
@@ -369,11 +369,13 @@ class KernelLogTest(unittest.TestCase):
             line, "[9.500000] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception"]})
 
     def test_a_property_is_added_to_a_case_element(self):
-        el = runner.testlogs.synthesize_case("S.Boom", "CRASH", "killed")
-        runner._add_property(el, "kernel_log", "[1.0] NVRM: Xid 79")
-        runner._add_property(el, "kernel_log", "[2.0] NVRM: Xid 31")
-        case = runner.testlogs.case_from_element("//a:a_test", el)
-        self.assertEqual(case.properties["kernel_log"], "[1.0] NVRM: Xid 79\n[2.0] NVRM: Xid 31")
+        el = testlogs.synthesize_case("S.Boom", "CRASH", "killed")
+        journals.add_property(el, "kernel_log", "[1.0] NVRM: Xid 79")
+        journals.add_property(el, "kernel_log", "[2.0] NVRM: Xid 31")
+        # Read from the element itself: one kernel_log property, extended, in one <properties>.
+        values = [p.get("value") for p in el.iter("property") if p.get("name") == "kernel_log"]
+        self.assertEqual(values, ["[1.0] NVRM: Xid 79\n[2.0] NVRM: Xid 31"])
+        self.assertEqual(len(el.findall("properties")), 1)
 
 
 if __name__ == "__main__":
