@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
 from reports import pages  # noqa: E402
+from reports import testlogs  # noqa: E402
 
 
 def load_any(path):
@@ -36,7 +37,7 @@ def load_any(path):
         run, info, _ = model.read_results(path)
         return info.get("run_key") or os.path.basename(os.path.dirname(os.path.abspath(path))), run, info
     if os.path.isdir(path):
-        return os.path.basename(os.path.abspath(path)), model.load_testlogs(path), {}
+        return os.path.basename(os.path.abspath(path)), testlogs.load_testlogs(path), {}
     raise FileNotFoundError(f"{path}: not a run directory, results.json or testlogs tree")
 
 

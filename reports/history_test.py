@@ -20,8 +20,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("psycopg2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402

@@ -357,7 +357,7 @@ class TextInputTest(TmpDir):
 
     def test_the_rules_table_accepts_a_byte_order_mark(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-        from tools import spec_check
+        from tools.lint import spec_check
         path = self.write("rules.tsv", "\ufeff" + "\t".join(spec_check.COLUMNS) + "\r\n"
                           "R01\trule\tfam\trule\t12+\t-\tS.X\r\n")
         rows = spec_check.read_table(path)

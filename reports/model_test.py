@@ -129,9 +129,8 @@ def literal_copies(text):
 # collection that need only name model statuses or changes. A copy found and not listed here (or
 # named as in the model) fails the test below: list it, or better, import it from the model.
 KNOWN_COPIES = {
-    ("tools/nvbandwidth_compare.py", "METRIC_PREFIX"): model.PROP_METRIC_PREFIX,
-    ("tools/mutation/mutation.py", "GOOD"): {s.value for s in Status if s.is_pass},
-    ("tools/qualify.py", "UNEXPECTED"): {c.value for c in model.Change if c.blocks},
+    ("tools/bandwidth/nvbandwidth_compare.py", "METRIC_PREFIX"): model.PROP_METRIC_PREFIX,
+    ("tools/qualification/verdict.py", "UNEXPECTED"): {c.value for c in model.Change if c.blocks},
     ("tools/fleet/report.py", "KNOWN_COMPARISONS"): None,
 }
 

@@ -39,6 +39,7 @@ from reports import ciout  # noqa: E402
 from reports import htmlreport as html_report  # noqa: E402
 from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
+from reports import testlogs  # noqa: E402
 
 
 def _wants_json(argv):
@@ -83,8 +84,8 @@ def _main(argv=None):
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when some case failed")
     args = p.parse_args(argv)
     try:
-        run = (model.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
-               else model.load_bep(args.testlogs))
+        run = (testlogs.load_testlogs(args.testlogs) if os.path.isdir(args.testlogs)
+               else testlogs.load_bep(args.testlogs))
     except (OSError, ValueError) as e:
         return _fail(args.json, 2, str(e))
     if not run.cases:

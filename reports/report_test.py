@@ -34,6 +34,7 @@ from reports import htmlreport  # noqa: E402
 from reports import pages  # noqa: E402
 from reports import report  # noqa: E402
 from reports import model  # noqa: E402
+from reports import testlogs  # noqa: E402
 from reports import testsupport  # noqa: E402
 
 TESTDATA = os.path.join(ROOT, "reports", "testdata")
@@ -42,7 +43,7 @@ from reports import report
 from reports import model
 
 GTEST_XML = """<?xml version="1.0" encoding="UTF-8"?>
-<testsuites tests="3" name="AllTests" seed="42" gpu0_name="NVIDIA H200" device_status="usable">
+<testsuites tests="3" name="AllTests" pagelock.run_seed="42" gpu0_name="NVIDIA H200" device_status="usable">
   <testsuite name="S" tests="3">
     <testcase name="Ok" status="run" result="completed" time="0.5" classname="S" rules="R01"/>
     <testcase name="Bad" status="run" result="completed" time="0.1" classname="S">
@@ -82,7 +83,7 @@ class LoadTest(unittest.TestCase):
 
     def test_gtest_xml_statuses_reasons_and_fingerprint(self):
         write(os.path.join(self.root, "suites/a/a_test/test.xml"), GTEST_XML)
-        run = model.load_testlogs(self.root)
+        run = testlogs.load_testlogs(self.root)
         by = {c.name: c for c in run.cases}
         self.assertEqual(by["Ok"].status, "PASS")
         self.assertEqual(by["Ok"].properties["rules"], "R01")
@@ -96,7 +97,7 @@ class LoadTest(unittest.TestCase):
             "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
             "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
-        self.assertEqual(run.fingerprint["seed"], "42")
+        self.assertEqual(run.fingerprint["pagelock.run_seed"], "42")
 
     def test_bazel_written_xml_and_zipped_journal_blame_the_running_case(self):
         tdir = os.path.join(self.root, "suites/a/a_test")
@@ -105,7 +106,7 @@ class LoadTest(unittest.TestCase):
         os.makedirs(os.path.join(tdir, "test.outputs"))
         with zipfile.ZipFile(os.path.join(tdir, "test.outputs", "outputs.zip"), "w") as z:
             z.writestr("pagelock_journal.jsonl", "\n".join(json.dumps(e) for e in JOURNAL) + "\n")
-        run = model.load_testlogs(self.root)
+        run = testlogs.load_testlogs(self.root)
         by = {c.gtest_name: c for c in run.cases}
         self.assertEqual(by["S.First"].status, "PASS")
         self.assertEqual(by["S.Second"].status, "CRASH")
@@ -113,12 +114,12 @@ class LoadTest(unittest.TestCase):
 
     def test_failing_non_gtest_target_is_a_failure_not_a_crash(self):
         write(os.path.join(self.root, "tools/t/test.xml"), BAZEL_CRASH_XML.replace("139", "1"))
-        self.assertEqual([c.status for c in model.load_testlogs(self.root).cases], ["FAIL"])
+        self.assertEqual([c.status for c in testlogs.load_testlogs(self.root).cases], ["FAIL"])
 
     def test_truncated_xml_without_journal_is_a_crash_of_the_binary(self):
         tdir = os.path.join(self.root, "suites/b/b_test")
         write(os.path.join(tdir, "test.xml"), GTEST_XML[: len(GTEST_XML) // 2])
-        run = model.load_testlogs(self.root)
+        run = testlogs.load_testlogs(self.root)
         self.assertEqual(len(run.cases), 1)
         self.assertEqual(run.cases[0].status, "CRASH")
         self.assertIn("truncated or malformed", run.cases[0].message)
@@ -130,12 +131,12 @@ class LoadTest(unittest.TestCase):
         write(os.path.join(tdir, "test.log"), "-- Test timed out at 2026-11-30 --\n")
         write(os.path.join(tdir, "test.outputs", "pagelock_journal.jsonl"),
               "\n".join(json.dumps(e) for e in JOURNAL) + "\n")
-        by = {c.gtest_name: c for c in model.load_testlogs(self.root).cases}
+        by = {c.gtest_name: c for c in testlogs.load_testlogs(self.root).cases}
         self.assertEqual(by["S.Second"].status, "TIMEOUT")
 
     def test_log_without_xml_is_not_lost(self):
         write(os.path.join(self.root, "suites/d/d_test/test.log"), "killed\n")
-        run = model.load_testlogs(self.root)
+        run = testlogs.load_testlogs(self.root)
         self.assertEqual([c.status for c in run.cases], ["CRASH"])
 
     def test_very_large_xml_loads_quickly(self):
@@ -145,7 +146,7 @@ class LoadTest(unittest.TestCase):
         write(os.path.join(self.root, "suites/e/e_test/test.xml"),
               f'<testsuites name="AllTests"><testsuite name="Big">{cases}</testsuite></testsuites>')
         start = time.monotonic()
-        run = model.load_testlogs(self.root)
+        run = testlogs.load_testlogs(self.root)
         self.assertEqual(len(run.cases), n)
         self.assertLess(time.monotonic() - start, 20)
 
@@ -165,7 +166,7 @@ class LoadTest(unittest.TestCase):
                   {"id": {"testResult": {"label": "//suites/b:b_test", "attempt": 1}},
                    "testResult": {"status": "TIMEOUT"}}]
         write(bep, "\n".join(json.dumps(e) for e in events) + "\n{truncated")
-        run = model.load_bep(bep)
+        run = testlogs.load_bep(bep)
         by = {c.id: c for c in run.cases}
         self.assertEqual(by["suites/a:a_test/S.Bad"].status, "PASS")
         self.assertEqual(by["suites/a:a_test/S.Bad"].attempts, [model.Status.FAIL, model.Status.PASS])

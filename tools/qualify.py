@@ -214,4 +214,6 @@ def _run_and_publish(plan, info, args, state):
 
 
 if __name__ == "__main__":
+    from reports import interpreter
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)  # before any work: one interpreter
     sys.exit(main(restore_signals=False))

@@ -62,8 +62,8 @@ from tools.fleet import report as fleet_report  # noqa: E402
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
 # What a task needs from the repository besides the bundle.
-STAGED = ["tools/__init__.py", "tools/qualify.py", "tools/runner/__init__.py", "tools/runner/runner.py",
-          "reports", "expectations", "baselines"]
+STAGED = ["tools/__init__.py", "tools/qualify.py", "tools/qualification", "tools/runner", "reports",
+          "expectations", "baselines"]
 # Node states a night cannot use: left out of the roster's tasks, listed as excluded.
 UNUSABLE = ("drain", "drng", "down", "fail", "maint", "not_responding", "no_respond", "future", "power_down",
             "powered_down", "reboot", "inval", "unknown")
@@ -727,4 +727,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from reports import interpreter
+    interpreter.reexec_if_missing("jinja2", __file__, ROOT)  # `fleet report` renders the page
     sys.exit(main())

@@ -21,11 +21,11 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 if __name__ == "__main__":
-    from reports import debian_python  # noqa: E402
-    debian_python.reexec_if_missing("psycopg2", __file__, ROOT)
+    from reports import interpreter  # noqa: E402
+    interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
 from reports import history  # noqa: E402
-from reports import results as model  # noqa: E402
+from reports import model  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
 from tools.fleet import fleet  # noqa: E402
 from tools.fleet import report as fleet_report  # noqa: E402
@@ -37,7 +37,7 @@ P = "suites/x:x_test/X.Plain"
 
 
 def run_of(host, driver, statuses, gpu="NVIDIA H200"):
-    cases = [model.Case("//suites/x:x_test", "X", n, s, 0.1, "boom" if s == "FAIL" else "") for n, s in statuses.items()]
+    cases = [model.Case.from_raw("//suites/x:x_test", "X", n, s, 0.1, "boom" if s == "FAIL" else "") for n, s in statuses.items()]
     return model.Run({"host": host, "nvidia_driver": driver, "gpu0_name": gpu}, cases)
 
 

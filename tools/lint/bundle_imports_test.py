@@ -91,7 +91,7 @@ class BundleImportsTest(unittest.TestCase):
     def test_a_module_left_out_of_the_bundle_is_named_with_its_importer(self):
         out = self.make_bundle()
         os.remove(os.path.join(out, "reports", "testlogs.py"))
-        self.assertIn("tools/runner/runner.py imports reports.testlogs", missing_modules(out))
+        self.assertIn("tools/runner/target.py imports reports.testlogs", missing_modules(out))
 
 
 if __name__ == "__main__":

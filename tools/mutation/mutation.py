@@ -242,4 +242,6 @@ def run_faults(sched, plans, serial, args):
 
 
 if __name__ == "__main__":
+    from reports import interpreter
+    interpreter.reexec_if_missing("jinja2", __file__, REPO)  # mutation.html needs it
     sys.exit(main())

@@ -19,7 +19,8 @@ from contextlib import redirect_stderr, redirect_stdout
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mutation  # noqa: E402  (puts the checkout on sys.path)
-from tools.mutation import catalogue, false_alarms, outputs, page, scoring, selection  # noqa: E402
+from reports import pages  # noqa: E402
+from tools.mutation import catalogue, false_alarms, outputs, scoring, selection  # noqa: E402
 
 
 def repo_root():
@@ -163,7 +164,7 @@ class VerdictTest(unittest.TestCase):
                "control": {"summary": "PASS=1", "unstable": []},
                "faults": [dict(FAULT, name="<b>x</b>", verdict="SURVIVED", note="<script>",
                                targets_run=["//a:<i>"])]}
-        text = page.render(outputs.page_data(doc))
+        text = pages.render_mutation_page(doc)
         self.assertNotIn("<b>x</b>", text)
         self.assertNotIn("<script>", text)
         self.assertNotIn("<i>", text)

@@ -1,11 +1,13 @@
-"""What a mutation run leaves: mutation.json (the document), mutation.html (page.write_page of
-page_data) and the summary on stdout."""
+"""What a mutation run leaves: mutation.json (the document), mutation.html (rendered from the
+same document by the shared Jinja2 templates, reports/pages.py) and the summary on stdout."""
 
 import json
 import os
 import time
 
-from tools.mutation import page
+import sys
+
+from reports import pages
 from tools.mutation.false_alarms import false_alarm_summary
 from tools.mutation.scoring import score, score_line, summary_line
 
@@ -43,49 +45,14 @@ def make_doc(args, inputs, controls, sched, sentinels, results, variations, t0):
 def write(out, doc):
     with open(os.path.join(out, "mutation.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
-    page.write_page(os.path.join(out, "mutation.html"), page_data(doc))
-
-
-def page_data(doc):
-    """What mutation.html shows, as a plain dict (no markup, nothing escaped)."""
-    s = doc["score"]
-    faults = []
-    for r in doc["faults"]:
-        cases = r.get("caught_by") or r.get("handled_cases") or []
-        row = {k: r[k] for k in ("verdict", "name", "rule", "family", "description")}
-        row.update(cases=[{k: c[k] for k in ("case", "control", "fault")} for c in cases[:30]],
-                   case_count=len(cases), more=max(0, len(cases) - 30),
-                   note=r.get("explanation") or r.get("note") or "")
-        faults.append(row)
-    return {"score": {"total": s.get("total"), "caught": s["KILLED"] + s["HANDLED"],
-                      "counted": s["counted"],
-                      "percent": "n/a" if s["percent"] is None else f"{s['percent']}%",
-                      "killed": s["KILLED"], "handled": s["HANDLED"], "survived": s["SURVIVED"],
-                      "errors": s["ERROR"], "not_run": s["NOT_RUN"]},
-            "false_alarm_count": doc["false_alarms"]["count"] if doc.get("variations") else None,
-            "control_summary": doc["control"]["summary"],
-            "unstable": len(doc["control"]["unstable"]),
-            "survivors": [{"name": r["name"], "rule": r["rule"], "description": r["description"],
-                           "why": r.get("explanation") or r.get("note") or "unexplained",
-                           "ran": r.get("targets_run") or []}
-                          for r in doc["faults"] if r["verdict"] == "SURVIVED"],
-            "faults": faults,
-            "variations": _variations_data(doc)}
-
-
-def _variations_data(doc):
-    variations = doc.get("variations") or []
-    if not variations:
-        return None
-    fa = doc["false_alarms"]
-    return {"line": fa["line"], "count": fa["count"],
-            "false_alarms": [{"variation": name, "case": c["case"], "control": c["control"],
-                              "status": c["status"], "message": c["message"]}
-                             for name, cases in fa["by_variation"].items() for c in cases],
-            "rows": [{"name": v["name"], "verdict": v["verdict"], "note": v.get("note") or "",
-                      "rule": v["rule"], "description": v["description"],
-                      "justification": v.get("justification", ""),
-                      "runs": len(v.get("targets_run") or [])} for v in variations]}
+    try:
+        text = pages.render_mutation_page(doc)
+    except pages.MissingDependency as e:
+        # mutation.json is written and is the result; the page is a view of it.
+        print(f"mutation: mutation.html not written: {e}", file=sys.stderr)
+        return
+    with open(os.path.join(out, "mutation.html"), "w") as fh:
+        fh.write(text)
 
 
 def print_summary(doc, out):

@@ -12,6 +12,7 @@ import sys
 import time
 
 from reports import model
+from reports import testlogs as reader
 from tools.mutation import stopping
 
 
@@ -91,7 +92,7 @@ def read_statuses(out_dir, rules=None):
     testlogs = os.path.join(out_dir, "testlogs")
     if not os.path.isdir(testlogs):
         return {}
-    run = model.load_testlogs(testlogs)
+    run = reader.load_testlogs(testlogs)
     if rules is not None:
         for c in run.cases:
             rules[c.id] = list(c.rules)
@@ -100,7 +101,7 @@ def read_statuses(out_dir, rules=None):
 
 def read_reference(testlogs):
     """The statuses of an earlier run of the same bundle (--reference, e.g. qualify's)."""
-    return statuses_of(model.load_testlogs(testlogs))
+    return statuses_of(reader.load_testlogs(testlogs))
 
 
 def read_changed(out_dir):

@@ -5,6 +5,7 @@ import os
 
 from reports import compare as cmp
 from reports import model
+from reports import testlogs as testlogs_reader
 from tools.qualification import common
 from tools.qualification.common import Stop, interrupted, say
 from tools.runner import runner
@@ -40,7 +41,7 @@ def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
 
 def load_run(plan, testlogs):
     """The typed run of a testlogs tree, every case knowing its run seed and stress tag."""
-    run = model.load_testlogs(testlogs)
+    run = testlogs_reader.load_testlogs(testlogs)
     run.fingerprint["seed"] = str(plan.seed)  # every binary ran with it (history's runs.seed)
     stress = {t["label"]: "stress" in t.get("tags", []) for t in plan.targets}
     for c in run.cases:

@@ -183,7 +183,7 @@ class EndsOfABinary(Base):
         self.assertEqual(self.statuses(cases), {
             "A.passes": "PASS", "A.poison": "FAIL", "A.after": "PASS", "B.poison": "FAIL",
             "B.after": "PASS"})
-        self.assertEqual(cases["A.poison"].properties.get("pagelock.health"), "sticky_error")
+        self.assertEqual(cases["A.poison"].health, "sticky_error")
         self.assertIn("cudaErrorIllegalAddress", cases["A.poison"].message)
         self.assertEqual(r.targets[0].restarts, 0)
         self.assertEqual([x.get("poisoned") for x in r.targets[0].launches], [True, True, None])

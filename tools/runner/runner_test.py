@@ -44,7 +44,7 @@ class RunnerTest(unittest.TestCase):
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
             rc = runner.main(["--bundle", self.bundle, "--out", out, "--tags", "", *extra])
         self.output = buf.getvalue()
-        run = model.load_testlogs(out)
+        run = testlogs.load_testlogs(out)
         return rc, {c.gtest_name: c for c in run.cases}, out
 
     def test_clean_run_reports_every_case_and_exits_zero(self):
@@ -90,7 +90,7 @@ class RunnerTest(unittest.TestCase):
         self.assertRegex(self.output, r"notice: //selftest:fake_gtest passed half its time limit \(\d+ of 4 s\); "
                                       r"case FakeTest.HangsWhenAsked has run \d+ s")
         self.assertIn("[1/1] 0:00:0", self.output)
-        run = model.load_testlogs(out)
+        run = testlogs.load_testlogs(out)
         self.assertEqual(run.fingerprint["pagelock_kernel_log"], f"read from {kmsg}")
 
     def test_json_summary_alone_on_stdout_progress_on_stderr(self):
