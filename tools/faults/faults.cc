@@ -1280,7 +1280,8 @@ void InstallUnalignedDtohAsyncShifted() {
 void InstallMemsetD16OddCountWrongLast() {
   HookMemsetD16([](Real_MemsetD16 real, CUdeviceptr d, unsigned short v, size_t n) -> CUresult {
     CUresult r = real(d, v, n);
-    if (r == CUDA_SUCCESS && n % 2) RealSetByte(d + 2 * n - 1, static_cast<unsigned char>(~(v >> 8)));
+    if (r == CUDA_SUCCESS && n % 2)
+      RealSetByte(d + 2 * n - 1, static_cast<unsigned char>(~(v >> 8)));
     return r;
   });
 }
@@ -1965,7 +1966,8 @@ void InstallAllocHostFlagsInventWriteCombined() {
   HookMemHostGetFlags([](Real_MemHostGetFlags real, unsigned* f, void* p) -> CUresult {
     CUresult r = real(f, p);
     Block b;
-    if (r == CUDA_SUCCESS && f && FindBlock(p, kTagAllocHost, &b)) *f |= CU_MEMHOSTALLOC_WRITECOMBINED;
+    if (r == CUDA_SUCCESS && f && FindBlock(p, kTagAllocHost, &b))
+      *f |= CU_MEMHOSTALLOC_WRITECOMBINED;
     return r;
   });
 }
