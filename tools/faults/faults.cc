@@ -901,6 +901,1111 @@ void InstallAtomicCapsAcceptsZeroCount() {
   });
 }
 
+CUdeviceptr RangeStart(const void* p);  // below, beside the conforming variations
+
+// =============================================================================================
+// Faults of other shapes: a fault that fires only for some sizes, some variants of a call, some
+// process states or some timings, or where two queries of one fact disagree. A suite that only
+// exercises the common case (one size, one stream kind, the first call) misses these.
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr uintptr_t kPage = 4096;
+
+// Makes byte k of a completed copy's destination differ from the source's (any memory kinds).
+void CorruptByteAt(CUdeviceptr dst, CUdeviceptr src, size_t k) {
+  unsigned char b = 0;
+  if (RealCopy(Ptr(&b), src + k, 1) != CUDA_SUCCESS) return;
+  b ^= 0xff;
+  RealCopy(dst + k, Ptr(&b), 1);
+}
+
+// The same in stream order, for an asynchronous copy from host to device or into host memory
+// (a device-to-device copy is left alone: its source byte cannot be read without a wait).
+void CorruptByteAtAsync(CUdeviceptr dst, CUdeviceptr src, size_t k, CUstream st) {
+  if (!IsDevice(dst))
+    FlipHostByteInStream(HostView(dst + k), st);
+  else if (!IsDevice(src))
+    RealSetByteAsync(dst + k, HostView(src + k)[0] ^ 0xff, st);
+}
+
+// The offset of the first byte of [a, a + n) at an address that is a multiple of `unit`, if the
+// range crosses one (the range's own start does not count); n when it crosses none.
+size_t CrossingOffset(uintptr_t a, size_t n, uintptr_t unit) {
+  const uintptr_t next = (a / unit + 1) * unit;
+  return n && next < a + n ? static_cast<size_t>(next - a) : n;
+}
+
+// A process-wide call counter: true on every nth call.
+bool EveryNth(unsigned* counter, unsigned n) {
+  return __atomic_add_fetch(counter, 1u, __ATOMIC_RELAXED) % n == 0;
+}
+
+// Whether a call is on the per-thread default stream: the stream handle CU_STREAM_PER_THREAD, or
+// the null stream through a _ptsz/_ptds entry (the real pointer is the one the driver hands out
+// for per-thread requests of that name, and it differs from the legacy one).
+bool IsPerThreadEntry(void* real, const char* name) {
+  using Gpa = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t,
+                                 CUdriverProcAddressQueryResult*);
+  static const auto gpa = Real<Gpa>("cuGetProcAddress", 12000);
+  void* per_thread = nullptr;
+  void* legacy = nullptr;
+  CUdriverProcAddressQueryResult st;
+  if (!gpa ||
+      gpa(name, &per_thread, CUDA_VERSION, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) !=
+          CUDA_SUCCESS ||
+      gpa(name, &legacy, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st) != CUDA_SUCCESS)
+    return false;
+  return per_thread && per_thread != legacy && real == per_thread;
+}
+template <typename R>
+bool OnPerThreadStream(R real, CUstream s, const char* name) {
+  return s == CU_STREAM_PER_THREAD || (!s && IsPerThreadEntry(reinterpret_cast<void*>(real), name));
+}
+
+// Whether an explicit stream was created with CU_STREAM_NON_BLOCKING (cuStreamGetFlags).
+bool IsNonBlocking(CUstream s) {
+  static const auto fn = Real<CUresult(CUDAAPI*)(CUstream, unsigned*)>("cuStreamGetFlags");
+  unsigned f = 0;
+  return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && fn &&
+         fn(s, &f) == CUDA_SUCCESS && (f & CU_STREAM_NON_BLOCKING);
+}
+
+// The flags cuMemHostAlloc recorded for a host pointer (false for other memory).
+bool HostAllocFlags(const void* p, unsigned* flags) {
+  static const auto fn = Real<Real_MemHostGetFlags>("cuMemHostGetFlags");
+  return fn && fn(flags, const_cast<void*>(p)) == CUDA_SUCCESS;
+}
+
+// An idle non-blocking stream of the shim's own: work put there runs at once.
+CUstream SideStream() {
+  static const auto create = Real<CUresult(CUDAAPI*)(CUstream*, unsigned)>("cuStreamCreate");
+  static CUstream side = nullptr;
+  if (!side && create) create(&side, CU_STREAM_NON_BLOCKING);
+  return side;
+}
+
+// Blocks the shim has seen allocated or registered, for faults that depend on a block's history
+// (a fixed table; when it is full the faults stop firing for new blocks).
+struct Block {
+  uintptr_t start, end;
+  unsigned flags;
+  int tag;       // kTagRegistered, kTagHostAlloc, kTagAllocHost
+  bool live;     // false once freed, unregistered or released by a reset
+  long long id;  // a remembered answer (buffer id, size) for the block's start
+};
+enum { kTagRegistered = 1, kTagHostAlloc = 2, kTagAllocHost = 3 };
+Block g_blocks[4096];
+pthread_mutex_t g_blocks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void AddBlock(const void* p, size_t n, unsigned flags, int tag) {
+  pthread_mutex_lock(&g_blocks_mu);
+  for (Block& b : g_blocks)
+    if (b.start == b.end) {
+      b = {reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + n, flags, tag, true, 0};
+      break;
+    }
+  pthread_mutex_unlock(&g_blocks_mu);
+}
+// The live block of a tag (0: any) holding p; false when none.
+bool FindBlock(const void* p, int tag, Block* out) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  bool found = false;
+  pthread_mutex_lock(&g_blocks_mu);
+  for (const Block& b : g_blocks)
+    if (b.start != b.end && b.live && (!tag || b.tag == tag) && a >= b.start && a < b.end) {
+      *out = b;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&g_blocks_mu);
+  return found;
+}
+// Marks the live block starting at p dead (kept, so a later block at that address is a reuse).
+void KillBlock(const void* p) {
+  pthread_mutex_lock(&g_blocks_mu);
+  for (Block& b : g_blocks)
+    if (b.start != b.end && b.live && b.start == reinterpret_cast<uintptr_t>(p)) b.live = false;
+  pthread_mutex_unlock(&g_blocks_mu);
+}
+// A dead block that started at the address of p, with its flags; false when none.
+bool FindDeadAt(const void* p, Block* out) {
+  bool found = false;
+  pthread_mutex_lock(&g_blocks_mu);
+  for (const Block& b : g_blocks)
+    if (b.start != b.end && !b.live && b.start == reinterpret_cast<uintptr_t>(p)) {
+      *out = b;
+      found = true;
+    }
+  pthread_mutex_unlock(&g_blocks_mu);
+  return found;
+}
+// The first answer remembered for a key address, remembering `value` if there is none.
+long long FirstAnswer(uintptr_t key, long long value) {
+  static struct { uintptr_t key; long long value; } seen[4096];
+  long long out = value;
+  pthread_mutex_lock(&g_blocks_mu);
+  for (auto& s : seen) {
+    if (s.key == key) { out = s.value; break; }
+    if (!s.key) { s = {key, value}; break; }
+  }
+  pthread_mutex_unlock(&g_blocks_mu);
+  return out;
+}
+
+// Tracking hooks, installed by the faults that need a block's history.
+CUresult TrackRegister(Real_MemHostRegister real, void* p, size_t n, unsigned f) {
+  CUresult r = real(p, n, f);
+  if (r == CUDA_SUCCESS && p && n) AddBlock(p, n, f, kTagRegistered);
+  return r;
+}
+CUresult TrackUnregister(Real_MemHostUnregister real, void* p) {
+  CUresult r = real(p);
+  if (r == CUDA_SUCCESS) KillBlock(p);
+  return r;
+}
+CUresult TrackHostAlloc(Real_MemHostAlloc real, void** p, size_t n, unsigned f) {
+  CUresult r = real(p, n, f);
+  if (r == CUDA_SUCCESS && p && *p) AddBlock(*p, n ? n : 1, f, kTagHostAlloc);
+  return r;
+}
+CUresult TrackAllocHost(Real_MemAllocHost real, void** p, size_t n) {
+  CUresult r = real(p, n);
+  if (r == CUDA_SUCCESS && p && *p) AddBlock(*p, n ? n : 1, 0, kTagAllocHost);
+  return r;
+}
+CUresult TrackFreeHost(Real_MemFreeHost real, void* p) {
+  CUresult r = real(p);
+  if (r == CUDA_SUCCESS && p) KillBlock(p);
+  return r;
+}
+void TrackRegistrations() {
+  HookMemHostRegister(&TrackRegister);
+  HookMemHostUnregister(&TrackUnregister);
+}
+void TrackAllocations() {
+  HookMemHostAlloc(&TrackHostAlloc);
+  HookMemAllocHost(&TrackAllocHost);
+  HookMemFreeHost(&TrackFreeHost);
+}
+bool IsRegistered(const void* p) {
+  Block b;
+  return FindBlock(p, kTagRegistered, &b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size-dependent faults: the common sizes work, one size class does not.
+
+// S07: a host-to-device copy of 64 MiB or more (the size where a driver switches to another DMA
+// path or splits the copy into chunks) delivers a wrong last byte; smaller copies are exact.
+void InstallHtodLargeCorrupts() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n >= 64 * kMiB) CorruptByteAt(d, Ptr(s), n - 1);
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n >= 64 * kMiB && IsHtoD(d, s);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
+    return r;
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n >= 64 * kMiB) CorruptByteAtAsync(d, Ptr(s), n - 1, st);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const bool hit = n >= 64 * kMiB && IsHtoD(d, s);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, n - 1, st);
+    return r;
+  });
+}
+
+// C07: a device-to-host copy of 1 GiB or more stops one page short (a 32-bit page count
+// computed from the size): the host's last page keeps its old bytes.
+void InstallDtohGibTruncated() {
+  constexpr size_t kGiB = size_t{1} << 30;
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    return real(d, s, n >= kGiB ? n - kPage : n);
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    return real(d, s, n >= kGiB && IsDtoH(d, s) ? n - kPage : n);
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(d, s, n >= kGiB ? n - kPage : n, st);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    return real(d, s, n >= kGiB && IsDtoH(d, s) ? n - kPage : n, st);
+  });
+}
+
+// S01: a synchronous copy whose destination crosses a 2 MiB-aligned address (a large-page
+// boundary of the IOMMU or page-table walk) delivers a wrong byte at that boundary.
+template <uintptr_t kUnit>
+void CorruptAtCrossing(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  const size_t k = CrossingOffset(d, n, kUnit);
+  if (k < n) CorruptByteAt(d, s, k);
+}
+template <uintptr_t kUnit>
+void HookSyncCopiesCrossing() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS) CorruptAtCrossing<kUnit>(d, Ptr(s), n);
+    return r;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS) CorruptAtCrossing<kUnit>(Ptr(d), s, n);
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS) CorruptAtCrossing<kUnit>(d, s, n);
+    return r;
+  });
+}
+void InstallCopyCrossing2MiBCorrupts() { HookSyncCopiesCrossing<2 * kMiB>(); }
+
+// S01: the same at a 4 GiB boundary of the address (a 32-bit offset that wraps): only copies
+// whose destination straddles a multiple of 4 GiB, such as ones into large pinned blocks.
+void InstallCopyCrossing4GiBCorrupts() { HookSyncCopiesCrossing<uintptr_t{4} << 30>(); }
+
+// S01: an asynchronous copy whose host side crosses a 4 KiB page boundary (one DMA descriptor
+// per page, the second one built wrongly) delivers a wrong first byte of the second page.
+void InstallAsyncCopyCrossingPageCorrupts() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    const size_t k = CrossingOffset(Ptr(s), n, kPage);
+    if (r == CUDA_SUCCESS && k < n) CorruptByteAtAsync(d, Ptr(s), k, st);
+    return r;
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    const size_t k = CrossingOffset(Ptr(d), n, kPage);
+    if (r == CUDA_SUCCESS && k < n) CorruptByteAtAsync(Ptr(d), s, k, st);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const CUdeviceptr host = IsHtoD(d, s) ? s : IsDtoH(d, s) ? d : 0;
+    CUresult r = real(d, s, n, st);
+    const size_t k = host ? CrossingOffset(host, n, kPage) : n;
+    if (r == CUDA_SUCCESS && k < n) CorruptByteAtAsync(d, s, k, st);
+    return r;
+  });
+}
+
+// S01/R93: a memset of 64 MiB or more leaves its last page unwritten (8- and 32-bit, sync and
+// async); smaller memsets are exact.
+void InstallMemsetLargeTruncated() {
+  HookMemsetD8([](Real_MemsetD8 real, CUdeviceptr d, unsigned char v, size_t n) -> CUresult {
+    return real(d, v, n >= 64 * kMiB ? n - kPage : n);
+  });
+  HookMemsetD8Async([](Real_MemsetD8Async real, CUdeviceptr d, unsigned char v, size_t n,
+                       CUstream st) -> CUresult {
+    return real(d, v, n >= 64 * kMiB ? n - kPage : n, st);
+  });
+  HookMemsetD32([](Real_MemsetD32 real, CUdeviceptr d, unsigned v, size_t n) -> CUresult {
+    return real(d, v, n >= 16 * kMiB ? n - kPage / 4 : n);
+  });
+  HookMemsetD32Async([](Real_MemsetD32Async real, CUdeviceptr d, unsigned v, size_t n,
+                        CUstream st) -> CUresult {
+    return real(d, v, n >= 16 * kMiB ? n - kPage / 4 : n, st);
+  });
+}
+
+// S01: a synchronous copy of an odd number of bytes delivers a wrong last byte (the tail after
+// the last whole word is mishandled); copies of even sizes are exact.
+void InstallOddSizeCopyCorrupts() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n % 2) CorruptByteAt(d, Ptr(s), n - 1);
+    return r;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n % 2) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n % 2) CorruptByteAt(d, s, n - 1);
+    return r;
+  });
+}
+
+// S01: an asynchronous host-to-device copy from a host address that is not 8-byte aligned
+// delivers a wrong first byte (the unaligned head is mishandled); aligned sources are exact.
+void InstallUnalignedHtodAsyncCorrupts() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n && Ptr(s) % 8) CorruptByteAtAsync(d, Ptr(s), 0, st);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const bool hit = n && s % 8 && IsHtoD(d, s);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, 0, st);
+    return r;
+  });
+}
+
+// S01: an asynchronous device-to-host copy into a host address that is not 4-byte aligned lands
+// one byte early (the address rounded down): the byte before the window is overwritten and the
+// window's last byte keeps its old value. Aligned destinations are exact.
+void InstallUnalignedDtohAsyncShifted() {
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!n || Ptr(d) % 4 == 0) return real(d, s, n, st);
+    return real(static_cast<char*>(d) - 1, s, n, st);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    if (!n || d % 4 == 0 || !IsDtoH(d, s)) return real(d, s, n, st);
+    return real(d - 1, s, n, st);
+  });
+}
+
+// R93: cuMemsetD16 with an odd count writes a wrong last element (the tail after the last
+// 32-bit word is filled with the value's bytes swapped); even counts are exact.
+void InstallMemsetD16OddCountWrongLast() {
+  HookMemsetD16([](Real_MemsetD16 real, CUdeviceptr d, unsigned short v, size_t n) -> CUresult {
+    CUresult r = real(d, v, n);
+    if (r == CUDA_SUCCESS && n % 2)
+      RealSetByte(d + 2 * n - 1, static_cast<unsigned char>(~(v >> 8)));
+    return r;
+  });
+}
+
+// R92: a 2D memset whose pitch is larger than its width (padded rows) leaves the last row
+// unwritten; 2D memsets of unpadded rows (pitch == width) are exact.
+void InstallMemset2DPaddedSkipsLastRow() {
+  HookMemsetD2D8([](Real_MemsetD2D8 real, CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+                    size_t h) -> CUresult {
+    return real(d, pitch, v, w, pitch > w && h > 1 ? h - 1 : h);
+  });
+  HookMemsetD2D8Async([](Real_MemsetD2D8Async real, CUdeviceptr d, size_t pitch, unsigned char v,
+                         size_t w, size_t h, CUstream st) -> CUresult {
+    return real(d, pitch, v, w, pitch > w && h > 1 ? h - 1 : h, st);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Variant-dependent faults: one entry point, stream kind or memory kind goes wrong.
+
+// Where byte (x, y) of one side of a 2D copy lies, as an address cuMemcpy takes (0: an array).
+CUdeviceptr Side2D(CUmemorytype t, const void* host, CUdeviceptr dev, size_t x, size_t y,
+                   size_t pitch) {
+  if (t == CU_MEMORYTYPE_HOST) return Ptr(host) + y * pitch + x;
+  if (t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED) return dev + y * pitch + x;
+  return 0;
+}
+CUdeviceptr LastDst2D(const CUDA_MEMCPY2D* c) {
+  return Side2D(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes + c->WidthInBytes - 1,
+                c->dstY + c->Height - 1, c->dstPitch);
+}
+CUdeviceptr LastSrc2D(const CUDA_MEMCPY2D* c) {
+  return Side2D(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes + c->WidthInBytes - 1,
+                c->srcY + c->Height - 1, c->srcPitch);
+}
+// A 2D copy with padded rows on a linear side (pitch larger than the width copied).
+bool Padded2D(const CUDA_MEMCPY2D* c) {
+  return c && c->WidthInBytes && c->Height &&
+         ((c->srcMemoryType != CU_MEMORYTYPE_ARRAY && c->srcPitch > c->WidthInBytes) ||
+          (c->dstMemoryType != CU_MEMORYTYPE_ARRAY && c->dstPitch > c->WidthInBytes));
+}
+CUresult Copy2DCorrupted(Real_Memcpy2D real, const CUDA_MEMCPY2D* c) {
+  CUresult r = real(c);
+  if (r == CUDA_SUCCESS && Padded2D(c) && LastDst2D(c) && LastSrc2D(c))
+    CorruptByteAt(LastDst2D(c), LastSrc2D(c), 0);
+  return r;
+}
+
+// S01: a 2D copy with padded rows (pitch > width, the layout cudaMallocPitch gives) delivers a
+// wrong last byte of its last row, synchronous or asynchronous; unpadded 2D copies are exact.
+void InstallCopy2DPaddedCorrupts() {
+  HookMemcpy2D(&Copy2DCorrupted);
+  HookMemcpy2DUnaligned(&Copy2DCorrupted);
+  HookMemcpy2DAsync([](Real_Memcpy2DAsync real, const CUDA_MEMCPY2D* c, CUstream st) -> CUresult {
+    CUresult r = real(c, st);
+    if (r == CUDA_SUCCESS && Padded2D(c) && LastDst2D(c) && LastSrc2D(c))
+      CorruptByteAtAsync(LastDst2D(c), LastSrc2D(c), 0, st);
+    return r;
+  });
+}
+
+// S01: an asynchronous 2D copy with padded rows copies one row too few (the synchronous form is
+// exact).
+void InstallCopy2DAsyncPaddedLosesLastRow() {
+  HookMemcpy2DAsync([](Real_Memcpy2DAsync real, const CUDA_MEMCPY2D* c, CUstream st) -> CUresult {
+    if (!Padded2D(c) || c->Height < 2) return real(c, st);
+    CUDA_MEMCPY2D shorter = *c;
+    shorter.Height -= 1;
+    return real(&shorter, st);
+  });
+}
+
+// R90: a 3D copy of more than one slice copies one slice too few (sync and async).
+void InstallCopy3DLastSliceLost() {
+  HookMemcpy3D([](Real_Memcpy3D real, const CUDA_MEMCPY3D* c) -> CUresult {
+    if (!c || c->Depth < 2) return real(c);
+    CUDA_MEMCPY3D fewer = *c;
+    fewer.Depth -= 1;
+    return real(&fewer);
+  });
+  HookMemcpy3DAsync([](Real_Memcpy3DAsync real, const CUDA_MEMCPY3D* c, CUstream st) -> CUresult {
+    if (!c || c->Depth < 2) return real(c, st);
+    CUDA_MEMCPY3D fewer = *c;
+    fewer.Depth -= 1;
+    return real(&fewer, st);
+  });
+}
+
+// R90: a 3D copy with a source position other than the origin reads from the origin (srcPos
+// ignored); copies from the origin are exact.
+void InstallCopy3DSourcePositionIgnored() {
+  HookMemcpy3D([](Real_Memcpy3D real, const CUDA_MEMCPY3D* c) -> CUresult {
+    if (!c || !(c->srcXInBytes || c->srcY || c->srcZ)) return real(c);
+    CUDA_MEMCPY3D origin = *c;
+    origin.srcXInBytes = origin.srcY = origin.srcZ = 0;
+    return real(&origin);
+  });
+  HookMemcpy3DAsync([](Real_Memcpy3DAsync real, const CUDA_MEMCPY3D* c, CUstream st) -> CUresult {
+    if (!c || !(c->srcXInBytes || c->srcY || c->srcZ)) return real(c, st);
+    CUDA_MEMCPY3D origin = *c;
+    origin.srcXInBytes = origin.srcY = origin.srcZ = 0;
+    return real(&origin, st);
+  });
+}
+
+// S03: asynchronous copies on the per-thread default stream (cudaStreamPerThread, or the null
+// stream through a _ptsz entry) deliver a wrong last byte; every other stream is exact.
+void InstallPerThreadAsyncCopyCorrupts() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n && OnPerThreadStream(real, st, "cuMemcpyHtoDAsync"))
+      CorruptByteAtAsync(d, Ptr(s), n - 1, st);
+    return r;
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n && OnPerThreadStream(real, st, "cuMemcpyDtoHAsync"))
+      CorruptByteAtAsync(Ptr(d), s, n - 1, st);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n && OnPerThreadStream(real, st, "cuMemcpyAsync"))
+      CorruptByteAtAsync(d, s, n - 1, st);
+    return r;
+  });
+}
+
+// S03: cuStreamSynchronize of the per-thread default stream returns without waiting; other
+// streams are waited for.
+void InstallPerThreadStreamSyncReturnsEarly() {
+  HookStreamSynchronize([](Real_StreamSynchronize real, CUstream s) -> CUresult {
+    return OnPerThreadStream(real, s, "cuStreamSynchronize") ? CUDA_SUCCESS : real(s);
+  });
+}
+
+// S06: cuStreamQuery of a non-blocking stream (CU_STREAM_NON_BLOCKING) reports idle while work
+// is pending; blocking streams and the default streams answer truthfully.
+void InstallNonBlockingStreamQueryLies() {
+  HookStreamQuery([](Real_StreamQuery real, CUstream s) -> CUresult {
+    return IsNonBlocking(s) ? CUDA_SUCCESS : real(s);
+  });
+}
+
+// S06: an event recorded on a non-blocking stream is recorded at once (on an idle stream), not
+// behind the stream's work; records on other streams are in stream order.
+void InstallNonBlockingEventRecordEarly() {
+  HookEventRecord([](Real_EventRecord real, CUevent e, CUstream s) -> CUresult {
+    return real(e, IsNonBlocking(s) && SideStream() ? SideStream() : s);
+  });
+  HookEventRecordWithFlags([](Real_EventRecordWithFlags real, CUevent e, CUstream s,
+                              unsigned f) -> CUresult {
+    return real(e, IsNonBlocking(s) && SideStream() ? SideStream() : s, f);
+  });
+}
+
+// S05: on a non-blocking stream, a host-to-device copy from page-locked memory reads its source
+// at the call instead of when the copy executes (the source is staged through pageable memory,
+// which waits for the stream): bytes the host writes after the call never arrive.
+CUresult StagedHtod(CUdeviceptr d, const void* s, size_t n, CUstream st) {
+  static const auto htod = Real<Real_MemcpyHtoDAsync>("cuMemcpyHtoDAsync");
+  void* copy = malloc(n);
+  if (!copy || !htod) {
+    free(copy);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(copy, s, n);
+  // From pageable memory the call returns once the bytes are staged: the buffer is free again.
+  CUresult r = htod(d, copy, n, st);
+  free(copy);
+  return r;
+}
+void InstallNonBlockingHtodReadsSourceEarly() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!n || n > 256 * kMiB || !IsNonBlocking(st) || !IsPinnedHost(s)) return real(d, s, n, st);
+    return StagedHtod(d, s, n, st);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    if (!n || n > 256 * kMiB || !IsNonBlocking(st) || !IsHtoD(d, s) ||
+        !IsPinnedHost(reinterpret_cast<void*>(s)))
+      return real(d, s, n, st);
+    return StagedHtod(d, HostView(s), n, st);
+  });
+}
+
+// S01: synchronous copies whose host side is registered memory (cuMemHostRegister, not
+// cuMemHostAlloc) deliver a wrong last byte; allocated pinned and pageable memory are exact.
+void InstallRegisteredCopyCorrupts() {
+  TrackRegistrations();
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n && IsRegistered(s)) CorruptByteAt(d, Ptr(s), n - 1);
+    return r;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n && IsRegistered(d)) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n && (IsRegistered(HostView(d)) || IsRegistered(HostView(s)));
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
+    return r;
+  });
+}
+
+// Whether host memory is a write-combined cuMemHostAlloc block.
+bool IsWriteCombined(const void* p) {
+  unsigned f = 0;
+  return HostAllocFlags(p, &f) && (f & CU_MEMHOSTALLOC_WRITECOMBINED);
+}
+
+// S01/R16: copies from write-combined memory (sync and async host-to-device) deliver a wrong last
+// byte; cached pinned memory is exact.
+void InstallWriteCombinedHtodCorrupts() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n && IsWriteCombined(s)) CorruptByteAt(d, Ptr(s), n - 1);
+    return r;
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && n && IsWriteCombined(s)) CorruptByteAtAsync(d, Ptr(s), n - 1, st);
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n && IsHtoD(d, s) && IsWriteCombined(HostView(s));
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const bool hit = n && IsHtoD(d, s) && IsWriteCombined(HostView(s));
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, n - 1, st);
+    return r;
+  });
+}
+
+// R15: the device pointer of a write-combined allocation is one page past its alias (other
+// allocations get the right one).
+void InstallWriteCombinedDevicePointerOffByPage() {
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    CUresult r = real(d, p, f);
+    if (r == CUDA_SUCCESS && d && IsWriteCombined(p)) *d += kPage;
+    return r;
+  });
+}
+
+// S01: an asynchronous host-to-host copy (cuMemcpyAsync between two host buffers) delivers a
+// wrong last byte; copies that involve the device are exact.
+void InstallAsyncHostToHostCorrupts() {
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const bool hit = n && !IsDevice(d) && !IsDevice(s);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) FlipHostByteInStream(HostView(d + n - 1), st);
+    return r;
+  });
+}
+
+// S01: an asynchronous device-to-device copy (through the device aliases of pinned memory, too)
+// stops one byte short; the synchronous form is exact.
+void InstallDtodAsyncTruncated() {
+  HookMemcpyDtoDAsync([](Real_MemcpyDtoDAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult { return real(d, s, n ? n - 1 : 0, st); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stateful faults: the first calls work; a count, a reused address or a reset breaks a later one.
+
+unsigned g_calls = 0;  // the one counter of the active fault (one fault per process)
+
+// S01: every 16th synchronous host-to-device copy of the process delivers a wrong last byte (a
+// ring of 16 staging buffers, one of them bad).
+void InstallEvery16thHtodCorrupts() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && n && EveryNth(&g_calls, 16)) CorruptByteAt(d, Ptr(s), n - 1);
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n && IsHtoD(d, s) && EveryNth(&g_calls, 16);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
+    return r;
+  });
+}
+
+// S03: every 8th asynchronous device-to-host copy is acknowledged but never queued.
+void InstallEvery8thDtohAsyncDropped() {
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    return n && EveryNth(&g_calls, 8) ? CUDA_SUCCESS : real(d, s, n, st);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    return n && IsDtoH(d, s) && EveryNth(&g_calls, 8) ? CUDA_SUCCESS : real(d, s, n, st);
+  });
+}
+
+// R77: every 32nd kernel launch of the process is acknowledged but never runs.
+void InstallEvery32ndLaunchDropped() {
+  HookLaunchKernel([](Real_LaunchKernel real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream st, void** p,
+                      void** e) -> CUresult {
+    if (EveryNth(&g_calls, 32)) return CUDA_SUCCESS;
+    return real(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
+  });
+  HookLaunchKernelEx([](Real_LaunchKernelEx real, const CUlaunchConfig* c, CUfunction f, void** p,
+                        void** e) -> CUresult {
+    return EveryNth(&g_calls, 32) ? CUDA_SUCCESS : real(c, f, p, e);
+  });
+}
+
+// R19: every 4th cuMemFreeHost reports success but keeps the block pinned (a leak that a single
+// allocate-and-free never shows).
+void InstallEvery4thFreeHostLeaks() {
+  HookMemFreeHost([](Real_MemFreeHost real, void* p) -> CUresult {
+    return p && EveryNth(&g_calls, 4) ? CUDA_SUCCESS : real(p);
+  });
+}
+
+// S06: every 3rd cuEventQuery reports complete while the event's work is pending.
+void InstallEvery3rdEventQueryLies() {
+  HookEventQuery([](Real_EventQuery real, CUevent e) -> CUresult {
+    return EveryNth(&g_calls, 3) ? CUDA_SUCCESS : real(e);
+  });
+}
+
+// R56: a pinned block allocated at the address of a freed one reports the freed block's flags
+// (a stale lookup entry keyed by address); a first allocation at an address is right.
+void InstallReusedAddressKeepsOldFlags() {
+  TrackAllocations();
+  HookMemHostGetFlags([](Real_MemHostGetFlags real, unsigned* f, void* p) -> CUresult {
+    CUresult r = real(f, p);
+    Block old;
+    if (r == CUDA_SUCCESS && f && FindDeadAt(p, &old) && old.tag == kTagHostAlloc)
+      *f = old.flags | CU_MEMHOSTALLOC_DEVICEMAP;
+    return r;
+  });
+}
+
+// C11: CU_POINTER_ATTRIBUTE_BUFFER_ID of an allocation at a freed one's address repeats the
+// freed one's id (the id is derived from the address).
+void FirstBufferIdAtStart(CUdeviceptr p, unsigned long long* id) {
+  static const auto attr = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  CUdeviceptr start = 0;
+  if (attr && attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS && start)
+    *id = static_cast<unsigned long long>(FirstAnswer(start, static_cast<long long>(*id)));
+}
+void InstallReusedAddressRepeatsBufferId() {
+  HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
+                             CUdeviceptr p) -> CUresult {
+    CUresult r = real(v, a, p);
+    if (r == CUDA_SUCCESS && v && a == CU_POINTER_ATTRIBUTE_BUFFER_ID)
+      FirstBufferIdAtStart(p, static_cast<unsigned long long*>(v));
+    return r;
+  });
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    CUresult r = real(n, a, d, p);
+    if (r == CUDA_SUCCESS && a && d)
+      for (unsigned i = 0; i < n; ++i)
+        if (d[i] && a[i] == CU_POINTER_ATTRIBUTE_BUFFER_ID)
+          FirstBufferIdAtStart(p, static_cast<unsigned long long*>(d[i]));
+    return r;
+  });
+}
+
+// R94: cuMemGetAddressRange of a block at a freed one's address reports the freed block's size
+// (the first size seen at that base); a first block at an address is right.
+void InstallReusedAddressStaleRangeSize() {
+  HookMemGetAddressRange([](Real_MemGetAddressRange real, CUdeviceptr* base, size_t* size,
+                            CUdeviceptr p) -> CUresult {
+    CUdeviceptr b = 0;
+    size_t s = 0;
+    CUresult r = real(&b, &s, p);
+    if (r == CUDA_SUCCESS && b) s = static_cast<size_t>(FirstAnswer(b, static_cast<long long>(s)));
+    if (base) *base = b;
+    if (size) *size = s;
+    return r;
+  });
+}
+
+// R13: after cuDevicePrimaryCtxReset (cudaDeviceReset), the registrations the reset released are
+// still in the driver's table: registering any byte of one again fails with
+// HOST_MEMORY_ALREADY_REGISTERED.
+void InstallRegistrationsSurviveReset() {
+  TrackRegistrations();
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    const uintptr_t s = reinterpret_cast<uintptr_t>(p);
+    bool stale = false;
+    pthread_mutex_lock(&g_blocks_mu);
+    for (const Block& x : g_blocks)
+      stale = stale || (x.start != x.end && !x.live && x.id == 1 && s < x.end && x.start < s + n);
+    pthread_mutex_unlock(&g_blocks_mu);
+    if (p && n && stale) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return TrackRegister(real, p, n, f);
+  });
+  HookDevicePrimaryCtxReset([](Real_DevicePrimaryCtxReset real, CUdevice d) -> CUresult {
+    CUresult r = real(d);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&g_blocks_mu);
+    for (Block& x : g_blocks)
+      if (x.start != x.end && x.live && x.tag == kTagRegistered) {
+        x.live = false;
+        x.id = 1;  // released by the reset, not unregistered
+      }
+    pthread_mutex_unlock(&g_blocks_mu);
+    return r;
+  });
+}
+
+// M04: after cuDevicePrimaryCtxReset (cudaDeviceReset), cuMemHostAlloc ignores the Portable and
+// WriteCombined flags (the fresh context lost its allocation defaults): allocations before the
+// reset are right, later ones cached and flagged 0.
+bool g_after_reset = false;
+void InstallHostAllocAfterResetDropsFlags() {
+  HookDevicePrimaryCtxReset([](Real_DevicePrimaryCtxReset real, CUdevice d) -> CUresult {
+    CUresult r = real(d);
+    if (r == CUDA_SUCCESS) __atomic_store_n(&g_after_reset, true, __ATOMIC_RELAXED);
+    return r;
+  });
+  HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {
+    const unsigned kept = f & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE |
+                                                     CU_MEMHOSTALLOC_WRITECOMBINED);
+    return real(p, n, __atomic_load_n(&g_after_reset, __ATOMIC_RELAXED) ? kept : f);
+  });
+}
+
+// R26: from the 33rd successful registration of the process on, cuMemHostRegister reports
+// success but pins nothing (a fixed-size registration table that overflows silently).
+void InstallRegistrationsPast32Lost() {
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    if (p && n && __atomic_load_n(&g_calls, __ATOMIC_RELAXED) >= 32) return CUDA_SUCCESS;
+    CUresult r = real(p, n, f);
+    if (r == CUDA_SUCCESS) __atomic_add_fetch(&g_calls, 1u, __ATOMIC_RELAXED);
+    return r;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing faults: completion is reported before the bytes are where they belong.
+
+// A copy finished by a shim thread some milliseconds after the stream reported it done.
+struct LateCopy {
+  void* host_dst;       // device-to-host: where the bytes go, from `staging`
+  void* staging;        //   (pinned, the shim's own)
+  CUdeviceptr dev_dst;  // host-to-device: where the bytes go, from `host_src`
+  const void* host_src;
+  size_t n;
+  CUcontext ctx;
+};
+void* FinishLate(void* arg) {
+  static const auto set = Real<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
+  static const auto free_host = Real<Real_MemFreeHost>("cuMemFreeHost");
+  static const auto create = Real<CUresult(CUDAAPI*)(CUstream*, unsigned)>("cuStreamCreate");
+  static const auto destroy = Real<CUresult(CUDAAPI*)(CUstream)>("cuStreamDestroy");
+  static const auto htod = Real<Real_MemcpyHtoDAsync>("cuMemcpyHtoDAsync");
+  static const auto sync = Real<Real_StreamSynchronize>("cuStreamSynchronize");
+  LateCopy* job = static_cast<LateCopy*>(arg);
+  usleep(3000);
+  if (set) set(job->ctx);
+  if (job->staging) {
+    memcpy(job->host_dst, job->staging, job->n);
+    if (free_host) free_host(job->staging);
+  } else if (create && destroy && htod && sync) {
+    CUstream side = nullptr;  // non-blocking: never waits for the caller's other streams
+    if (create(&side, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
+      htod(job->dev_dst, job->host_src, job->n, side);
+      sync(side);
+      destroy(side);
+    }
+  }
+  delete job;
+  return nullptr;
+}
+void CUDA_CB StartLate(void* arg) {
+  pthread_t t;
+  if (pthread_create(&t, nullptr, &FinishLate, arg) == 0) pthread_detach(t);
+}
+CUcontext CurrentContext() {
+  static const auto get = Real<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
+  CUcontext c = nullptr;
+  return get && get(&c) == CUDA_SUCCESS ? c : nullptr;
+}
+void QueueLate(LateCopy* job, CUstream st) {
+  static const auto host_fn =
+      Real<CUresult(CUDAAPI*)(CUstream, CUhostFn, void*)>("cuLaunchHostFunc");
+  if (!host_fn || host_fn(st, &StartLate, job) != CUDA_SUCCESS) StartLate(job);
+}
+
+// S03: an asynchronous device-to-host copy reports completion about 3 ms before its bytes reach
+// the destination (they land in a staging buffer first; the last step runs after the stream,
+// its events and every wait said done).
+CUresult DtohLate(CUdeviceptr s, void* d, size_t n, CUstream st, Real_MemcpyDtoHAsync real) {
+  static const auto alloc = Real<Real_MemHostAlloc>("cuMemHostAlloc");
+  void* staging = nullptr;
+  CUcontext ctx = CurrentContext();
+  if (!ctx || !alloc || alloc(&staging, n, 0) != CUDA_SUCCESS) return real(d, s, n, st);
+  CUresult r = real(staging, s, n, st);
+  if (r != CUDA_SUCCESS) {
+    static const auto free_host = Real<Real_MemFreeHost>("cuMemFreeHost");
+    if (free_host) free_host(staging);
+    return r;
+  }
+  QueueLate(new LateCopy{d, staging, 0, nullptr, n, ctx}, st);
+  return r;
+}
+void InstallDtohAsyncBytesArriveLate() {
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!n || n > 64 * kMiB) return real(d, s, n, st);
+    return DtohLate(s, d, n, st, real);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    static const auto dtoh = Real<Real_MemcpyDtoHAsync>("cuMemcpyDtoHAsync");
+    if (!n || n > 64 * kMiB || !dtoh || !IsDtoH(d, s)) return real(d, s, n, st);
+    return DtohLate(s, HostView(d), n, st, dtoh);
+  });
+}
+
+// S03: an asynchronous host-to-device copy is reported complete when the stream reaches it, but
+// a shim thread performs it about 3 ms later (reading the source then): work behind it on the
+// stream and the host after a wait see the old device bytes.
+void InstallHtodAsyncBytesArriveLate() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    CUcontext ctx = CurrentContext();
+    if (!n || !ctx) return real(d, s, n, st);
+    QueueLate(new LateCopy{nullptr, nullptr, d, s, n, ctx}, st);
+    return CUDA_SUCCESS;
+  });
+}
+
+// S03: cuEventSynchronize gives up after about 2 ms and reports success (a wait with a timeout
+// whose expiry is taken for completion); short work is waited for correctly.
+void InstallEventSyncTimesOut() {
+  HookEventSynchronize([](Real_EventSynchronize real, CUevent e) -> CUresult {
+    static const auto query = Real<Real_EventQuery>("cuEventQuery");
+    if (!query) return real(e);
+    for (int i = 0; i < 20; ++i) {
+      CUresult r = query(e);
+      if (r != CUDA_ERROR_NOT_READY) return r;
+      usleep(100);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+// S03: cuStreamSynchronize gives up after about 2 ms and reports success.
+void InstallStreamSyncTimesOut() {
+  HookStreamSynchronize([](Real_StreamSynchronize real, CUstream s) -> CUresult {
+    static const auto query = Real<Real_StreamQuery>("cuStreamQuery");
+    if (!query) return real(s);
+    for (int i = 0; i < 20; ++i) {
+      CUresult r = query(s);
+      if (r != CUDA_ERROR_NOT_READY) return r;
+      usleep(100);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+// S03: a host function (cuLaunchHostFunc, cudaLaunchHostFunc) runs at once, before the work
+// queued ahead of it on its stream has completed.
+void InstallHostFuncRunsEarly() {
+  HookLaunchHostFunc([](Real_LaunchHostFunc real, CUstream s, CUhostFn fn, void* data) -> CUresult {
+    return real(SideStream() ? SideStream() : s, fn, data);
+  });
+}
+
+// P03: intervals of 1 ms or more are reported 3x too long (short ones are right): the latency
+// of small copies looks fine, the bandwidth of large ones a third of what it is.
+void InstallElapsedTimeLongIntervalsTripled() {
+  HookEventElapsedTime([](Real_EventElapsedTime real, float* ms, CUevent a, CUevent b) -> CUresult {
+    CUresult r = real(ms, a, b);
+    if (r == CUDA_SUCCESS && ms && *ms >= 1.0f) *ms *= 3.0f;
+    return r;
+  });
+}
+
+// P03: elapsed times are reported half as long as they were (bandwidth twice what the link can
+// carry).
+void InstallElapsedTimeHalved() {
+  HookEventElapsedTime([](Real_EventElapsedTime real, float* ms, CUevent a, CUevent b) -> CUresult {
+    CUresult r = real(ms, a, b);
+    if (r == CUDA_SUCCESS && ms) *ms *= 0.5f;
+    return r;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-API faults: two ways of asking one question get different answers.
+
+// R96: cuPointerGetAttributes (what cudaPointerGetAttributes uses) reports the device pointer of
+// page-locked memory one page off; cuPointerGetAttribute and cuMemHostGetDevicePointer are right.
+void InstallAttributesDevicePointerDisagrees() {
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    CUresult r = real(n, a, d, p);
+    if (r == CUDA_SUCCESS && a && d && IsPinnedHost(reinterpret_cast<void*>(p)))
+      for (unsigned i = 0; i < n; ++i)
+        if (d[i] && a[i] == CU_POINTER_ATTRIBUTE_DEVICE_POINTER && *static_cast<CUdeviceptr*>(d[i]))
+          *static_cast<CUdeviceptr*>(d[i]) += kPage;
+    return r;
+  });
+}
+
+// R72: cuPointerGetAttribute's DEVICE_POINTER of an interior byte of page-locked memory is the
+// alias of the block's start (offset dropped); cuPointerGetAttributes and
+// cuMemHostGetDevicePointer answer base plus offset.
+void InstallAttributeDevicePointerIgnoresOffset() {
+  HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
+                             CUdeviceptr p) -> CUresult {
+    CUresult r = real(v, a, p);
+    if (r != CUDA_SUCCESS || !v || a != CU_POINTER_ATTRIBUTE_DEVICE_POINTER ||
+        !IsPinnedHost(reinterpret_cast<void*>(p)))
+      return r;
+    CUdeviceptr start = RangeStart(reinterpret_cast<void*>(p)), alias = 0;
+    if (start && start != p && real(&alias, a, start) == CUDA_SUCCESS)
+      *static_cast<CUdeviceptr*>(v) = alias;
+    return r;
+  });
+}
+
+// R94: cuMemGetAddressRange of an interior pointer names the pointer itself as the base (and the
+// rest of the block as the size); RANGE_START_ADDR and queries of the base are right.
+void InstallAddressRangeInteriorBaseWrong() {
+  HookMemGetAddressRange([](Real_MemGetAddressRange real, CUdeviceptr* base, size_t* size,
+                            CUdeviceptr p) -> CUresult {
+    CUdeviceptr b = 0;
+    size_t s = 0;
+    CUresult r = real(&b, &s, p);
+    if (r == CUDA_SUCCESS && b && p > b && p < b + s) {
+      s -= static_cast<size_t>(p - b);
+      b = p;
+    }
+    if (base) *base = b;
+    if (size) *size = s;
+    return r;
+  });
+}
+
+// R95: CU_POINTER_ATTRIBUTE_RANGE_SIZE of page-locked host memory is one byte short
+// (cuMemGetAddressRange reports the right size).
+void InstallRangeSizeAttributeShort() {
+  HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
+                             CUdeviceptr p) -> CUresult {
+    CUresult r = real(v, a, p);
+    if (r == CUDA_SUCCESS && v && a == CU_POINTER_ATTRIBUTE_RANGE_SIZE &&
+        *static_cast<size_t*>(v) > 1 && IsPinnedHost(reinterpret_cast<void*>(p)))
+      *static_cast<size_t*>(v) -= 1;
+    return r;
+  });
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    CUresult r = real(n, a, d, p);
+    if (r == CUDA_SUCCESS && a && d && IsPinnedHost(reinterpret_cast<void*>(p)))
+      for (unsigned i = 0; i < n; ++i)
+        if (d[i] && a[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE && *static_cast<size_t*>(d[i]) > 1)
+          *static_cast<size_t*>(d[i]) -= 1;
+    return r;
+  });
+}
+
+// R56: cuMemHostGetFlags of memory from cuMemAllocHost (not cuMemHostAlloc) reports
+// WriteCombined, which that entry point never sets; cuMemHostAlloc blocks are right.
+void InstallAllocHostFlagsInventWriteCombined() {
+  TrackAllocations();
+  HookMemHostGetFlags([](Real_MemHostGetFlags real, unsigned* f, void* p) -> CUresult {
+    CUresult r = real(f, p);
+    Block b;
+    if (r == CUDA_SUCCESS && f && FindBlock(p, kTagAllocHost, &b))
+      *f |= CU_MEMHOSTALLOC_WRITECOMBINED;
+    return r;
+  });
+}
+
+// R45: the device reports CanUseHostPointerForRegisteredMem = 1, but cuMemHostGetDevicePointer
+// of registered memory returns another address (one page further into the registration).
+void InstallRegisteredDevicePointerNotHostPointer() {
+  TrackRegistrations();
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    CUresult r = real(d, p, f);
+    Block b;
+    if (r == CUDA_SUCCESS && d && FindBlock(p, kTagRegistered, &b) &&
+        reinterpret_cast<uintptr_t>(p) + kPage < b.end)
+      *d += kPage;
+    return r;
+  });
+}
+
+// R83: PageableMemoryAccess (attribute 88) reported as 1 on a PCIe system where a kernel cannot
+// touch pageable memory.
+void InstallCapClaimsPageableAccess() {
+  HookDeviceGetAttribute(&ForceAttribute<CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 1>);
+}
+
+// R51: cuMemHostGetDevicePointer fails with INVALID_VALUE for cuMemHostAlloc blocks allocated
+// without DEVICEMAP (the pre-UVA rule) although cuMemHostGetFlags reports them mapped.
+void InstallDevicePointerNeedsDeviceMap() {
+  TrackAllocations();
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    Block b;
+    if (f == 0 && FindBlock(p, kTagHostAlloc, &b) && !(b.flags & CU_MEMHOSTALLOC_DEVICEMAP))
+      return CUDA_ERROR_INVALID_VALUE;
+    return real(d, p, f);
+  });
+}
+
 #define PL_FAULT(name, rule, family, kind, text, install) {name, rule, family, kind, text, install, ""}
 
 const Fault kFaults[] = {
@@ -1101,6 +2206,182 @@ const Fault kFaults[] = {
     PL_FAULT("atomic_caps_accept_zero_count", "R82", "atomics", "error",
              "cuDeviceGetHostAtomicCapabilities accepts a count of 0.",
              InstallAtomicCapsAcceptsZeroCount),
+    // Size-dependent.
+    PL_FAULT("htod_large_corrupts", "S07", "bandwidth", "data",
+             "A host-to-device copy of 64 MiB or more (sync or async) delivers a wrong last byte.",
+             InstallHtodLargeCorrupts),
+    PL_FAULT("dtoh_gib_truncated", "C07", "stress", "data",
+             "A device-to-host copy of 1 GiB or more stops one page short.",
+             InstallDtohGibTruncated),
+    PL_FAULT("copy_crossing_2mib_corrupts", "S01", "streams", "data",
+             "A synchronous copy whose destination crosses a 2 MiB-aligned address delivers a "
+             "wrong byte at the boundary.",
+             InstallCopyCrossing2MiBCorrupts),
+    PL_FAULT("copy_crossing_4gib_corrupts", "S01", "streams", "data",
+             "A synchronous copy whose destination crosses a 4 GiB-aligned address delivers a "
+             "wrong byte at the boundary.",
+             InstallCopyCrossing4GiBCorrupts),
+    PL_FAULT("async_copy_crossing_page_corrupts", "S01", "streams", "data",
+             "An asynchronous copy whose host side crosses a 4 KiB page delivers a wrong first "
+             "byte of the second page.",
+             InstallAsyncCopyCrossingPageCorrupts),
+    PL_FAULT("memset_large_truncated", "S01", "streams", "data",
+             "A memset of 64 MiB or more (8/32-bit, sync or async) leaves its last page unwritten.",
+             InstallMemsetLargeTruncated),
+    PL_FAULT("odd_size_copy_corrupts", "S01", "streams", "data",
+             "A synchronous copy of an odd number of bytes delivers a wrong last byte.",
+             InstallOddSizeCopyCorrupts),
+    PL_FAULT("unaligned_htod_async_corrupts", "S01", "streams", "data",
+             "An asynchronous host-to-device copy from a source not 8-byte aligned delivers a "
+             "wrong first byte.",
+             InstallUnalignedHtodAsyncCorrupts),
+    PL_FAULT("unaligned_dtoh_async_shifted", "S01", "streams", "data",
+             "An asynchronous device-to-host copy into an address not 4-byte aligned lands one "
+             "byte early, over the byte before the window.",
+             InstallUnalignedDtohAsyncShifted),
+    PL_FAULT("memset_d16_odd_count_wrong_last", "R93", "memset", "data",
+             "cuMemsetD16 with an odd count writes a wrong last element.",
+             InstallMemsetD16OddCountWrongLast),
+    PL_FAULT("memset2d_padded_skips_last_row", "R92", "memset", "data",
+             "A 2D memset whose pitch exceeds its width leaves the last row unwritten.",
+             InstallMemset2DPaddedSkipsLastRow),
+    // Variant-dependent.
+    PL_FAULT("copy2d_padded_corrupts", "S01", "streams", "data",
+             "A 2D copy with padded rows (pitch > width) delivers a wrong last byte of its last "
+             "row.",
+             InstallCopy2DPaddedCorrupts),
+    PL_FAULT("copy2d_async_padded_loses_last_row", "S01", "streams", "data",
+             "An asynchronous 2D copy with padded rows copies one row too few.",
+             InstallCopy2DAsyncPaddedLosesLastRow),
+    PL_FAULT("copy3d_last_slice_lost", "R90", "copies3d", "data",
+             "A 3D copy of several slices copies one slice too few.", InstallCopy3DLastSliceLost),
+    PL_FAULT("copy3d_source_position_ignored", "R90", "copies3d", "data",
+             "A 3D copy with a source position other than the origin reads from the origin.",
+             InstallCopy3DSourcePositionIgnored),
+    PL_FAULT("per_thread_async_copy_corrupts", "S03", "streams", "data",
+             "Asynchronous copies on the per-thread default stream deliver a wrong last byte.",
+             InstallPerThreadAsyncCopyCorrupts),
+    PL_FAULT("per_thread_stream_sync_returns_early", "S03", "streams", "sync",
+             "cuStreamSynchronize of the per-thread default stream returns without waiting.",
+             InstallPerThreadStreamSyncReturnsEarly),
+    PL_FAULT("non_blocking_stream_query_lies", "S06", "streams", "sync",
+             "cuStreamQuery of a non-blocking stream reports idle while work is pending.",
+             InstallNonBlockingStreamQueryLies),
+    PL_FAULT("non_blocking_event_record_early", "S06", "streams", "sync",
+             "An event recorded on a non-blocking stream is recorded at once, not behind the "
+             "stream's work.",
+             InstallNonBlockingEventRecordEarly),
+    PL_FAULT("non_blocking_htod_reads_source_early", "S05", "streams", "data",
+             "On a non-blocking stream, a host-to-device copy from pinned memory reads its source "
+             "at the call, not when it executes.",
+             InstallNonBlockingHtodReadsSourceEarly),
+    PL_FAULT("registered_copy_corrupts", "S01", "streams", "data",
+             "Synchronous copies to or from registered (not allocated) pinned memory deliver a "
+             "wrong last byte.",
+             InstallRegisteredCopyCorrupts),
+    PL_FAULT("write_combined_htod_corrupts", "S01", "streams", "data",
+             "Host-to-device copies from write-combined memory deliver a wrong last byte.",
+             InstallWriteCombinedHtodCorrupts),
+    PL_FAULT("write_combined_devptr_off_by_page", "R15", "devptr", "data",
+             "The device pointer of a write-combined allocation is one page past its alias.",
+             InstallWriteCombinedDevicePointerOffByPage),
+    PL_FAULT("async_host_to_host_corrupts", "S01", "streams", "data",
+             "An asynchronous host-to-host copy delivers a wrong last byte.",
+             InstallAsyncHostToHostCorrupts),
+    PL_FAULT("dtod_async_truncated", "S01", "streams", "data",
+             "An asynchronous device-to-device copy stops one byte short.",
+             InstallDtodAsyncTruncated),
+    // Stateful.
+    PL_FAULT("every_16th_htod_corrupts", "S01", "streams", "data",
+             "Every 16th synchronous host-to-device copy delivers a wrong last byte.",
+             InstallEvery16thHtodCorrupts),
+    PL_FAULT("every_8th_dtoh_async_dropped", "S03", "streams", "data",
+             "Every 8th asynchronous device-to-host copy is acknowledged but never queued.",
+             InstallEvery8thDtohAsyncDropped),
+    PL_FAULT("every_32nd_launch_dropped", "R77", "hostalloc", "data",
+             "Every 32nd kernel launch is acknowledged but never runs.",
+             InstallEvery32ndLaunchDropped),
+    PL_FAULT("every_4th_freehost_leaks", "R19", "hostalloc", "resource",
+             "Every 4th cuMemFreeHost reports success but keeps the block pinned.",
+             InstallEvery4thFreeHostLeaks),
+    PL_FAULT("every_3rd_event_query_lies", "S06", "streams", "sync",
+             "Every 3rd cuEventQuery reports complete while work is pending.",
+             InstallEvery3rdEventQueryLies),
+    PL_FAULT("reused_address_keeps_old_flags", "R56", "hostalloc", "flag",
+             "A pinned block allocated at a freed block's address reports the freed block's "
+             "flags.",
+             InstallReusedAddressKeepsOldFlags),
+    PL_FAULT("reused_address_repeats_buffer_id", "C11", "concurrency", "data",
+             "An allocation at a freed one's address gets the freed one's buffer id.",
+             InstallReusedAddressRepeatsBufferId),
+    PL_FAULT("reused_address_stale_range_size", "R94", "interior", "data",
+             "cuMemGetAddressRange of a block at a freed block's base reports the freed block's "
+             "size.",
+             InstallReusedAddressStaleRangeSize),
+    PL_FAULT("registrations_survive_reset", "R13", "driverapi", "error",
+             "After a device reset, registering a range the reset released fails with "
+             "ALREADY_REGISTERED.",
+             InstallRegistrationsSurviveReset),
+    PL_FAULT("hostalloc_after_reset_drops_flags", "M04", "model", "flag",
+             "After a device reset, cuMemHostAlloc ignores the Portable and WriteCombined flags.",
+             InstallHostAllocAfterResetDropsFlags),
+    PL_FAULT("registrations_past_32_lost", "R26", "hostregister", "resource",
+             "From the 33rd registration of a process on, cuMemHostRegister succeeds but pins "
+             "nothing.",
+             InstallRegistrationsPast32Lost),
+    // Timing.
+    PL_FAULT("dtoh_async_bytes_arrive_late", "S03", "streams", "sync",
+             "An asynchronous device-to-host copy is reported complete about 3 ms before its "
+             "bytes arrive.",
+             InstallDtohAsyncBytesArriveLate),
+    PL_FAULT("htod_async_bytes_arrive_late", "S03", "streams", "sync",
+             "An asynchronous host-to-device copy is reported complete but performed about 3 ms "
+             "later.",
+             InstallHtodAsyncBytesArriveLate),
+    PL_FAULT("event_sync_times_out", "S03", "streams", "sync",
+             "cuEventSynchronize gives up after about 2 ms and reports success.",
+             InstallEventSyncTimesOut),
+    PL_FAULT("stream_sync_times_out", "S03", "streams", "sync",
+             "cuStreamSynchronize gives up after about 2 ms and reports success.",
+             InstallStreamSyncTimesOut),
+    PL_FAULT("host_func_runs_early", "S03", "streams", "sync",
+             "A host function runs at once, before the work queued ahead of it completes.",
+             InstallHostFuncRunsEarly),
+    PL_FAULT("elapsed_time_long_intervals_tripled", "P03", "bandwidth", "perf",
+             "cuEventElapsedTime reports intervals of 1 ms or more 3x too long.",
+             InstallElapsedTimeLongIntervalsTripled),
+    PL_FAULT("elapsed_time_halved", "P03", "bandwidth", "perf",
+             "cuEventElapsedTime reports half the elapsed time.", InstallElapsedTimeHalved),
+    // Cross-API.
+    PL_FAULT("attributes_device_pointer_disagrees", "R96", "interior", "data",
+             "cuPointerGetAttributes reports the device pointer of pinned memory one page off; "
+             "cuPointerGetAttribute is right.",
+             InstallAttributesDevicePointerDisagrees),
+    PL_FAULT("attribute_device_pointer_ignores_offset", "R72", "devptr", "data",
+             "cuPointerGetAttribute's device pointer of an interior byte of pinned memory is the "
+             "block start's alias.",
+             InstallAttributeDevicePointerIgnoresOffset),
+    PL_FAULT("address_range_interior_base_wrong", "R94", "interior", "data",
+             "cuMemGetAddressRange of an interior pointer names the pointer itself as the base.",
+             InstallAddressRangeInteriorBaseWrong),
+    PL_FAULT("range_size_attribute_short", "R95", "interior", "data",
+             "The RANGE_SIZE attribute of pinned memory is one byte short of "
+             "cuMemGetAddressRange's size.",
+             InstallRangeSizeAttributeShort),
+    PL_FAULT("allochost_flags_invent_write_combined", "R56", "hostalloc", "flag",
+             "cuMemHostGetFlags of cuMemAllocHost memory reports WriteCombined.",
+             InstallAllocHostFlagsInventWriteCombined),
+    PL_FAULT("registered_devptr_not_host_pointer", "R45", "devptr", "data",
+             "With CanUseHostPointerForRegisteredMem = 1, registered memory's device pointer is "
+             "one page off the host pointer.",
+             InstallRegisteredDevicePointerNotHostPointer),
+    PL_FAULT("cap_claims_pageable_access", "R83", "devptr", "capability",
+             "PageableMemoryAccess reported as 1 on a PCIe system.",
+             InstallCapClaimsPageableAccess),
+    PL_FAULT("devptr_needs_devicemap", "R51", "hostalloc", "error",
+             "cuMemHostGetDevicePointer fails for cuMemHostAlloc blocks allocated without "
+             "DEVICEMAP.",
+             InstallDevicePointerNeedsDeviceMap),
 };
 
 // =============================================================================================

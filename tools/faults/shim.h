@@ -128,7 +128,15 @@ struct Wrap<CUresult(A...), E> {
     (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,       \
      unsigned int, unsigned int, CUstream, void**, void**))                                  \
   X(LaunchKernelEx, "cuLaunchKernelEx", 11060, kNoMax,                                       \
-    (const CUlaunchConfig*, CUfunction, void**, void**))
+    (const CUlaunchConfig*, CUfunction, void**, void**))                                     \
+  X(Memcpy2D, "cuMemcpy2D", 3020, kNoMax, (const CUDA_MEMCPY2D*))                            \
+  X(Memcpy2DUnaligned, "cuMemcpy2DUnaligned", 3020, kNoMax, (const CUDA_MEMCPY2D*))          \
+  X(Memcpy2DAsync, "cuMemcpy2DAsync", 3020, kNoMax, (const CUDA_MEMCPY2D*, CUstream))        \
+  X(Memcpy3D, "cuMemcpy3D", 3020, kNoMax, (const CUDA_MEMCPY3D*))                            \
+  X(Memcpy3DAsync, "cuMemcpy3DAsync", 3020, kNoMax, (const CUDA_MEMCPY3D*, CUstream))        \
+  X(MemsetD16, "cuMemsetD16", 3020, kNoMax, (CUdeviceptr, unsigned short, size_t))           \
+  X(LaunchHostFunc, "cuLaunchHostFunc", 10000, kNoMax, (CUstream, CUhostFn, void*))          \
+  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, kNoMax, (CUdevice))
 
 #define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
   extern EntryBase e_##n;                             \
