@@ -239,8 +239,8 @@ PAGELOCK_SCENARIO(RegisterAfterFork) {
 
 // Faults caught: a driver that pins the pages shared with the child without write-faulting them
 // (no FOLL_WRITE, so no copy-on-write break) writes the device's bytes into the page the child
-// still shares ('D'); shim faults
-// register_lost, devptr_off_by_one and launch_dropped fail parent_bad.
+// still shares ('D'); shim faults register_lost, devptr_off_by_one and launch_dropped fail
+// parent_bad.
 TEST(RegisterAfterForkTest, TheParentSeesTheDeviceWritesAndTheChildKeepsThePreForkBytes) {
   PAGELOCK_RULE("R102");
   PAGELOCK_REQUIRE(RequireUsableDevice());
