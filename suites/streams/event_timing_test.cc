@@ -1,0 +1,227 @@
+// Events as clocks and as dependencies: cudaEventElapsedTime against host clocks and against
+// device work that provably took time, cudaStreamWaitEvent on an event that is recorded again,
+// and cudaEventQuery / cudaEventSynchronize of default and BlockingSync events. Held work waits
+// on a host-written flag (a bounded kernel), so "the stream is busy" is certain, not a race.
+// Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures/gpu_test.h"
+#include "fixtures/outcome.h"
+#include "fixtures/resources.h"
+#include "fixtures/time_scale.h"
+#include "kernels/access_kernels.h"
+#include "kernels/streams/stream_kernels.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kSize = size_t{1} << 20;
+// "in milliseconds with a resolution of around 0.5 microseconds" (cudaEventElapsedTime).
+constexpr double kResolutionMs = 0.0005;
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Polls until the stream or event is complete, at most `s` seconds: NotReady on timeout.
+cudaError_t BoundedWait(cudaStream_t st, double s) {
+  const auto end = Clock::now() + std::chrono::duration<double>(s * TimeScale());
+  cudaError_t e;
+  while ((e = cudaStreamQuery(st)) == cudaErrorNotReady && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return e;
+}
+
+class EventTimingTest : public GpuTest {
+ protected:
+  // Mapped pinned memory (UVA: the device uses the host pointer), zeroed, freed after the case.
+  template <typename T>
+  T* Mapped(size_t bytes) {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocMapped) != cudaSuccess) return nullptr;
+    owned_.push_back(PinnedBuffer::Adopt(p, bytes));
+    std::memset(p, 0, bytes);
+    return static_cast<T*>(p);
+  }
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    flag_ = Mapped<unsigned>(sizeof(unsigned));
+    status_ = Mapped<unsigned>(sizeof(unsigned));
+    ASSERT_TRUE(flag_ && status_);
+  }
+  void TearDown() override {
+    if (flag_) Release();  // a case that failed early must not leave a kernel waiting
+    if (!IsSkipped()) {
+      EXPECT_CUDA_OK(cudaDeviceSynchronize());
+    }
+    for (PinnedBuffer& b : owned_) EXPECT_CUDA_OK(b.Free());
+    GpuTest::TearDown();
+  }
+  // A kernel on `s` that waits (at most 10 s) until Release().
+  cudaError_t Hold(cudaStream_t s) {
+    return LaunchAwaitFlag(flag_, 1, static_cast<uint64_t>(10e9 * TimeScale()), status_, s);
+  }
+  void Release() {
+    *static_cast<volatile unsigned*>(flag_) = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  unsigned* flag_ = nullptr;
+  unsigned* status_ = nullptr;
+  std::vector<PinnedBuffer> owned_;
+};
+
+// Faults caught: elapsed_time_wrong_unit (a result in microseconds or seconds is outside both
+// bounds), event_record_early (the end event timestamped before the delay ran is below the
+// lower bound), launch_dropped (the bytes).
+TEST_F(EventTimingTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) {
+  PAGELOCK_RULE("S15");
+  unsigned char* dst = Mapped<unsigned char>(kSize);
+  ASSERT_NE(dst, nullptr);
+  OwnedStream s(cudaStreamNonBlocking);
+  OwnedEvent start(cudaEventDefault), stop(cudaEventDefault);
+  ASSERT_CUDA_OK(s.status());
+  ASSERT_CUDA_OK(start.status());
+  ASSERT_CUDA_OK(stop.status());
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  for (double delay_ms : {5.0, 50.0}) {
+    const auto t0 = Clock::now();
+    ASSERT_CUDA_OK(cudaEventRecord(start.get(), s.get()));
+    // Every thread spins delay_ms of %globaltimer ("a 64-bit global nanosecond timer") between
+    // the two records, so at least that much time passed between them.
+    ASSERT_CUDA_OK(LaunchDelayThenFill(dst, kSize, seed, static_cast<uint64_t>(delay_ms * 1e6), s.get()));
+    ASSERT_CUDA_OK(cudaEventRecord(stop.get(), s.get()));
+    ASSERT_CUDA_OK(BoundedWait(s.get(), 10));
+    const double host_ms = MsSince(t0);
+    float ms = -1;
+    ASSERT_CUDA_OK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    EXPECT_EQ(HostCountPatternMismatches(dst, kSize, seed), 0u) << "the delayed fill's bytes";
+    const std::string at = std::to_string(static_cast<int>(delay_ms)) + "ms";
+    Metric("elapsed_minus_delay_" + at + "_ms", ms - delay_ms, "ms");
+    Metric("host_minus_elapsed_" + at + "_ms", host_ms - ms, "ms");
+    // Lower: the documented resolution plus a globaltimer tick (1 us on older GPUs).
+    EXPECT_GE(ms, delay_ms - 2 * kResolutionMs - 0.001)
+        << "elapsed " << ms << " ms between events around a " << delay_ms << " ms device delay";
+    // Upper: both records happened inside the host's bracket; slack: twice the resolution and
+    // 0.1 % for two clocks that may run at slightly different rates.
+    EXPECT_LE(ms, host_ms * 1.001 + 2 * kResolutionMs)
+        << "elapsed " << ms << " ms, but the host measured " << host_ms << " ms around the same work";
+    std::memset(dst, 0, kSize);  // the next delay's fill is checked from zeros
+  }
+}
+
+// Faults caught: stream_wait_ignored and event_record_early (the consumer runs while the
+// producer is held: Query says done, or the count sees unwritten bytes); a driver that waits on
+// the first record only fails the same checks.
+TEST_F(EventTimingTest, StreamWaitEventWaitsForTheMostRecentRecordAtCallTime) {
+  PAGELOCK_RULE("S16");
+  unsigned char* y = Mapped<unsigned char>(kSize);
+  auto* bad = Mapped<unsigned long long>(sizeof(unsigned long long));
+  ASSERT_TRUE(y && bad);
+  OwnedStream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking);
+  OwnedEvent e(cudaEventDisableTiming);
+  ASSERT_CUDA_OK(a.status());
+  ASSERT_CUDA_OK(b.status());
+  ASSERT_CUDA_OK(e.status());
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));  // the first record: nothing to wait for
+  ASSERT_CUDA_OK(Hold(a.get()));
+  ASSERT_CUDA_OK(LaunchFillPattern(y, kSize, seed, a.get()));
+  // "cudaEventRecord() can be called multiple times on the same event and will overwrite the
+  // previously captured state. Other APIs such as cudaStreamWaitEvent() use the most recently
+  // captured state at the time of the API call".
+  ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));
+  ASSERT_CUDA_OK(cudaStreamWaitEvent(b.get(), e.get(), 0));
+  ASSERT_CUDA_OK(LaunchCountPatternMismatchesFrom(y, kSize, 0, seed, bad, b.get()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(b.get()))
+      << "the waiting stream finished while the re-recorded event's work was held";
+  Release();
+  ASSERT_CUDA_OK(BoundedWait(a.get(), 10));
+  ASSERT_CUDA_OK(BoundedWait(b.get(), 10));
+  EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
+  EXPECT_EQ(*bad, 0u) << "bytes the consumer read before the producer's fill completed";
+  EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u) << "the producer's fill";
+}
+
+// Faults caught: a driver that resolves the wait at execution time (the later record) holds the
+// consumer until the release: the bounded wait times out. launch_dropped fails the bytes.
+TEST_F(EventTimingTest, AWaitIsNotHeldByARecordMadeAfterIt) {
+  PAGELOCK_RULE("S16");
+  unsigned char* x = Mapped<unsigned char>(kSize);
+  unsigned char* z = Mapped<unsigned char>(kSize);
+  ASSERT_TRUE(x && z);
+  OwnedStream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking);
+  OwnedEvent e(cudaEventDisableTiming);
+  ASSERT_CUDA_OK(a.status());
+  ASSERT_CUDA_OK(b.status());
+  ASSERT_CUDA_OK(e.status());
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  ASSERT_CUDA_OK(LaunchFillPattern(x, kSize, seed, a.get()));
+  ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));
+  ASSERT_CUDA_OK(cudaStreamWaitEvent(b.get(), e.get(), 0));
+  ASSERT_CUDA_OK(LaunchFillPattern(z, kSize, seed ^ 0x77777777u, b.get()));
+  ASSERT_CUDA_OK(Hold(a.get()));
+  // "... and are not affected by later calls to cudaEventRecord()".
+  ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));
+  EXPECT_CUDA_OK(BoundedWait(b.get(), 5)) << "the wait followed a record made after the call";
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(a.get())) << "the producer is still held";
+  EXPECT_EQ(HostCountPatternMismatches(x, kSize, seed), 0u) << "the fill the wait covered";
+  EXPECT_EQ(HostCountPatternMismatches(z, kSize, seed ^ 0x77777777u), 0u) << "the consumer's fill";
+  Release();
+  ASSERT_CUDA_OK(BoundedWait(a.get(), 10));
+  EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
+}
+
+class EventFlagsTest : public EventTimingTest, public ::testing::WithParamInterface<unsigned> {};
+
+// Faults caught: event_query_lies (Success while held), event_sync_returns_early (bytes not there
+// at return), event_record_early.
+TEST_P(EventFlagsTest, QueryAndSynchronizeReportHeldWorkAndItsBytes) {
+  PAGELOCK_RULE("S17");
+  unsigned char* y = Mapped<unsigned char>(kSize);
+  ASSERT_NE(y, nullptr);
+  OwnedStream s(cudaStreamNonBlocking);
+  OwnedEvent start(GetParam()), stop(GetParam());
+  ASSERT_CUDA_OK(s.status());
+  ASSERT_CUDA_OK(start.status());
+  ASSERT_CUDA_OK(stop.status());
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  ASSERT_CUDA_OK(cudaEventRecord(start.get(), s.get()));
+  ASSERT_CUDA_OK(Hold(s.get()));
+  ASSERT_CUDA_OK(LaunchFillPattern(y, kSize, seed, s.get()));
+  ASSERT_CUDA_OK(cudaEventRecord(stop.get(), s.get()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaEventQuery(stop.get())) << "the work is held";
+  float ms = -1;
+  // "If cudaEventRecord() has been called on both events but one or both of them has not yet
+  // been completed ... cudaErrorNotReady is returned."
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  Release();
+  // Bounded: the held kernel gives up after 10 s.
+  ASSERT_CUDA_OK(cudaEventSynchronize(stop.get()));
+  EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u) << "bytes missing when the event synchronised";
+  EXPECT_CUDA_OK(cudaEventQuery(stop.get()));
+  EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
+  EXPECT_CUDA_OK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  EXPECT_GE(ms, 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, EventFlagsTest,
+                         ::testing::Values(unsigned{cudaEventDefault}, unsigned{cudaEventBlockingSync}),
+                         [](const ::testing::TestParamInfo<unsigned>& i) {
+                           return std::string(i.param == cudaEventBlockingSync ? "BlockingSync" : "Default");
+                         });
+
+}  // namespace
+}  // namespace pagelock
