@@ -453,6 +453,10 @@ def mutation_line(doc):
             f"(score {pct})")
     skipped = [f"{s[k]} {what}" for k, what in (("NOT_RUN", "not run (time budget)"),
                                                 ("ERROR", "not loaded")) if s.get(k)]
+    held = (doc.get("score_by_half") or {}).get("heldout")
+    if held and held.get("counted"):
+        line += (f"; on the held-out half, faults its tests were not written for, "
+                 f"{held['KILLED'] + held['HANDLED']} of {held['counted']} ({held['percent']}%)")
     return line + ("; " + ", ".join(skipped) if skipped else "")
 
 
@@ -478,6 +482,7 @@ def mutation_context(doc, case_ids=()):
     return {"error": None, "line": line[0].upper() + line[1:], "score": doc["score"],
             "faults": faults, "survivors": [f for f in faults if f["verdict"] == "SURVIVED"],
             "control_summary": control.get("summary", "?"), "unstable": len(control.get("unstable", [])),
+            "by_half": doc.get("score_by_half") or {}, "by_shape": doc.get("score_by_shape") or {},
             "cases_shown": MUTATION_CASES_SHOWN}
 
 

@@ -18,6 +18,7 @@
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/link_health.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
@@ -38,10 +39,22 @@ double EnvNumber(const char* name, double fallback) {
   return v && *v ? std::atof(v) : fallback;
 }
 
-class PinnedStressTest : public GpuTest {};
+// Every case is judged on device 0's PCIe AER and replay counters, read before and after (P06).
+class PinnedStressTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (!IsSkipped() && !HasFatalFailure()) link_watch_.Start(device().pci_bus_id);
+  }
+  void TearDown() override {
+    if (!IsSkipped()) link_watch_.Finish();
+    GpuTest::TearDown();
+  }
+  LinkHealthWatch link_watch_;
+};
 
 TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
-  PAGELOCK_RULE("R26,R33,R53");
+  PAGELOCK_RULE("P06,R26,R33,R53");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   const size_t n = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATIONS", 4096));
   const size_t page = PageSize(), region = 16 * page, stride = region + page;  // a gap between
@@ -89,7 +102,7 @@ long CountLines(const char* path) {
 }
 
 TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
-  PAGELOCK_RULE("R48,R87");
+  PAGELOCK_RULE("P06,R48,R87");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   // One page each, a page apart: many registrations, little memory (4 KiB x the cap).
   const size_t cap = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATION_CEILING", 70000));
@@ -132,7 +145,7 @@ TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
 }
 
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
-  PAGELOCK_RULE("R77");
+  PAGELOCK_RULE("P06,R77");
   const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 10) * TimeScale();
   Budget("time_s", budget_s, "s");
   const size_t max_bytes = size_t{8} << 20;

@@ -214,6 +214,16 @@ def rules_of(row):
     return {r.strip() for r in row["rule"].split(",") if r.strip()}
 
 
+def load_split(bundle):
+    """{fault name: {"half": "tuning"|"heldout", "shape": ...}} from faults/split.tsv (the fixed
+    split of the catalogue by a hash of each name, tools/faults/split.py); {} when there is none."""
+    path = first_existing(os.path.join(bundle, "faults", "split.tsv"),
+                          os.path.join(REPO, "tools", "faults", "split.tsv"))
+    if not path:
+        return {}
+    return {r["name"]: {"half": r.get("half", ""), "shape": r.get("shape", "")} for r in read_tsv(path)}
+
+
 def load_survivor_notes(bundle):
     path = first_existing(os.path.join(bundle, "faults", "survivors.tsv"),
                           os.path.join(REPO, "tools", "faults", "survivors.tsv"))

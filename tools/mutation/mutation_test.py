@@ -217,6 +217,31 @@ class SelectionTest(unittest.TestCase):
         self.assertTrue(scoring.score_line(s).startswith("partial: 3 of 4 faults run; caught 2 of 3"))
 
 
+class SplitScoreTest(unittest.TestCase):
+    def test_each_half_is_scored_on_its_own_and_unnamed_faults_are_left_out(self):
+        split = {"a": {"half": "tuning", "shape": "size"}, "b": {"half": "heldout", "shape": "size"},
+                 "c": {"half": "heldout", "shape": "timing"}}
+        results = [{"name": "a", "verdict": "KILLED"}, {"name": "b", "verdict": "SURVIVED"},
+                   {"name": "c", "verdict": "HANDLED"}, {"name": "x", "verdict": "KILLED"}]
+        halves = scoring.score_by(results, split, "half")
+        self.assertEqual(list(halves), ["tuning", "heldout"])
+        self.assertEqual((halves["tuning"]["counted"], halves["tuning"]["percent"]), (1, 100.0))
+        self.assertEqual((halves["heldout"]["counted"], halves["heldout"]["percent"]), (2, 50.0))
+        shapes = scoring.score_by(results, split, "shape")
+        self.assertEqual((shapes["size"]["KILLED"], shapes["timing"]["HANDLED"]), (1, 1))
+
+    def test_the_committed_split_names_every_catalogue_fault(self):
+        names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
+        split = catalogue.load_split(os.path.join(ROOT, "no-bundle-here"))
+        self.assertEqual(set(split) & names, names)
+
+    def test_the_page_shows_the_held_out_score(self):
+        doc = {"score": scoring.score([{"verdict": "KILLED"}]), "control": {"summary": "PASS=1", "unstable": []},
+               "faults": [dict(FAULT, verdict="KILLED")],
+               "score_by_half": {"heldout": dict(scoring.score([{"verdict": "KILLED"}]), line="caught 1 of 1")}}
+        self.assertIn("Held out", pages.render_mutation_page(doc))
+
+
 class SurvivorNotesTest(unittest.TestCase):
     def test_every_survivor_note_names_a_catalogue_fault_and_explains_it(self):
         names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}

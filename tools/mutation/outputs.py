@@ -9,13 +9,20 @@ import sys
 
 from reports import pages
 from tools.mutation.false_alarms import false_alarm_summary
-from tools.mutation.scoring import score, score_line, summary_line
+from tools.mutation.catalogue import load_split
+from tools.mutation.scoring import score, score_by, score_line, summary_line
 
 
 def make_doc(args, inputs, controls, sched, sentinels, results, variations, t0):
     """mutation.json's document."""
     s = score(results)
+    split = load_split(inputs.bundle)
+    for r in results:
+        if r["name"] in split:
+            r.update(split[r["name"]])
     return {"score": dict(s, line=score_line(s)),
+            "score_by_half": score_by(results, split, "half"),
+            "score_by_shape": score_by(results, split, "shape"),
             "control": {"summary": summary_line(controls.all_control),
                         "second_summary": summary_line(controls.all_control_b),
                         "unstable": sorted(controls.unstable),
@@ -64,6 +71,8 @@ def print_summary(doc, out):
               f"({s['percent']}%): KILLED={s['KILLED']} HANDLED={s['HANDLED']} "
               f"SURVIVED={s['SURVIVED']} ERROR={s['ERROR']} NOT_RUN={s['NOT_RUN']} "
               f"in {doc['config']['seconds']} s")
+        for half, hs in (doc.get("score_by_half") or {}).items():
+            print(f"mutation:   {half} half: {hs['line']}")
     for r in results:
         if r["verdict"] in ("SURVIVED", "ERROR", "NOT_RUN"):
             print(f"  {r['verdict']} {r['name']} ({r['rule']}): "

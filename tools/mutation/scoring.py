@@ -123,6 +123,22 @@ def score(results):
             "run": len(results) - counts["NOT_RUN"]}
 
 
+HALVES = ("tuning", "heldout")
+
+
+def score_by(results, split, key):
+    """{group: score} of the faults grouped by split[name][key] (key "half" or "shape"); faults the
+    split does not name are left out. The held-out half is the score that counts: the suite's
+    tests were written looking only at the tuning half."""
+    groups = {}
+    for r in results:
+        g = split.get(r["name"], {}).get(key)
+        if g:
+            groups.setdefault(g, []).append(r)
+    order = list(HALVES) if key == "half" else sorted(groups)
+    return {g: dict(score(groups[g]), line=score_line(score(groups[g]))) for g in order if g in groups}
+
+
 def score_line(s):
     """One line for a verdict page: the score, or why there is none or only part of one."""
     if not s or not s.get("total"):
