@@ -143,6 +143,40 @@ TEST_F(HostRegisterTest, StackMemoryRoundTrips) {
   EXPECT_CUDA_OK(cudaHostUnregister(stack));
 }
 
+// R110. A driver that gives an unaligned registration the alias of the page it starts in, or the
+// alias plus a byte (fault devptr_off_by_one), puts the device's bytes over the neighbours.
+TEST_F(HostRegisterTest, DeviceWritesToAnUnalignedSubRangeLeaveTheBytesAroundItUnchanged) {
+  PAGELOCK_RULE("R110");
+  // cudaHostRegisterMapped: "The device pointer to the memory may be obtained by calling
+  // cudaHostGetDevicePointer()", which needs a device that can map host memory (R55).
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 1));
+  const size_t page = PageSize(), span = 4 * page;
+  auto region = HostRegion::Make(HostMemoryKind::kHeapPageAligned, span);
+  if (!region->data()) {
+    PAGELOCK_NOT_SUPPORTED(region->unavailable());
+  }
+  auto* base = static_cast<unsigned char*>(region->data());
+  // One byte into the second page to three bytes into the fourth: both end pages hold bytes
+  // outside the range.
+  const size_t offset = page + 1, length = 2 * page + 2;
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed()), guard = seed ^ 0x5a5a5a5au;
+  // Every byte of the span, the guard bytes checked after the device write.
+  HostFillPattern(base, span, guard);
+  // "Page-locks the memory range specified by ptr and size and maps it for the device(s)".
+  ASSERT_CUDA_OK(cudaHostRegister(base + offset, length, cudaHostRegisterMapped));
+  auto own_reg = HostRegistration::Adopt(base + offset, length);
+  void* dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&dev, base + offset, 0));
+  ASSERT_CUDA_OK(LaunchFillPattern(dev, length, seed));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(HostCountPatternMismatches(base + offset, length, seed), 0u)
+      << "bytes of the range the device did not write at their own offset";
+  size_t outside = HostCountPatternMismatches(base, offset, guard);
+  for (size_t i = offset + length; i < span; ++i) outside += base[i] != PatternByte(i, guard);
+  EXPECT_EQ(outside, 0u) << "bytes outside the range, on its first and last pages, changed";
+  EXPECT_CUDA_OK(own_reg.Free());
+}
+
 TEST_F(HostRegisterTest, ReadOnlyMappingRegistersWithTheReadOnlyFlag) {
   PAGELOCK_RULE("R42");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
