@@ -144,6 +144,12 @@ TEST_F(EventTimingTest, StreamWaitEventWaitsForTheMostRecentRecordAtCallTime) {
   ASSERT_CUDA_OK(cudaStreamWaitEvent(b.get(), e.get(), 0));
   ASSERT_CUDA_OK(LaunchCountPatternMismatchesFrom(y, kSize, 0, seed, bad, b.get()));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The premise first: the producer is still held (else the hold itself failed, and the wait's
+  // answer below says nothing about the re-record).
+  const cudaError_t producer = cudaStreamQuery(a.get());
+  Observe("producer_stream_while_held", ErrName(producer));
+  Observe("hold_status_while_held", static_cast<long long>(*static_cast<volatile unsigned*>(status_)));
+  EXPECT_CUDA_ERROR(cudaErrorNotReady, producer) << "the producer's hold ended before the release";
   EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(b.get()))
       << "the waiting stream finished while the re-recorded event's work was held";
   Release();

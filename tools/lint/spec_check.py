@@ -44,8 +44,12 @@ def read_table(path):
         row = dict(zip(COLUMNS, cells))
         if row["kind"] not in KINDS:
             raise ValueError(f"{path}:{n}: kind '{row['kind']}' is not one of {', '.join(KINDS)}")
-        rows.append(row)
-    return rows
+        # A second row with an id would take the first one's tests: two rules, one name.
+        first = next((m for m, r in rows if r["id"] == row["id"]), None)
+        if first is not None:
+            raise ValueError(f"{path}:{n}: {row['id']}: duplicate id (first at line {first})")
+        rows.append((n, row))
+    return [r for _, r in rows]
 
 
 def untested_reason(row):

@@ -78,6 +78,14 @@ class SpecCheckTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertRegex(out, r"rules.tsv:\d+: 3 columns, expected 7")
 
+    def test_a_duplicate_id_exits_two_naming_both_lines(self):
+        tmp = self.copy()
+        with open(os.path.join(tmp, "suites", "rules.tsv"), "a") as f:
+            f.write("R01\trule\thostalloc\ta second rule under a taken id\tall\t\tuntested: why\n")
+        rc, out = self.run_check(tmp)
+        self.assertEqual(rc, 2)
+        self.assertRegex(out, r"rules.tsv:\d+: R01: duplicate id \(first at line 2\)")
+
     def test_a_kind_other_than_rule_or_observation_exits_two(self):
         tmp = self.copy()
         with open(os.path.join(tmp, "suites", "rules.tsv"), "a") as f:
