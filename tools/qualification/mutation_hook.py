@@ -121,7 +121,7 @@ def add_score(mut, doc):
                errors=s["ERROR"], not_run=s["NOT_RUN"],
                seconds=doc.get("config", {}).get("seconds"),
                survivors=[f["name"] for f in doc.get("faults", []) if f["verdict"] == "SURVIVED"])
-    mut["line"] = s["line"]  # "caught K of N ..." or "partial: K of 72 faults run; ..."
+    mut["line"] = s["line"]  # "caught K of N ..." or "partial: K of N faults run; ..."
     # A conforming variation that fails a case is a defect of the suite: shown beside the
     # score, never mixed into it.
     fa = doc.get("false_alarms") or {}
