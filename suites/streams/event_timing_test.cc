@@ -59,6 +59,24 @@ class EventTimingTest : public GpuTest {
     flag_ = Mapped<unsigned>(sizeof(unsigned));
     status_ = Mapped<unsigned>(sizeof(unsigned));
     ASSERT_TRUE(flag_ && status_);
+    LoadKernels();
+  }
+  // Every kernel this file launches runs once before any case holds a stream: with lazy module
+  // loading (the default) a kernel's first launch may wait for the context to go idle, that is
+  // for a held kernel to time out. On the H200 S16's first run in a process stalled its fill
+  // launch for the hold's 10 s, so "the producer is held" was false when it was asserted.
+  void LoadKernels() {
+    unsigned char* tmp = Mapped<unsigned char>(256);
+    auto* bad = Mapped<unsigned long long>(sizeof(unsigned long long));
+    ASSERT_TRUE(tmp && bad);
+    ASSERT_CUDA_OK(LaunchFillPattern(tmp, 256, 7, nullptr));
+    ASSERT_CUDA_OK(LaunchCountPatternMismatchesFrom(tmp, 256, 0, 7, bad, nullptr));
+    ASSERT_CUDA_OK(LaunchDelayThenFill(tmp, 256, 7, 0, nullptr));
+    ASSERT_CUDA_OK(LaunchAwaitFlag(flag_, 0, 1000000, status_, nullptr));  // *flag_ is 0: returns at once
+    ASSERT_CUDA_OK(cudaDeviceSynchronize());
+    ASSERT_EQ(*bad, 0u) << "the warm-up fill's bytes";
+    ASSERT_EQ(HostCountPatternMismatches(tmp, 256, 7), 0u) << "the warm-up delayed fill's bytes";
+    ASSERT_EQ(*status_, kKernelOk) << "the warm-up wait";
   }
   void TearDown() override {
     if (flag_) Release();  // a case that failed early must not leave a kernel waiting

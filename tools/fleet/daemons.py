@@ -184,6 +184,35 @@ class SlurmCluster:
         self.stop()
 
     def start(self):
+        self._check_prerequisites()
+        d, key, msock = self._make_dirs_and_key()
+        conf = self._write_conf(d, msock)
+        self.env = dict(os.environ, SLURM_CONF=conf)
+        self.env["PATH"] = self.env.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin"
+        log = open(os.path.join(d, "log", "daemons.out"), "w")
+        try:
+            self._spawn(["munged", "-F", "--key-file", key, "--socket", msock,
+                         "--pid-file", os.path.join(d, "munge", "munged.pid"),
+                         "--log-file", os.path.join(d, "munge", "munged.log"),
+                         "--seed-file", os.path.join(d, "munge", "munged.seed"), "--force"], log)
+            self._wait(lambda: os.path.exists(msock), "munged", os.path.join(d, "munge", "munged.log"))
+            self._spawn(["slurmctld", "-D", "-i", "-f", conf], log)
+            self._wait(lambda: self._run("scontrol", "ping").returncode == 0 and
+                       "UP" in self._run("scontrol", "ping").stdout, "slurmctld",
+                       os.path.join(d, "log", "slurmctld.log"))
+            self.conf = conf
+            for n in self.nodes:
+                self.start_node(n[0], log)
+            self._wait(self._node_idle, "slurmd", os.path.join(d, "log", f"slurmd-{self.nodes[0][0]}.log"))
+        except Unavailable:
+            self.stop()
+            raise
+        finally:
+            log.close()
+        return self
+
+
+    def _check_prerequisites(self):
         need = ["munged", "slurmctld", "slurmd", "sbatch", "squeue"]
         missing = [b for b in need if not shutil.which(b, path=os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")]
         if missing:
@@ -193,6 +222,8 @@ class SlurmCluster:
             raise Unavailable("a Slurm cluster with SlurmUser=root needs root")
         if self.multi and subprocess.run(["unshare", "-u", "true"], capture_output=True).returncode != 0:
             raise Unavailable("several nodes on one machine need `unshare -u` (a UTS namespace per slurmd)")
+
+    def _make_dirs_and_key(self):
         self.dir = d = _private_tmp("pagelock-slurm-")
         for sub in ("state", "spool", "log", "munge"):
             os.makedirs(os.path.join(d, sub))
@@ -206,6 +237,11 @@ class SlurmCluster:
         self.host = host
         if not self.multi:
             self.nodes = [(host, self.gpu_type, self.feature)]
+        return d, key, msock
+
+    def _write_conf(self, d, msock):
+        """slurm.conf (one node, or several nodes each with its own port and UTS name) and gres.conf."""
+        host = self.host
         ports = _free_ports(2 + len(self.nodes))
         ctld_port, d_port = ports[0], ports[1]
         self.ports = dict(zip([n[0] for n in self.nodes], ports[2:]))
@@ -256,29 +292,7 @@ GresTypes=gpu
             f.write(gres_lines)
         for n in self.nodes:
             os.makedirs(os.path.join(d, "spool", n[0]), exist_ok=True)
-        self.env = dict(os.environ, SLURM_CONF=conf)
-        self.env["PATH"] = self.env.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin"
-        log = open(os.path.join(d, "log", "daemons.out"), "w")
-        try:
-            self._spawn(["munged", "-F", "--key-file", key, "--socket", msock,
-                         "--pid-file", os.path.join(d, "munge", "munged.pid"),
-                         "--log-file", os.path.join(d, "munge", "munged.log"),
-                         "--seed-file", os.path.join(d, "munge", "munged.seed"), "--force"], log)
-            self._wait(lambda: os.path.exists(msock), "munged", os.path.join(d, "munge", "munged.log"))
-            self._spawn(["slurmctld", "-D", "-i", "-f", conf], log)
-            self._wait(lambda: self._run("scontrol", "ping").returncode == 0 and
-                       "UP" in self._run("scontrol", "ping").stdout, "slurmctld",
-                       os.path.join(d, "log", "slurmctld.log"))
-            self.conf = conf
-            for n in self.nodes:
-                self.start_node(n[0], log)
-            self._wait(self._node_idle, "slurmd", os.path.join(d, "log", f"slurmd-{self.nodes[0][0]}.log"))
-        except Unavailable:
-            self.stop()
-            raise
-        finally:
-            log.close()
-        return self
+        return conf
 
     def _spawn(self, argv, log):
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)

@@ -338,7 +338,7 @@ def task_env():
     return env
 
 
-def cmd_submit(args):
+def check_submit_args(args):
     if not os.path.isfile(os.path.join(args.bundle, "manifest.json")):
         raise UsageError(f"--bundle {args.bundle}: no manifest.json (build one with tools/bundle.py)")
     if args.gres:
@@ -351,65 +351,52 @@ def cmd_submit(args):
     if args.python and not os.access(args.python, os.X_OK):
         raise UsageError(f"--python {args.python}: not an executable here (the nodes need the same path)")
     check_history_target(args.history)
-    night = args.night or night_in(args.night_tz)
-    py = args.python or python_for(args.history)
-    targets, excluded = select_nodes(args)
-    if not targets:
-        raise UsageError("no usable node matches the selection (sinfo: partition/constraint/gres)"
-                         + (f"; excluded: {', '.join(n['host'] + ' ' + n['reason'] for n in excluded)}" if excluded else ""))
-    shared = os.path.abspath(args.shared)
-    base = os.path.join(shared, slug(args.label))
-    stage, runs = os.path.join(base, "pagelock"), os.path.join(base, "runs")
-    for d in (runs, os.path.join(base, "logs")):
-        os.makedirs(d, exist_ok=True)
-    stage_tools(stage)
-    history_file = os.path.join(base, "history.url")
-    write_private(history_file, os.path.abspath(args.history) if not history.is_url(args.history) else args.history)
-    bundle = os.path.abspath(args.bundle)
+
+
+def write_job_script(args, base, stage, runs, py, node, night, history_file):
     q = shlex.quote
-    for n in excluded:
-        say(f"excluded {n['host']}: {n['reason']} (listed as MISSING in status and report)", err=True)
-    jobs = []
-    for n in targets:
-        script = JOB_SCRIPT.format(
-            stage=q(stage), runs=q(runs), python=q(py), node=q(n["host"]), night=q(night),
-            history_file=q(history_file), bundle=q(bundle), retries=int(args.retries), label=q(args.label),
-            tier=q(args.tier), seed=f"--seed {int(args.seed)}" if args.seed is not None else "",
-            allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
-            extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
-        job = os.path.join(base, f"job-{slug(n['host'])}.sh")
-        with open(job, "w") as f:
-            f.write(script)
-        os.chmod(job, 0o700)
-        gres = args.gres
-        if args.per_sku and not gres and gpu_types(n["gres"]):
-            gres = f"gpu:{gpu_types(n['gres'])[0]}:1"
-        sb = ["sbatch", "--parsable", f"--job-name=pagelock-node-{n['host']}", "--dependency=singleton",
-              f"--nodelist={n['host']}", "--nodes=1", "--ntasks=1", "--exclusive", "--requeue",
-              "--open-mode=append", f"--output={os.path.join(base, 'logs', slug(n['host']) + '.out')}",
-              f"--time={args.time}"]
-        if args.partition:
-            sb.append(f"--partition={args.partition}")
-        if args.constraint:
-            sb.append(f"--constraint={args.constraint}")
-        if gres:
-            sb.append(f"--gres={gres}")
-        sb += args.sbatch_arg + [job]
-        jobs.append((n, sb))
-    if args.dry_run:
-        for n, sb in jobs:
-            print(" ".join(q(a) for a in sb))
-        return EXIT_OK
-    # The roster goes into the history before any task can report: a host that never reports is
-    # then MISSING, not absent.
+    script = JOB_SCRIPT.format(
+        stage=q(stage), runs=q(runs), python=q(py), node=q(node), night=q(night),
+        history_file=q(history_file), bundle=q(os.path.abspath(args.bundle)), retries=int(args.retries),
+        label=q(args.label), tier=q(args.tier), seed=f"--seed {int(args.seed)}" if args.seed is not None else "",
+        allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
+        extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
+    job = os.path.join(base, f"job-{slug(node)}.sh")
+    with open(job, "w") as f:
+        f.write(script)
+    os.chmod(job, 0o700)
+    return job
+
+
+def sbatch_line(args, base, n, job):
+    """One task on one node that Slurm cannot double up (singleton per job name), requeueable,
+    its log appended across requeues."""
+    gres = args.gres
+    if args.per_sku and not gres and gpu_types(n["gres"]):
+        gres = f"gpu:{gpu_types(n['gres'])[0]}:1"
+    sb = ["sbatch", "--parsable", f"--job-name=pagelock-node-{n['host']}", "--dependency=singleton",
+          f"--nodelist={n['host']}", "--nodes=1", "--ntasks=1", "--exclusive", "--requeue",
+          "--open-mode=append", f"--output={os.path.join(base, 'logs', slug(n['host']) + '.out')}",
+          f"--time={args.time}"]
+    if args.partition:
+        sb.append(f"--partition={args.partition}")
+    if args.constraint:
+        sb.append(f"--constraint={args.constraint}")
+    if gres:
+        sb.append(f"--gres={gres}")
+    return sb + args.sbatch_arg + [job]
+
+
+def submit_and_store(args, jobs, excluded, night, base):
+    """sbatch every job and store the roster (expected, excluded, not submitted) in the history
+    before any task can report: a host that never reports is then MISSING, not absent."""
     try:
         db = history.connect(args.history)
     except history.HistoryError as e:
         say(f"cannot store the roster: {e}", err=True)
-        return EXIT_FAIL
+        return EXIT_FAIL, None, None
     state = {"label": args.label, "night": night, "night_tz": args.night_tz or "UTC", "shared": base,
              "history": history.redact(args.history), "jobs": [], "excluded": excluded}
-    state_path = os.path.join(base, "fleet.json")
     roster_rows = [dict(n, state="excluded") for n in excluded]
     rc = EXIT_OK
     try:
@@ -432,9 +419,39 @@ def cmd_submit(args):
         rc = EXIT_FAIL
     finally:
         db.close()
-        write_private(state_path, json.dumps(state, indent=1))
-    say(f"submitted {len(state['jobs'])} job(s), one per node, for label {args.label!r}, night {night}; "
-        f"roster {len(roster_rows)} host(s), {len(excluded)} excluded")
+        write_private(os.path.join(base, "fleet.json"), json.dumps(state, indent=1))
+    return rc, len(state["jobs"]), len(roster_rows)
+
+
+def cmd_submit(args):
+    check_submit_args(args)
+    night = args.night or night_in(args.night_tz)
+    py = args.python or python_for(args.history)
+    targets, excluded = select_nodes(args)
+    if not targets:
+        raise UsageError("no usable node matches the selection (sinfo: partition/constraint/gres)"
+                         + (f"; excluded: {', '.join(n['host'] + ' ' + n['reason'] for n in excluded)}" if excluded else ""))
+    base = os.path.join(os.path.abspath(args.shared), slug(args.label))
+    stage, runs = os.path.join(base, "pagelock"), os.path.join(base, "runs")
+    for d in (runs, os.path.join(base, "logs")):
+        os.makedirs(d, exist_ok=True)
+    stage_tools(stage)
+    history_file = os.path.join(base, "history.url")
+    write_private(history_file, os.path.abspath(args.history) if not history.is_url(args.history) else args.history)
+    for n in excluded:
+        say(f"excluded {n['host']}: {n['reason']} (listed as MISSING in status and report)", err=True)
+    jobs = [(n, sbatch_line(args, base, n, write_job_script(args, base, stage, runs, py, n["host"], night,
+                                                             history_file)))
+            for n in targets]
+    if args.dry_run:
+        for n, sb in jobs:
+            print(" ".join(shlex.quote(a) for a in sb))
+        return EXIT_OK
+    rc, submitted, roster = submit_and_store(args, jobs, excluded, night, base)
+    if submitted is None:
+        return rc
+    say(f"submitted {submitted} job(s), one per node, for label {args.label!r}, night {night}; "
+        f"roster {roster} host(s), {len(excluded)} excluded")
     return rc
 
 

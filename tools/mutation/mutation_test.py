@@ -242,6 +242,19 @@ class SplitScoreTest(unittest.TestCase):
         self.assertIn("Held out", pages.render_mutation_page(doc))
 
 
+class CapTest(unittest.TestCase):
+    def test_a_variation_is_never_cut_below_three_times_its_control_but_a_fault_is(self):
+        from types import SimpleNamespace
+        from tools.mutation import schedule
+        controls = SimpleNamespace(control={}, unstable=set(), dur={"//a:slow_test": 23.0})
+        by_fault = {"f": dict(FAULT, name="f"), "v": dict(FAULT, name="v", catalogue="conforming", kind="code"),
+                    "t": dict(FAULT, name="t", catalogue="conforming", kind="timing")}
+        sched = schedule.Schedule(None, by_fault, {}, controls, 45)
+        self.assertEqual(sched.cap_for("//a:slow_test", "f"), 45)
+        self.assertEqual(sched.cap_for("//a:slow_test", "v"), 79.0)
+        self.assertEqual(sched.cap_for("//a:slow_test", "t"), 158.0)
+
+
 class SurvivorNotesTest(unittest.TestCase):
     def test_every_survivor_note_names_a_catalogue_fault_and_explains_it(self):
         names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
