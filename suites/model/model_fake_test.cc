@@ -186,7 +186,10 @@ TEST(PinnedModelFakeTest, StrictModelFindsGetFlagsSucceedingOnRegisteredMemory) 
   const auto r = RunAgainst([] { return std::make_unique<DeviatingFakeApi>(false, true); }, ModelRules{}, 500);
   ASSERT_TRUE(r.is<rc::detail::FailureResult>()) << "r58 was not caught: " << Show(r);
   const auto& f = r.get<rc::detail::FailureResult>();
-  EXPECT_EQ(CommandCount(f), 3u) << Show(r);  // a buffer, its registration, the flags query
+  // A buffer, its registration, the flags query; a buffer before it cannot always be shrunk
+  // away (the query names its buffer by index): 4 with some seeds.
+  EXPECT_GE(CommandCount(f), 3u) << Show(r);
+  EXPECT_LE(CommandCount(f), 4u) << Show(r);
   EXPECT_NE(f.description.find("registered memory fails (R58)"), std::string::npos) << f.description;
 }
 
