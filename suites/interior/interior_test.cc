@@ -218,6 +218,27 @@ TEST_P(InteriorPointerTest, PointerAttributesOfAnyInteriorByteNameItsOwnHostAndD
   }
 }
 
+// The driver's singular queries agree with the runtime's, byte by byte: "the device pointer value
+// through which ptr may be accessed by kernels" and "the host pointer value through which ptr may
+// be accessed" of an interior byte are that byte's own aliases, not the block's start. Fault
+// caught: attribute_device_pointer_ignores_offset (the block start's alias for every byte).
+TEST_P(InteriorPointerTest, DriverPointerAttributesOfAnyInteriorByteNameItsOwnAliases) {
+  PAGELOCK_RULE("R96");
+  for (size_t off : InteriorOffsets(buf_->bytes())) {
+    SCOPED_TRACE("byte " + std::to_string(off));
+    CUdeviceptr dev = 0;
+    ASSERT_CU_OK(d.cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, Dptr(buf_->ptr() + off)));
+    if (GetParam().device) {
+      EXPECT_EQ(dev, Dptr(buf_->ptr() + off)) << "the device pointer of a device byte is itself";
+      continue;
+    }
+    EXPECT_EQ(dev, Dptr(buf_->dev() + off)) << "the device alias of this byte";
+    void* host = nullptr;
+    ASSERT_CU_OK(d.cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, Dptr(buf_->ptr() + off)));
+    EXPECT_EQ(host, static_cast<void*>(buf_->ptr() + off)) << "the host alias of this byte";
+  }
+}
+
 // One past the end (and, for a registration, one before the start: unregistered bytes of the
 // same mapping) is not inside: the query fails, or names a range that does not start at the
 // buffer (another allocation may follow it).
