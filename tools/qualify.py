@@ -50,6 +50,7 @@ sys.path.insert(0, ROOT)
 
 from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
+from reports import history  # noqa: E402
 from reports import model  # noqa: E402
 from tools.qualification import common, mutation_hook, preflight, publish, running, signals  # noqa: E402
 from tools.qualification import plan as plan_mod  # noqa: E402
@@ -140,7 +141,9 @@ def main(argv=None, restore_signals=True):
 def _qualify(args, argv):
     plan = plan_mod.make_plan(args)
     started = datetime.datetime.now(datetime.timezone.utc)
-    run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started)
+    run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started,
+                                   stored=lambda key: plan.db is not None
+                                   and history.stored_id(plan.db, key) is not None)
     plan.run_dir = os.path.join(args.out, run_key)
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,

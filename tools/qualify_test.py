@@ -236,6 +236,21 @@ FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_
 NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
 
 
+class RunKeyTest(unittest.TestCase):
+    def test_a_key_already_in_the_history_is_not_reused(self):
+        # Two fleet nights back to back on one host, each with its own --out, in one second: the
+        # second run must get its own key, or the history keeps the first and loses it.
+        from tools.qualification import plan as plan_mod
+        import datetime
+        with tempfile.TemporaryDirectory() as out:
+            t = datetime.datetime(2026, 12, 2, 5, 14, 49)
+            fp = {"host": "n1"}
+            first = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t)
+            again = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, stored=lambda k: k == first)
+            self.assertEqual(first, "20261202-051449_n1_nvidia-h200_580")
+            self.assertEqual(again, first + "-2")
+
+
 class VerdictTest(unittest.TestCase):
     """The verdict with coverage, seeds that replay, and bad input, on a bundle of
     tools/testdata/fake_suite.py (a scriptable stand-in for a suite binary; needs no GPU)."""

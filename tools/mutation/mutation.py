@@ -34,7 +34,8 @@ a time:
                binary in phase 1. The time limit of a run is 3x the binary's control time + 10 s
                (at most --target-timeout): a case that runs past it counts as caught.
 Targets: the runner's tags --tags (default: no stress, selftest, exclusive, manual or bandwidth
-targets); bandwidth targets run alone, after the pool, for the faults that reach them.
+targets); the bandwidth targets and those tagged exclusive (timing-sensitive, or reading
+host-wide counters) run alone, after the pool, for the faults that reach them.
 Verdicts:
   KILLED    some case that did not fail in the control fails, crashes, times out or goes missing
   HANDLED   a capability fault (an attribute reported wrongly) turned cases NotSupported, with a
@@ -95,6 +96,9 @@ from tools.mutation.scoring import fault_result  # noqa: E402
 
 DEFAULT_TAGS = "-stress,-selftest,-exclusive,-family_bandwidth,-manual"
 BANDWIDTH_TAGS = "family_bandwidth,-stress,-selftest"
+# Run alone after the pool: left out of it by DEFAULT_TAGS, yet full-tier cases with catches of
+# their own (a score that never ran them would understate the suite).
+ALONE_TAGS = "family_bandwidth,exclusive,-stress,-selftest,-manual"
 GRACE_S = 20  # how long after --budget running runs may go on before they are stopped
 
 
@@ -107,7 +111,8 @@ def parse_args(argv):
     p.add_argument("--tags", default=DEFAULT_TAGS, help=f"runner tags (default {DEFAULT_TAGS})")
     p.add_argument("--exclude", default="", help="regex: leave out targets whose label matches")
     p.add_argument("--no-bandwidth", action="store_true",
-                   help="do not run bandwidth targets (alone, after the pool) at all")
+                   help="do not run bandwidth targets (alone, after the pool) at all; the "
+                        "exclusive ones still run alone")
     p.add_argument("--target-timeout", type=float, default=45,
                    help="seconds one test binary may take in the control (default 45); under a "
                         "fault the limit is 3x its control time + 10 s, at most this")
@@ -171,12 +176,13 @@ def check_inputs(args):
 
 
 def choose_targets(inputs, args):
-    """The pool's targets (--tags) and the bandwidth targets run alone, less --exclude."""
+    """The pool's targets (--tags) and those run alone (bandwidth and exclusive), less --exclude."""
     keep = (lambda t: not re.search(args.exclude, t["label"])) if args.exclude else (lambda t: True)
     inputs.pool_targets = [t for t in cat.select_targets(inputs.manifest, args.tags) if keep(t)]
-    inputs.serial_targets = [] if args.no_bandwidth else [
-        t for t in cat.select_targets(inputs.manifest, BANDWIDTH_TAGS)
-        if t not in inputs.pool_targets and keep(t)]
+    inputs.serial_targets = [
+        t for t in cat.select_targets(inputs.manifest, ALONE_TAGS)
+        if t not in inputs.pool_targets and keep(t)
+        and not (args.no_bandwidth and "family_bandwidth" in t.get("tags", []))]
 
 
 def _main(argv=None):
@@ -214,7 +220,8 @@ def _main(argv=None):
     by_fault = {f["name"]: f for f in inputs.catalogue}
     sched = schedule.Schedule(fault_runs, by_fault, {t["label"]: t for t in all_targets}, controls,
                               args.target_timeout)
-    run_faults(sched, plans, {t["label"] for t in inputs.serial_targets}, args)
+    run_faults(sched, plans, {t["label"] for t in inputs.serial_targets},
+               {t["label"] for t in inputs.serial_targets if "family_bandwidth" in t.get("tags", [])}, args)
     results, variations = [], []
     for f in inputs.catalogue:
         plan = plans[f["name"]]
@@ -230,14 +237,15 @@ def _main(argv=None):
     return outputs.print_summary(doc, inputs.out)
 
 
-def run_faults(sched, plans, serial, args):
-    """The pool's runs, --jobs at a time, then the bandwidth targets', one at a time. Bandwidth
-    targets judge speed (WARN, never FAIL) and run alone: a variation meets them only with
-    --select all, which keeps the conforming check quick."""
+def run_faults(sched, plans, serial, bandwidth, args):
+    """The pool's runs, --jobs at a time, then the runs alone (bandwidth and exclusive targets),
+    one at a time. Bandwidth targets judge speed and run alone: a variation meets them only
+    with --select all, which keeps the conforming check quick; it meets the exclusive ones."""
     pool_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l not in serial]
     sched.run(pool_items, args.jobs)
     serial_items = [(name, l, ph) for name, plan in plans.items() for l, ph, _ in plan if l in serial
-                    and (args.select == "all" or not is_variation(sched.by_fault[name]))]
+                    and (l not in bandwidth or args.select == "all"
+                         or not is_variation(sched.by_fault[name]))]
     sched.run(serial_items, 1)
 
 

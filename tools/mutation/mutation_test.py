@@ -172,6 +172,24 @@ class VerdictTest(unittest.TestCase):
         self.assertIn("caught 0 of 1", text)
 
 
+class AloneTargetsTest(unittest.TestCase):
+    def test_exclusive_and_bandwidth_targets_run_alone_and_stress_never(self):
+        # The pool leaves exclusive targets out (they must not run beside others); a score that
+        # never ran them at all would miss their catches.
+        import types
+        from tools.mutation import mutation
+        def t(label, *tags):
+            return {"label": label, "tags": ["gpu", *tags]}
+        manifest = {"targets": [t("//a:pool"), t("//a:alone", "exclusive"), t("//b:bw", "family_bandwidth"),
+                                t("//c:stress", "stress", "exclusive")]}
+        inputs = types.SimpleNamespace(manifest=manifest)
+        mutation.choose_targets(inputs, types.SimpleNamespace(exclude="", no_bandwidth=False, tags=mutation.DEFAULT_TAGS))
+        self.assertEqual([x["label"] for x in inputs.pool_targets], ["//a:pool"])
+        self.assertEqual([x["label"] for x in inputs.serial_targets], ["//a:alone", "//b:bw"])
+        mutation.choose_targets(inputs, types.SimpleNamespace(exclude="", no_bandwidth=True, tags=mutation.DEFAULT_TAGS))
+        self.assertEqual([x["label"] for x in inputs.serial_targets], ["//a:alone"])
+
+
 class SelectionTest(unittest.TestCase):
     USABLE = ["//suites/hostalloc:a_test", "//suites/streams:b_test", "//suites/devptr:c_test",
               "//suites/model:d_test", "//suites/model:e_test"]

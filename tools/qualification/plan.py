@@ -165,11 +165,14 @@ def path_part(text, default):
     return part
 
 
-def new_run_dir(out, fp, sku, driver, started):
+def new_run_dir(out, fp, sku, driver, started, stored=lambda key: False):
+    """A run key not yet used in --out nor, by `stored`, in the history: two runs of one host
+    in one second (two fleet nights back to back, each with its own --out) must not share a
+    key, or the history keeps the first and the second is lost."""
     run_key = (f"{started:%Y%m%d-%H%M%S}_{path_part(fp.get('host'), 'host')}_"
                f"{path_part(sku, 'unknown')}_{path_part(driver, 'nodriver')}")
     base_key, n = run_key, 1
-    while os.path.lexists(os.path.join(out, run_key)):  # two runs in one second
+    while os.path.lexists(os.path.join(out, run_key)) or stored(run_key):  # two runs in one second
         n += 1
         run_key = f"{base_key}-{n}"
     # The key is one component by construction; refuse anything that would still land outside.
