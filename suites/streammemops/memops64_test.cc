@@ -2,7 +2,8 @@
 // cuStreamWaitValue64 with every comparison (GEQ, EQ, AND, NOR) with and without
 // CU_STREAM_WAIT_VALUE_FLUSH holds the work queued behind it until a host thread stores a value
 // that satisfies it, and cuStreamWriteValue64 from another stream releases an EQ wait, the host
-// reading all 64 bits it wrote. On cudaHostAlloc(Mapped) memory and on registered heap memory.
+// reading all 64 bits it wrote; one cuStreamBatchMemOp holds its own writes behind its wait.
+// On cudaHostAlloc(Mapped) memory and on registered heap memory.
 //
 // The values are chosen so that a 64-bit operation done on 32 bits decides differently: the
 // GEQ and EQ waits start with the awaited value's low half already in the word (a 32-bit wait
@@ -25,11 +26,12 @@
 // case fails); a stream that still does not drain ends the child's work, its memory left to
 // process exit (freeing it would synchronise). The cases of one memory kind share one child run
 // (a context costs a child about 0.3 s), so its seed comes from the run seed and the kind.
-// Rule ids refer to suites/rules.tsv (R97, R98).
+// Rule ids refer to suites/rules.tsv (R97, R98, R170).
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <sstream>
@@ -62,6 +64,7 @@ std::string VariantName(Op op, bool flush) { return OpName(op) + (flush ? "_Flus
 
 constexpr size_t kBytes = 4096;
 constexpr size_t kWordOff = 0, kDoneOff = 64, kWriterWordOff = 128, kWriterDoneOff = 192;
+constexpr size_t kBatchWordOff = 256, kBatchDoneOff = 320, kBatchDone32Off = 384;
 constexpr double kChildLimitS = 60;  // scaled by PAGELOCK_TIME_SCALE in RunScenario
 constexpr double kReleaseBoundS = 10;
 
@@ -163,6 +166,59 @@ bool RunWriter(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf
   return true;
 }
 
+// One cuStreamBatchMemOp: a 64-bit GEQ wait, then a 64-bit and a 32-bit write behind it in the
+// same batch ("The operations are enqueued in the order they appear in the array"). A driver
+// that runs a batch's writes before its wait, or writes 64-bit values as 32-bit ones, fails.
+bool RunBatch(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf, cudaStream_t s, uint64_t random) {
+  const std::string k = "Batch.";
+  uint64_t* word = HostWord(buf, kBatchWordOff);
+  uint64_t* done = HostWord(buf, kBatchDoneOff);
+  auto* done32 = reinterpret_cast<uint32_t*>(buf.host() + kBatchDone32Off);
+  const WaitValues v = ValuesFor(Op::kGeq, random);
+  const uint64_t marker = (random * 0xD1B54A32D192ED03ull) | (uint64_t{1} << 63) | 1;
+  const uint32_t marker32 = static_cast<uint32_t>(random >> 17) | 0x80000001u;
+  __atomic_store_n(done, uint64_t{0}, __ATOMIC_RELEASE);
+  __atomic_store_n(done32, uint32_t{0}, __ATOMIC_RELEASE);
+  __atomic_store_n(word, v.initial, __ATOMIC_RELEASE);
+  CUstreamBatchMemOpParams ops[3];
+  std::memset(ops, 0, sizeof ops);
+  ops[0].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+  ops[0].waitValue.address = DevWord(buf, kBatchWordOff);
+  ops[0].waitValue.value64 = v.value;
+  ops[0].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+  ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  ops[1].writeValue.address = DevWord(buf, kBatchDoneOff);
+  ops[1].writeValue.value64 = marker;
+  ops[1].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  ops[2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[2].writeValue.address = DevWord(buf, kBatchDone32Off);
+  ops[2].writeValue.value = marker32;
+  ops[2].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  cudaEvent_t ev = nullptr;
+  report.Error(k + "event_create", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  report.Cu(k + "batch", d.cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 3, ops, 0));
+  report.Error(k + "record", cudaEventRecord(ev, s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  report.Error(k + "held", cudaEventQuery(ev));
+  report.Set(k + "early", Hex(__atomic_load_n(done, __ATOMIC_ACQUIRE) | __atomic_load_n(done32, __ATOMIC_ACQUIRE)));
+  __atomic_store_n(word, v.release, __ATOMIC_RELEASE);
+  cudaError_t r = PollEvent(ev, kReleaseBoundS);
+  report.Error(k + "released", r);
+  if (r == cudaErrorNotReady) {
+    __atomic_store_n(word, v.rescue, __ATOMIC_RELEASE);
+    report.Set(k + "rescued", 1);
+    r = PollEvent(ev, kReleaseBoundS);
+  }
+  report.Set(k + "drained", r == cudaErrorNotReady ? 0 : 1);
+  if (r == cudaErrorNotReady) return false;
+  report.Set(k + "done_word", Hex(__atomic_load_n(done, __ATOMIC_ACQUIRE)));
+  report.Set(k + "marker", Hex(marker));
+  report.Set(k + "done32", Hex(__atomic_load_n(done32, __ATOMIC_ACQUIRE)));
+  report.Set(k + "marker32", Hex(marker32));
+  report.Error(k + "event_destroy", cudaEventDestroy(ev));
+  return true;
+}
+
 // Argument "<kind> <seed> <flush supported> <nor supported>".
 PAGELOCK_SCENARIO(MemOps64) {
   const DriverApi& d = Driver();
@@ -192,6 +248,7 @@ PAGELOCK_SCENARIO(MemOps64) {
     }
   }
   if (drained) drained = RunWriter(report, d, *buf, s, other, rng());
+  if (drained) drained = RunBatch(report, d, *buf, s, rng());
   report.Set("drained", drained ? 1 : 0);
   if (!drained) {
     buf.release();  // leaked on purpose: freeing page-locked memory would synchronise
@@ -317,6 +374,27 @@ TEST_P(WriteValue64Test, FromAnotherStreamReleasesAnEqualWaitAndTheHostReadsAll6
 }
 
 INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, WriteValue64Test, ::testing::ValuesIn(kKinds), kinds::HostKindParamName());
+
+using BatchMemOpTest = WriteValue64Test;
+
+TEST_P(BatchMemOpTest, WritesBehindAWaitInOneBatchLandOnlyOnceItIsSatisfiedAtTheirFullWidth) {
+  PAGELOCK_RULE("R170");
+  const ChildResult& r = ChildFor(d, GetParam());
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("make"), "ok") << "buffer";
+  ASSERT_EQ(r.Get("Batch.batch"), "CUDA_SUCCESS") << "cuStreamBatchMemOp (wait 64, write 64, write 32)";
+  EXPECT_EQ(r.Get("Batch.held"), "cudaErrorNotReady") << "work behind the batch's wait completed before the host's store";
+  EXPECT_EQ(r.Get("Batch.early"), Hex(0)) << "a write of the batch landed before the batch's wait was satisfied";
+  EXPECT_EQ(r.Get("Batch.released"), "cudaSuccess")
+      << "the batch's wait did not end within " << kReleaseBoundS << " s of the host's store"
+      << (r.Get("Batch.rescued") == "1" ? " (the host then stored a value any comparison passes)" : "");
+  ASSERT_EQ(r.Get("Batch.drained"), "1") << "the stream never drained";
+  EXPECT_EQ(r.Get("Batch.done_word"), r.Get("Batch.marker")) << "the batch's 64-bit write, as the host reads it";
+  EXPECT_EQ(r.Get("Batch.done32"), r.Get("Batch.marker32")) << "the batch's 32-bit write, as the host reads it";
+  EXPECT_EQ(r.Get("Batch.event_destroy"), "cudaSuccess");
+}
+
+INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, BatchMemOpTest, ::testing::ValuesIn(kKinds), kinds::HostKindParamName());
 
 }  // namespace
 }  // namespace pagelock
