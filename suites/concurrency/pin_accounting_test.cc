@@ -177,10 +177,12 @@ TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalan
                "counters see them is unknown, so the balance check proves nothing; seen " +
                std::to_string(moved_total) + " of " + std::to_string(pages_total) + " pages");
   } else if (!blind.empty()) {
+    // Not a FAIL: CUDA documents no pinning mechanism, and a driver may pin with
+    // get_user_pages (refcounts) rather than FOLL_PIN; the balance check then cannot judge.
     if (base.quiet) {
-      ADD_FAILURE() << "holding a registration moved the folded FOLL_PIN balance by less than half its pages ("
-                    << blind << "): the driver pins outside pin_user_pages, and a leak of these pins "
-                    << "would not show in the balance check";
+      AddWarning("holding a registration moved the folded FOLL_PIN balance by less than half its pages (" + blind +
+                 "): the driver pins outside pin_user_pages, so a leak of these pins would not show in the "
+                 "balance check: it proves nothing here");
     } else {
       AddWarning("holding a registration moved the FOLL_PIN balance by less than half its pages (" + blind +
                  ") on a host whose balance moved by itself: the balance check is inconclusive");
