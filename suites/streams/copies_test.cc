@@ -1,12 +1,16 @@
 // Every copy and memset API over every kind of host memory, in every direction, at sizes from
 // one byte to 64 MiB and odd offsets: each call is followed by a check of every byte of its
 // window (on the device, through the device alias, when the window is big) and of the bytes on
-// either side of it, which must be untouched. Rule ids refer to suites/rules.tsv.
+// either side of it, which must be untouched. The async APIs run on every stream kind (the
+// legacy default stream, cudaStreamPerThread, a created blocking and a created non-blocking
+// stream), and every copy runs once with the explicit cudaMemcpyKind of its direction and once
+// with cudaMemcpyDefault (UVA infers the direction from the pointers). Rule ids refer to
+// suites/rules.tsv.
 #include <cuda_runtime.h>
 
 #include <cstring>
 #include <sstream>
-#include <tuple>
+#include <ostream>
 #include <vector>
 
 #include "fixtures/gpu_test.h"
@@ -18,6 +22,7 @@ namespace {
 using streams::Buffer;
 using streams::Checker;
 using streams::Mem;
+using streams::StreamKind;
 
 enum class Api { kMemcpy, kMemcpyAsync, kMemcpy2DAsync, kMemset, kMemsetAsync };
 
@@ -40,11 +45,34 @@ struct Window {
   size_t off, n;
 };
 
+bool IsAsync(Api a) { return a == Api::kMemcpyAsync || a == Api::kMemcpy2DAsync || a == Api::kMemsetAsync; }
+
+// One case of the matrix: a host kind, an API and, for the async APIs, the stream kind it is
+// given (the synchronous APIs take no stream: `stream` is unused for them).
+struct MatrixCase {
+  Mem mem;
+  Api api;
+  StreamKind stream;
+};
+std::string StreamArgName(const MatrixCase& c) {
+  return IsAsync(c.api) ? streams::StreamName(c.stream) : "NoStreamArgument";
+}
+void PrintTo(const MatrixCase& c, std::ostream* os) {
+  *os << MemName(c.mem) << " " << ApiName(c.api) << " " << StreamArgName(c);
+}
+
+// The cells the matrix had before the stream kinds and cudaMemcpyDefault were added (a created
+// non-blocking stream, explicit kinds) keep every window, 64 MiB included; the added cells keep
+// the windows up to 1 MiB + 13, which cost tens of microseconds each.
+bool IsFirstCell(const MatrixCase& c, bool inferred) {
+  return !inferred && (!IsAsync(c.api) || c.stream == StreamKind::kNonBlocking);
+}
+
 // Odd offsets and lengths around the page and the host/device check limit; 64 MiB for the
 // async copy, the call the bandwidth suite times.
-std::vector<Window> Windows(Api api) {
+std::vector<Window> Windows(Api api, bool big = true) {
   std::vector<Window> w = {{0, 1}, {1, 1}, {3, 2}, {7, 4095}, {4093, 4097}, {5, 65537}, {13, (size_t{1} << 20) + 13}};
-  if (api == Api::kMemcpyAsync) w.push_back({0, kBig});
+  if (api == Api::kMemcpyAsync && big) w.push_back({0, kBig});
   return w;
 }
 
@@ -65,10 +93,10 @@ std::string DirName(Dir d) {
   return "Unknown";
 }
 
-class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Mem, Api>> {
+class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<MatrixCase> {
  protected:
-  Mem mem() const { return std::get<0>(GetParam()); }
-  Api api() const { return std::get<1>(GetParam()); }
+  Mem mem() const { return GetParam().mem; }
+  Api api() const { return GetParam().api; }
   bool IsMemset() const { return api() == Api::kMemset || api() == Api::kMemsetAsync; }
 
   std::vector<Dir> Dirs() const {
@@ -82,8 +110,9 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
   }
 
   // Runs one copy or memset of window w in direction d and checks every byte of the window and
-  // the guard bytes on both sides. `what` names the cell in failure messages.
-  void RunCell(Dir d, Window w, Buffer& host, Buffer& host2, Buffer& dev, Checker& check,
+  // the guard bytes on both sides. `inferred`: the copy is given cudaMemcpyDefault instead of
+  // its direction's kind. `what` names the cell in failure messages.
+  void RunCell(Dir d, bool inferred, Window w, Buffer& host, Buffer& host2, Buffer& dev, Checker& check,
                cudaStream_t stream, const std::string& what) {
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     Buffer* src = nullptr;
@@ -100,6 +129,8 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
       case Dir::kMemsetHostAlias: dst = &host; t = host.host(); break;
       case Dir::kMemsetDeviceAlias: dst = &host; t = host.dev(); break;
     }
+    // R75: with UVA the runtime infers the direction from the pointer values, for either alias.
+    if (inferred) kind = cudaMemcpyDefault;
     const size_t before = std::min(w.off, kGuardBytes);
     ASSERT_CUDA_OK(check.FillByte(*dst, w.off - before, before + w.n + kGuardBytes, kGuard)) << what;
     const unsigned char value = static_cast<unsigned char>(seed % 255 == kGuard ? 0x11 : seed % 255);
@@ -129,6 +160,15 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
         break;
     }
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream)) << what;
+    // S18: once cudaStreamSynchronize of the copy's stream returns, the host sees the whole
+    // window; counted here, before anything else synchronises, where the host can read the
+    // destination directly (write-combined memory is read on the device below, R16).
+    if (IsAsync(api()) && api() != Api::kMemcpy2DAsync && dst->host() && dst->kind() != Mem::kWriteCombined &&
+        w.n <= 2 * (size_t{1} << 20)) {
+      const size_t early = IsMemset() ? streams::HostCountByteMismatches(dst->host() + w.off, w.n, value)
+                                      : streams::HostCountPattern(dst->host() + w.off, w.n, w.off, seed);
+      EXPECT_EQ(early, 0u) << what << ": bytes of the window were not there when cudaStreamSynchronize returned";
+    }
     ASSERT_CUDA_OK(cudaDeviceSynchronize()) << what;
 
     size_t bad = 0;
@@ -169,11 +209,18 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<std:
   }
 };
 
+// A driver that drops or shortens a copy or memset on one stream kind (the legacy or per-thread
+// default stream, a blocking or non-blocking created stream), that mistakes the direction it
+// infers from cudaMemcpyDefault (a device alias taken for a host pointer, a host-to-host copy
+// sent to the copy engine with the wrong source), that writes past the window, or whose
+// cudaStreamSynchronize returns before the copy's bytes are visible fails this.
 TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) {
-  PAGELOCK_RULE("R75,R76,S01");
+  PAGELOCK_RULE("R75,R76,S01,S18");
   if (streams::IsRegistered(mem())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   size_t capacity = 0;
-  for (Window w : Windows(api())) capacity = std::max(capacity, w.off + w.n + kGuardBytes);
+  // Only the first cells have the 64 MiB window: the other stream kinds pin no more than they use.
+  for (Window w : Windows(api(), IsFirstCell(GetParam(), false)))
+    capacity = std::max(capacity, w.off + w.n + kGuardBytes);
   std::string why;
   auto host = Buffer::Make(mem(), capacity, &why);
   ASSERT_NE(host, nullptr) << why;
@@ -183,9 +230,11 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
   ASSERT_NE(dev, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
-  cudaStream_t stream = nullptr;
-  ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const auto own_stream = OwnedStream::Adopt(stream);
+  // The synchronous APIs take no stream; their cells are checked after a created non-blocking
+  // stream and the device are synchronised, as before the stream kinds were added.
+  streams::Stream stream_of_kind(IsAsync(api()) ? GetParam().stream : StreamKind::kNonBlocking);
+  ASSERT_CUDA_OK(stream_of_kind.status());
+  const cudaStream_t stream = stream_of_kind.get();
   int cells = 0;
   for (Dir d : Dirs()) {
     // R15: a write-combined allocation's device address may differ from its host address; the
@@ -194,15 +243,23 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
       Observe("memset_host_alias_skipped", "device alias differs from the host pointer (R15)");
       continue;
     }
-    for (Window w : Windows(api())) {
-      // Host reads of write-combined memory are uncached (R16): the CPU-side host-to-host copy
-      // of 64 MiB would take seconds, so that one window is left to the other directions.
-      if (mem() == Mem::kWriteCombined && d == Dir::kH2H && w.n > kBig / 2) continue;
-      std::ostringstream what;
-      what << MemName(mem()) << " " << ApiName(api()) << " " << DirName(d) << " offset " << w.off
-           << " length " << w.n;
-      RunCell(d, w, *host, *host2, *dev, check, stream, what.str());
-      ++cells;
+    // Memsets take no cudaMemcpyKind; every copy runs with its kind and with cudaMemcpyDefault.
+    for (bool inferred : IsMemset() ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+      const bool first = IsFirstCell(GetParam(), inferred);
+      for (Window w : Windows(api(), first)) {
+        // Host reads of write-combined memory are uncached (R16): the CPU-side host-to-host copy
+        // of 64 MiB would take seconds, so that one window is left to the other directions; the
+        // added cells keep their write-combined host-to-host copies to 64 KiB + 1 for the same
+        // reason (the cells that have always been there keep the 1 MiB window).
+        if (mem() == Mem::kWriteCombined && d == Dir::kH2H && w.n > (first ? kBig / 2 : size_t{65537})) continue;
+        std::ostringstream what;
+        what << MemName(mem()) << " " << ApiName(api()) << " on " << StreamArgName(GetParam()) << " "
+             << DirName(d) << (inferred ? " cudaMemcpyDefault" : "") << " offset " << w.off << " length "
+             << w.n;
+        RunCell(d, inferred, w, *host, *host2, *dev, check, stream, what.str());
+        ++cells;
+        if (HasFatalFailure()) break;
+      }
       if (HasFatalFailure()) break;
     }
     if (HasFatalFailure()) break;
@@ -210,21 +267,28 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
   Observe("cells_checked", cells);
 }
 
-std::vector<std::tuple<Mem, Api>> MatrixParams() {
-  std::vector<std::tuple<Mem, Api>> v;
+std::vector<MatrixCase> MatrixParams() {
+  std::vector<MatrixCase> v;
   for (Mem m : streams::HostMems()) {
     for (Api a : {Api::kMemcpy, Api::kMemcpyAsync, Api::kMemcpy2DAsync, Api::kMemset, Api::kMemsetAsync}) {
       // Pageable memory has no device alias: cudaMemset cannot reach it where attr 88 = 0.
       if (m == Mem::kPageable && (a == Api::kMemset || a == Api::kMemsetAsync)) continue;
-      v.emplace_back(m, a);
+      if (!IsAsync(a)) {
+        v.push_back({m, a, StreamKind::kNonBlocking});
+        continue;
+      }
+      for (StreamKind k : streams::StreamKinds()) v.push_back({m, a, k});
     }
   }
   return v;
 }
 
+// Names: host kind, API, stream kind ("Pinned_MemcpyAsync_PerThreadDefault",
+// "RegisteredMmap_Memcpy_NoStreamArgument").
 INSTANTIATE_TEST_SUITE_P(KindsAndApis, CopyMatrixTest, ::testing::ValuesIn(MatrixParams()),
                          [](const auto& info) {
-                           return MemName(std::get<0>(info.param)) + "_" + ApiName(std::get<1>(info.param));
+                           return MemName(info.param.mem) + "_" + ApiName(info.param.api) + "_" +
+                                  StreamArgName(info.param);
                          });
 
 class CopiesTest : public GpuTest {};
