@@ -5,49 +5,21 @@
 namespace pagelock {
 namespace {
 
-// Slots of 8 pattern indices covering [first, first + n): slot k holds indices
-// [base + 8k, base + 8k + 8), base = first rounded down to 8.
-__host__ __device__ inline uint64_t Slots(size_t n, uint64_t first) {
-  const uint64_t base = first & ~uint64_t{7};
-  return n == 0 ? 0 : (first + n - base + 7) / 8;
-}
-
 unsigned Blocks(uint64_t slots) { return GridBlocks(static_cast<size_t>(slots), 8192); }
 
-bool Aligned(const void* p, uint64_t first) { return ((reinterpret_cast<uintptr_t>(p) ^ first) & 7) == 0; }
-
 __global__ void FillSizePattern(unsigned char* p, size_t n, uint64_t first, uint64_t seed, bool aligned) {
-  const uint64_t base = first & ~uint64_t{7}, end = first + n, slots = Slots(n, first);
+  const uint64_t slots = SizeSlots(n, first);
   for (uint64_t k = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; k < slots; k += uint64_t(gridDim.x) * blockDim.x) {
-    const uint64_t idx = base + 8 * k;
-    const uint64_t w = SizeWord(idx >> 3, seed);
-    if (aligned && idx >= first && idx + 8 <= end) {
-      *reinterpret_cast<uint64_t*>(p + (idx - first)) = w;
-    } else {
-      for (int b = 0; b < 8; ++b) {
-        if (idx + b >= first && idx + b < end) p[idx + b - first] = static_cast<unsigned char>(w >> (8 * b));
-      }
-    }
+    FillSizeSlot(p, n, first, seed, aligned, k);
   }
 }
 
 __global__ void CountSizePattern(const unsigned char* p, size_t n, uint64_t first, uint64_t seed, bool aligned,
                                  unsigned long long* mismatches) {
-  const uint64_t base = first & ~uint64_t{7}, end = first + n, slots = Slots(n, first);
+  const uint64_t slots = SizeSlots(n, first);
   unsigned long long local = 0;
   for (uint64_t k = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; k < slots; k += uint64_t(gridDim.x) * blockDim.x) {
-    const uint64_t idx = base + 8 * k;
-    const uint64_t w = SizeWord(idx >> 3, seed);
-    if (aligned && idx >= first && idx + 8 <= end) {
-      const uint64_t x = *reinterpret_cast<const uint64_t*>(p + (idx - first)) ^ w;
-      for (int b = 0; b < 8; ++b) local += ((x >> (8 * b)) & 0xff) != 0;
-    } else {
-      for (int b = 0; b < 8; ++b) {
-        if (idx + b >= first && idx + b < end) {
-          local += p[idx + b - first] != static_cast<unsigned char>(w >> (8 * b));
-        }
-      }
-    }
+    local += CountSizeSlot(p, n, first, seed, aligned, k);
   }
   WarpAddCount(mismatches, local);
 }
@@ -68,16 +40,16 @@ __global__ void CountBytesNot(const unsigned char* p, size_t n, unsigned char va
 
 cudaError_t LaunchFillSizePattern(void* p, size_t n, uint64_t first, uint64_t seed, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  FillSizePattern<<<Blocks(Slots(n, first)), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(p), n, first,
-                                                                        seed, Aligned(p, first));
+  FillSizePattern<<<Blocks(SizeSlots(n, first)), kGridThreads, 0, stream>>>(static_cast<unsigned char*>(p), n, first,
+                                                                        seed, SizeAligned(p, first));
   return cudaGetLastError();
 }
 
 cudaError_t LaunchCountSizePatternMismatches(const void* p, size_t n, uint64_t first, uint64_t seed,
                                              unsigned long long* mismatches, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  CountSizePattern<<<Blocks(Slots(n, first)), kGridThreads, 0, stream>>>(
-      static_cast<const unsigned char*>(p), n, first, seed, Aligned(p, first), mismatches);
+  CountSizePattern<<<Blocks(SizeSlots(n, first)), kGridThreads, 0, stream>>>(
+      static_cast<const unsigned char*>(p), n, first, seed, SizeAligned(p, first), mismatches);
   return cudaGetLastError();
 }
 

@@ -34,6 +34,49 @@ PAGELOCK_SIZE_HD inline unsigned char SizeByte(uint64_t o, uint64_t seed) {
   return static_cast<unsigned char>(SizeWord(o >> 3, seed) >> ((o & 7) * 8));
 }
 
+// One slot of the kernels (size_kernels.cu), here so a host test runs the code the device runs:
+// slot k holds the pattern indices [base + 8k, base + 8k + 8), base = first rounded down to 8;
+// the bytes of the slot inside [first, first + n) are written or counted, with one 64-bit
+// access when `aligned` (p and first agree modulo 8) and the slot is whole.
+PAGELOCK_SIZE_HD inline uint64_t SizeSlots(size_t n, uint64_t first) {
+  const uint64_t base = first & ~uint64_t{7};
+  return n == 0 ? 0 : (first + n - base + 7) / 8;
+}
+
+PAGELOCK_SIZE_HD inline void FillSizeSlot(unsigned char* p, size_t n, uint64_t first, uint64_t seed, bool aligned,
+                                          uint64_t k) {
+  const uint64_t idx = (first & ~uint64_t{7}) + 8 * k, end = first + n;
+  const uint64_t w = SizeWord(idx >> 3, seed);
+  if (aligned && idx >= first && idx + 8 <= end) {
+    *reinterpret_cast<uint64_t*>(p + (idx - first)) = w;
+    return;
+  }
+  for (int b = 0; b < 8; ++b) {
+    if (idx + b >= first && idx + b < end) p[idx + b - first] = static_cast<unsigned char>(w >> (8 * b));
+  }
+}
+
+// The number of bytes of slot k that differ from the pattern.
+PAGELOCK_SIZE_HD inline unsigned CountSizeSlot(const unsigned char* p, size_t n, uint64_t first, uint64_t seed,
+                                               bool aligned, uint64_t k) {
+  const uint64_t idx = (first & ~uint64_t{7}) + 8 * k, end = first + n;
+  const uint64_t w = SizeWord(idx >> 3, seed);
+  unsigned bad = 0;
+  if (aligned && idx >= first && idx + 8 <= end) {
+    const uint64_t x = *reinterpret_cast<const uint64_t*>(p + (idx - first)) ^ w;
+    for (int b = 0; b < 8; ++b) bad += ((x >> (8 * b)) & 0xff) != 0;
+    return bad;
+  }
+  for (int b = 0; b < 8; ++b) {
+    if (idx + b >= first && idx + b < end) bad += p[idx + b - first] != static_cast<unsigned char>(w >> (8 * b));
+  }
+  return bad;
+}
+
+PAGELOCK_SIZE_HD inline bool SizeAligned(const void* p, uint64_t first) {
+  return ((reinterpret_cast<uintptr_t>(p) ^ first) & 7) == 0;
+}
+
 namespace size_pattern_internal {
 
 constexpr unsigned kMaxThreads = 8;

@@ -76,6 +76,16 @@ class Past4GiBTest : public GpuTest, public ::testing::WithParamInterface<Route>
     ASSERT_CUDA_OK(counters_->status());
   }
 
+  // Released before the health check, which would count a live pin as leaked.
+  void TearDown() override {
+    counters_.reset();
+    EXPECT_CUDA_OK(device_.Free());
+    EXPECT_CUDA_OK(reg_.Free());
+    EXPECT_CUDA_OK(alloc_.Free());
+    map_.reset();
+    GpuTest::TearDown();
+  }
+
   std::unique_ptr<Mapping> map_;  // declared before reg_: unregistered first
   HostRegistration reg_;
   PinnedBuffer alloc_;
