@@ -1,0 +1,117 @@
+// Helpers of the size suites: an mmap the test owns (2 MiB aligned when asked, so its 2 MiB
+// boundaries are huge-page boundaries where THP backs it), device-side counts read back through
+// a mapped counter (no copy or memset of their own), and the host-memory gate of the big cases.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fixtures/kernel_accounting.h"
+#include "fixtures/resources.h"
+#include "kernels/sizes/size_kernels.h"
+
+namespace pagelock {
+namespace sizes {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kGiBytes = size_t{1} << 30;
+constexpr size_t kHugePage = 2 * kMiB;
+
+// An anonymous private mapping of at least n bytes, unmapped at the end of scope; with
+// `huge_aligned` it starts on a 2 MiB boundary and asks for transparent huge pages.
+class Mapping {
+ public:
+  explicit Mapping(size_t n, bool huge_aligned = false) : n_(n) {
+    const size_t extra = huge_aligned ? kHugePage : 0;
+    void* m = mmap(nullptr, n + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return;
+    map_ = static_cast<unsigned char*>(m);
+    map_n_ = n + extra;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(m);
+    p_ = huge_aligned ? reinterpret_cast<unsigned char*>((a + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1)) : map_;
+    if (huge_aligned) (void)madvise(p_, n, MADV_HUGEPAGE);  // a hint; where THP is off the pages stay 4 KiB
+  }
+  ~Mapping() {
+    if (map_) munmap(map_, map_n_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  unsigned char* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  unsigned char* map_ = nullptr;
+  unsigned char* p_ = nullptr;
+  size_t map_n_ = 0;
+  size_t n_ = 0;
+};
+
+// Mismatch counters in mapped pinned memory: the host zeroes them, kernels add to them, the host
+// reads them after a synchronisation.
+class Counters {
+ public:
+  explicit Counters(size_t count = 1) : buf_(PinnedBuffer::Mapped(count * sizeof(unsigned long long))), n_(count) {
+    if (buf_.status() == cudaSuccess) Zero();
+  }
+  cudaError_t status() const { return buf_.status(); }
+  void Zero() {
+    for (size_t i = 0; i < n_; ++i) host()[i] = 0;
+  }
+  volatile unsigned long long* host() const { return buf_.as<volatile unsigned long long>(); }
+  unsigned long long* dev(size_t i = 0) const { return reinterpret_cast<unsigned long long*>(buf_.dev()) + i; }
+  unsigned long long value(size_t i = 0) const { return host()[i]; }
+
+ private:
+  PinnedBuffer buf_;
+  size_t n_;
+};
+
+// Bytes of [dev, dev + n) (a device address) that differ from SizeByte(first + i, seed),
+// counted by a kernel on the legacy default stream; ~0 with *e set when a call failed.
+inline unsigned long long DeviceCountPatternMismatches(Counters& c, const void* dev, size_t n, uint64_t first, uint64_t seed,
+                                             cudaError_t* e) {
+  c.Zero();
+  *e = LaunchCountSizePatternMismatches(dev, n, first, seed, c.dev());
+  if (*e == cudaSuccess) *e = cudaDeviceSynchronize();
+  return *e == cudaSuccess ? c.value() : ~0ull;
+}
+
+// Bytes of [dev, dev + n) that are not `value`.
+inline unsigned long long DeviceCountGuardMismatches(Counters& c, const void* dev, size_t n, unsigned char value,
+                                              cudaError_t* e) {
+  c.Zero();
+  *e = LaunchCountBytesNot(dev, n, value, c.dev());
+  if (*e == cudaSuccess) *e = cudaDeviceSynchronize();
+  return *e == cudaSuccess ? c.value() : ~0ull;
+}
+
+// "" when MemAvailable holds `bytes` more and still keeps `reserve`; else the NotSupported
+// reason with the numbers.
+inline std::string HostMemoryShortfall(size_t bytes, size_t reserve) {
+  const MemInfo m = ReadMemInfo();
+  if (!m.available) return "/proc/meminfo unreadable: cannot tell whether " + std::to_string(bytes >> 20) + " MiB fit";
+  if (m.mem_available >= 0 && static_cast<size_t>(m.mem_available) >= bytes + reserve) return "";
+  return "MemAvailable " + std::to_string(m.mem_available >> 20) + " MiB (MemTotal " + std::to_string(m.total >> 20) +
+         " MiB) is below the " + std::to_string(bytes >> 20) + " MiB this case pins plus a " +
+         std::to_string(reserve >> 20) + " MiB reserve";
+}
+
+// "" when device 0 has `bytes` free (cudaMemGetInfo); else the reason with the numbers.
+inline std::string DeviceMemoryShortfall(size_t bytes) {
+  size_t free_b = 0, total_b = 0;
+  const cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // reported as the reason, not left for the health check
+    return std::string("cudaMemGetInfo=") + cudaGetErrorName(e);
+  }
+  if (free_b >= bytes) return "";
+  return "device memory free " + std::to_string(free_b >> 20) + " MiB (total " + std::to_string(total_b >> 20) +
+         " MiB) is below the " + std::to_string(bytes >> 20) + " MiB this case copies into";
+}
+
+}  // namespace sizes
+}  // namespace pagelock
