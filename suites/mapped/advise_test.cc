@@ -1,0 +1,146 @@
+// Managed-memory hints on page-locked memory: cudaMemAdvise (every advice) and
+// cudaMemPrefetchAsync (to the device and to the host) over cudaHostAlloc'd and registered
+// memory. The documentation (CUDA 13.0 runtime API) says the range "must refer to managed memory
+// ... or it may also refer to system-allocated memory on systems with non-zero
+// cudaDevAttrPageableMemoryAccess", and lists cudaSuccess, cudaErrorInvalidValue and
+// cudaErrorInvalidDevice as the results. So: without pageable memory access the hint on
+// page-locked memory is an error (cudaErrorInvalidValue; cudaErrorInvalidDevice too where a
+// device location lacks cudaDevAttrConcurrentManagedAccess); with it, success or
+// cudaErrorInvalidValue. Which came is recorded. Either way the bytes are intact afterwards
+// (host and device read what the host wrote, the device's writes reach the host) and no error
+// stays behind. The signatures changed in CUDA 13.0 (a cudaMemLocation instead of a device
+// ordinal); both compile. Rule ids refer to suites/rules.tsv.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
+#include "kernels/access_kernels.h"
+#include "kernels/pattern.h"
+#include "suites/mapped/mapped_memory.h"
+
+namespace pagelock {
+namespace {
+
+constexpr size_t kBytes = size_t{2} << 20;
+
+enum class Where { kDevice0, kHost };
+
+struct Hint {
+  const char* name;
+  bool prefetch;              // cudaMemPrefetchAsync to `where`; else cudaMemAdvise(advice)
+  cudaMemoryAdvise advice;
+  Where where;
+  bool device_location;       // the call names device 0 as its location (its rules apply)
+};
+
+const Hint kHints[] = {
+    {"SetReadMostly", false, cudaMemAdviseSetReadMostly, Where::kDevice0, false},
+    {"UnsetReadMostly", false, cudaMemAdviseUnsetReadMostly, Where::kDevice0, false},
+    {"SetPreferredLocationDevice", false, cudaMemAdviseSetPreferredLocation, Where::kDevice0, true},
+    {"SetPreferredLocationHost", false, cudaMemAdviseSetPreferredLocation, Where::kHost, false},
+    {"UnsetPreferredLocation", false, cudaMemAdviseUnsetPreferredLocation, Where::kDevice0, false},
+    {"SetAccessedByDevice", false, cudaMemAdviseSetAccessedBy, Where::kDevice0, true},
+    {"UnsetAccessedByDevice", false, cudaMemAdviseUnsetAccessedBy, Where::kDevice0, true},
+    {"PrefetchToDevice", true, cudaMemAdviseSetReadMostly, Where::kDevice0, true},
+    {"PrefetchToHost", true, cudaMemAdviseSetReadMostly, Where::kHost, false},
+};
+
+struct Param {
+  MappedKind kind;
+  Hint hint;
+};
+
+std::string Name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(MappedKindName(info.param.kind)) + "_" + info.param.hint.name;
+}
+
+std::vector<Param> Params() {
+  std::vector<Param> v;
+  for (MappedKind k : {MappedKind::kHostAllocMapped, MappedKind::kRegisteredMmap}) {
+    for (const Hint& h : kHints) v.push_back({k, h});
+  }
+  return v;
+}
+
+// The call, in the signature of the runtime the suite is built with.
+cudaError_t Apply(const Hint& h, const void* p, size_t n, cudaStream_t stream) {
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc{};
+  loc.type = h.where == Where::kHost ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  loc.id = 0;  // device 0; ignored for the host
+  return h.prefetch ? cudaMemPrefetchAsync(p, n, loc, /*flags=*/0, stream) : cudaMemAdvise(p, n, h.advice, loc);
+#else
+  const int device = h.where == Where::kHost ? cudaCpuDeviceId : 0;
+  return h.prefetch ? cudaMemPrefetchAsync(p, n, device, stream) : cudaMemAdvise(p, n, h.advice, device);
+#endif
+}
+
+class AdviseTest : public GpuTest, public ::testing::WithParamInterface<Param> {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireMappedKind(GetParam().kind));
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrManagedMemory, 1));  // the device check's counter
+    stream_ = OwnedStream(cudaStreamNonBlocking);
+    ASSERT_CUDA_OK(stream_.status());
+  }
+  cudaStream_t stream() const { return stream_.get(); }
+
+  // The results the documentation allows for this hint on page-locked memory here.
+  std::vector<cudaError_t> Documented() const {
+    const Hint& h = GetParam().hint;
+    std::vector<cudaError_t> ok;
+    if (device().Attr(cudaDevAttrPageableMemoryAccess) == 1) ok.push_back(cudaSuccess);
+    ok.push_back(cudaErrorInvalidValue);
+    if (h.device_location && device().Attr(cudaDevAttrConcurrentManagedAccess) != 1) {
+      ok.push_back(cudaErrorInvalidDevice);
+    }
+    return ok;
+  }
+
+ private:
+  OwnedStream stream_;
+};
+
+// A driver that corrupts, migrates away or unmaps page-locked memory on a hint (host or device
+// then reads other bytes, or the device alias stops working), that returns an undocumented
+// error, that accepts a hint on non-managed memory where no pageable memory access makes it
+// legal, or whose refusal leaves a sticky error behind fails this.
+TEST_P(AdviseTest, HintOnPinnedMemoryGivesADocumentedResultAndLeavesTheBytesIntact) {
+  PAGELOCK_RULE("R143");
+  const Hint& h = GetParam().hint;
+  PAGELOCK_MAKE_MAPPED(m, GetParam().kind, kBytes);
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  HostFillPattern(m.host, kBytes, seed);
+  const std::string call = h.prefetch ? "cudaMemPrefetchAsync" : "cudaMemAdvise";
+  const std::string doc =
+      call + " (CUDA runtime API): the range must be managed memory, or system-allocated memory where "
+             "cudaDevAttrPageableMemoryAccess=" + std::to_string(device().Attr(cudaDevAttrPageableMemoryAccess)) +
+      "; returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDevice";
+  EXPECT_DOCUMENTED_ONE_OF(std::string("hint_") + h.name + "_on_" + MappedKindName(GetParam().kind),
+                           Apply(h, m.host, kBytes, stream()), Documented(), doc);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(stream()));  // a prefetch, if one was queued, is done
+  EXPECT_EQ(HostCountPatternMismatches(m.host, kBytes, seed), 0u) << "bytes the host reads after the hint";
+  DeviceBuffer bad = DeviceBuffer::Managed(sizeof(unsigned long long));
+  ASSERT_CUDA_OK(bad.status());
+  *bad.as<unsigned long long>() = 0;
+  ASSERT_CUDA_OK(LaunchCountPatternMismatches(m.dev, kBytes, seed, bad.as<unsigned long long>(), stream()));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
+  EXPECT_EQ(*bad.as<unsigned long long>(), 0u) << "bytes the device reads through its alias after the hint";
+  ASSERT_CUDA_OK(LaunchInvertBytes(m.dev, kBytes, stream()));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
+  EXPECT_EQ(HostCountPatternMismatches(m.host, kBytes, seed, 0xff), 0u)
+      << "bytes the host reads after the device inverted them";
+  // A refused hint is an ordinary error: the launches above ran, and nothing stays sticky.
+  EXPECT_CUDA_OK(cudaDeviceSynchronize()) << "a sticky error after the hint";
+  EXPECT_CUDA_OK(m.Free());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryHint, AdviseTest, ::testing::ValuesIn(Params()), Name);
+
+}  // namespace
+}  // namespace pagelock
