@@ -253,6 +253,7 @@ TEST_F(MultiGpuAccountingTest, ExhaustionOnGpuZeroLeavesGpuOnesCopyLoopCorrect) 
   const bool quiet = PinBalanceIsQuiet();
   const PinCounters pins_before = ReadPinCounters();
   const MemInfo mem_before = ReadMemInfo();
+  KernelLogCursor klog;
 
   // GPU 1's loop: its buffers pinned from its own context, before the child starts.
   ASSERT_CUDA_OK(cudaSetDevice(1));
@@ -320,18 +321,25 @@ TEST_F(MultiGpuAccountingTest, ExhaustionOnGpuZeroLeavesGpuOnesCopyLoopCorrect) 
   child_done.store(true);
   worker.join();
   const CgroupEvents ev = box->Events();
+  const std::vector<std::string> log = klog.Lines(PinningFailureLogNeedles());
   box.reset();  // the cgroup goes before the balance checks below
+  bool oom = ev.available && ev.oom_kill > 0;
+  for (const std::string& line : log) oom = oom || line.find("oom") != std::string::npos ||
+                                            line.find("Out of memory") != std::string::npos;
 
   // How the child's exhaustion ended: recorded (ExhaustionTest judges it, C06).
   std::string outcome;
   if (r.timed_out) outcome = "hang";
-  else if (r.term_signal == SIGKILL && ev.available && ev.oom_kill > 0) outcome = "oom_killed";
+  else if (r.term_signal == SIGKILL && oom) outcome = "oom_killed";
   else if (r.term_signal != 0) outcome = "crash " + SignalName(r.term_signal);
   else if (!r.completed()) outcome = "error";
   else if (r.Get("stop") == "error") outcome = r.Get("error") == "cudaErrorMemoryAllocation" ? "memory_allocation" : "other_error";
   else outcome = "stopped_by_" + r.Get("stop");
   Observe("gpu0_exhaustion_outcome", outcome);
   Observe("gpu0_containment", r.Get("containment"));
+  std::string lines;
+  for (const std::string& line : log) lines += (lines.empty() ? "" : " | ") + line;
+  Observe("kernel_log", klog.why_not().empty() ? lines : "unavailable: " + klog.why_not());
   Metric("gpu0_pinned_GiB", std::atoll(r.Get("pinned_chunks").c_str()) * EnvKnob("PAGELOCK_STRESS_CHUNK_MIB", 256) / 1024,
          "GiB");
   if (r.Get("containment").rfind("none", 0) == 0 || r.Get("containment") == "<missing>") {
