@@ -2,13 +2,22 @@
 """Tables pagelock's bandwidth figures beside NVIDIA nvbandwidth's, measured on the same GPU in the
 same session, with the ratio pagelock / nvbandwidth for each host<->device case.
 
-  tools/bandwidth/nvbandwidth_compare.py --pagelock PAGELOCK [--nvbandwidth BIN | --nvbandwidth-output FILE]
+  tools/bandwidth/nvbandwidth_compare.py --pagelock PAGELOCK [--pagelock PAGELOCK ...]
+                                         [--nvbandwidth BIN | --nvbandwidth-output FILE]
                                          [--device N] [--tolerance 0.02] [--rounds N] [--check] [--json OUT]
 
 PAGELOCK is the bandwidth test binary (bin/suites/bandwidth/bandwidth_test in a bundle; it is run
 with --gtest_filter=BandwidthTest.*), or the gtest XML it wrote, or a folder holding that XML
-(a runner --out folder). BIN is an nvbandwidth binary, run once per case (-t NAME); FILE is saved
-nvbandwidth output. Without either, only pagelock's figures are tabled.
+(a runner --out folder). With two or more GPUs, give --pagelock again for the all-GPU binary
+(bin/suites/multigpu/all_gpus_bidirectional_stress_test: nvbandwidth's sizes and counts; run with
+--gtest_filter=AllGpusCopyTest.*): the figures of every source are merged. BIN is an nvbandwidth
+binary, run once per case (-t NAME); FILE is saved nvbandwidth output. Without either, only
+pagelock's figures are tabled.
+
+The single-device cases compare nvbandwidth's cell of --device. The all-GPU cases (host_to_all,
+all_to_host and their bidirectional forms) compare each GPU's cell with pagelock's figure for that
+GPU (host_to_all_bidir_h2d_gpu1_GBps, ...) and the SUM line with pagelock's sum; with one GPU,
+where pagelock's all-GPU cases are NotSupported, with the single-device figure of the same method.
 
 --rounds N (both given as binaries) runs the two tools N times, alternating, and compares the
 medians; the table adds each tool's min-max over the rounds. One run of a noisy figure (the
@@ -38,17 +47,40 @@ CASES = [
     ("host_to_device_memcpy_sm", ["h2d_sm_GBps"], "GB/s"),
     ("device_to_host_memcpy_sm", ["d2h_sm_GBps"], "GB/s"),
     ("host_device_latency_sm", ["host_device_latency_ns"], "ns"),
-    # Every GPU at once (two or more GPUs): nvbandwidth's SUM line against pagelock's sum.
-    ("host_to_all_memcpy_ce:sum", ["host_to_all_ce_sum_GBps"], "GB/s"),
-    ("all_to_host_memcpy_ce:sum", ["all_to_host_ce_sum_GBps"], "GB/s"),
+    # Every GPU at once (two or more GPUs): nvbandwidth's SUM line against pagelock's sum, from
+    # suites/multigpu/all_gpus_bidirectional_test.cc (its stress build: nvbandwidth's method)
+    # first, else the bandwidth suite's all-devices case.
+    ("host_to_all_memcpy_ce:sum", ["host_to_all_h2d_sum_GBps", "host_to_all_ce_sum_GBps"], "GB/s"),
+    ("all_to_host_memcpy_ce:sum", ["all_to_host_d2h_sum_GBps", "all_to_host_ce_sum_GBps"], "GB/s"),
+    ("host_to_all_bidirectional_memcpy_ce:sum", ["host_to_all_bidir_h2d_sum_GBps"], "GB/s"),
+    ("all_to_host_bidirectional_memcpy_ce:sum", ["all_to_host_bidir_d2h_sum_GBps"], "GB/s"),
+]
+# The multi-GPU cases compared per GPU too: nvbandwidth's matrix cell of GPU i (measured while
+# every other GPU interferes) against pagelock's metric for GPU i. (case, metric pattern).
+PER_GPU = [
+    ("host_to_all_memcpy_ce", "host_to_all_h2d_gpu{}_GBps"),
+    ("all_to_host_memcpy_ce", "all_to_host_d2h_gpu{}_GBps"),
+    ("host_to_all_bidirectional_memcpy_ce", "host_to_all_bidir_h2d_gpu{}_GBps"),
+    ("all_to_host_bidirectional_memcpy_ce", "all_to_host_bidir_d2h_gpu{}_GBps"),
 ]
 # Cases only tabled when one of the tools has a figure (they need two or more GPUs in pagelock).
-OPTIONAL = {"host_to_all_memcpy_ce:sum", "all_to_host_memcpy_ce:sum"}
-# With one GPU nvbandwidth still runs host_to_all / all_to_host (its SUM is that GPU's figure),
-# while pagelock's all-devices case needs two GPUs: compare with the single-device CE figure.
-SINGLE_GPU_FALLBACK = {
-    "host_to_all_memcpy_ce:sum": ["h2d_pinned_ce_GBps", "h2d_allocated_ce_GBps"],
-    "all_to_host_memcpy_ce:sum": ["d2h_pinned_ce_GBps", "d2h_allocated_ce_GBps"],
+OPTIONAL = {"host_to_all_memcpy_ce:sum", "all_to_host_memcpy_ce:sum",
+            "host_to_all_bidirectional_memcpy_ce:sum", "all_to_host_bidirectional_memcpy_ce:sum"}
+# With one GPU nvbandwidth still runs the all-GPU cases (its SUM and its one cell are that GPU's
+# figure, with no other GPU interfering), while pagelock's all-GPU cases need two GPUs: compare
+# with the single-device figure of the same method.
+_ONE_GPU = {
+    "host_to_all_memcpy_ce": ["h2d_pinned_ce_GBps", "h2d_allocated_ce_GBps"],
+    "all_to_host_memcpy_ce": ["d2h_pinned_ce_GBps", "d2h_allocated_ce_GBps"],
+    "host_to_all_bidirectional_memcpy_ce": ["h2d_bidir_ce_GBps"],
+    "all_to_host_bidirectional_memcpy_ce": ["d2h_bidir_ce_GBps"],
+}
+SINGLE_GPU_FALLBACK = {f"{case}:{cell}": names for case, names in _ONE_GPU.items() for cell in ("sum", "gpu0")}
+# The gtest filter each pagelock binary is run with, by file name (others: every case).
+BINARY_FILTERS = {
+    "bandwidth_test": "BandwidthTest.*",
+    "all_gpus_bidirectional_test": "AllGpusCopyTest.*",
+    "all_gpus_bidirectional_stress_test": "AllGpusCopyTest.*",
 }
 METRIC_PREFIX = "pagelock.metric."
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -94,8 +126,9 @@ def pagelock_metrics(source, timeout_s=900):
     with tempfile.TemporaryDirectory() as tmp:
         xml = os.path.join(tmp, "bandwidth.xml")
         env = dict(os.environ, PAGELOCK_JOURNAL=os.path.join(tmp, "journal.jsonl"))
+        gtest_filter = BINARY_FILTERS.get(os.path.basename(source), "*")
         try:
-            proc = subprocess.run([source, "--gtest_filter=BandwidthTest.*", f"--gtest_output=xml:{xml}"],
+            proc = subprocess.run([source, f"--gtest_filter={gtest_filter}", f"--gtest_output=xml:{xml}"],
                                   env=env, capture_output=True, text=True, timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise InputError(f"{source}: could not run ({e})")
@@ -132,6 +165,9 @@ def parse_nvbandwidth(text, device=0):
             if len(cells) >= 2 and cells[0].isdigit() and all(NUMBER.fullmatch(c) or c == "N/A" for c in cells[1:]):
                 rows_seen = True
                 found[current + ":gpus"] = len(cells) - 1
+                for i, cell in enumerate(cells[1:]):
+                    if cell != "N/A":
+                        found[f"{current}:gpu{i}"] = float(cell)
                 if device + 1 < len(cells) and cells[device + 1] != "N/A":
                     found[current] = float(cells[device + 1])
     return found
@@ -161,14 +197,25 @@ def nvbandwidth_figures(binary, output, device, timeout_s=600):
     return parse_nvbandwidth("\n".join(text), device)
 
 
+def per_gpu_cases(pagelock, nvbw):
+    """(case, [metric], unit) rows of PER_GPU, for every GPU either tool has a figure of."""
+    rows = []
+    for case, pattern in PER_GPU:
+        gpus = nvbw.get(case + ":gpus", 0)
+        while pattern.format(gpus) in pagelock:
+            gpus += 1
+        rows += [(f"{case}:gpu{i}", [pattern.format(i)], "GB/s") for i in range(int(gpus))]
+    return rows
+
+
 def compare(pagelock, nvbw, tolerance):
     rows = []
-    for case, names, unit in CASES:
+    for case, names, unit in CASES + per_gpu_cases(pagelock, nvbw):
         name = next((n for n in names if n in pagelock), names[0])
         if name not in pagelock and nvbw.get(case.split(":")[0] + ":gpus") == 1:
             name = next((n for n in SINGLE_GPU_FALLBACK.get(case, []) if n in pagelock), name)
         mine, theirs = pagelock.get(name), nvbw.get(case)
-        if case in OPTIONAL and mine is None and theirs is None:
+        if (case in OPTIONAL or ":gpu" in case) and mine is None and theirs is None:
             continue
         ratio = mine / theirs if mine is not None and theirs else None
         rows.append({"case": case, "metric": name, "unit": unit, "nvbandwidth": theirs, "pagelock": mine,
@@ -222,7 +269,9 @@ def markdown(rows, tolerance, have_nvbw):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--pagelock", required=True, help="bandwidth_test binary, its gtest XML, or a results folder")
+    p.add_argument("--pagelock", required=True, action="append",
+                   help="bandwidth_test (or all_gpus_bidirectional_stress_test) binary, its gtest XML, or a "
+                        "results folder; repeat it to merge several (their metric names are distinct)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--nvbandwidth", help="nvbandwidth binary to run")
     g.add_argument("--nvbandwidth-output", help="saved nvbandwidth output")
@@ -239,9 +288,8 @@ def main(argv=None):
     if args.device < 0 or args.tolerance < 0:
         print("nvbandwidth_compare: --device and --tolerance must be >= 0", file=sys.stderr)
         return 2
-    if args.rounds < 1 or (args.rounds > 1 and not (args.nvbandwidth and os.path.isfile(args.pagelock)
-                                                    and os.access(args.pagelock, os.X_OK)
-                                                    and not args.pagelock.endswith(".xml"))):
+    binaries = all(os.path.isfile(s) and os.access(s, os.X_OK) and not s.endswith(".xml") for s in args.pagelock)
+    if args.rounds < 1 or (args.rounds > 1 and not (args.nvbandwidth and binaries)):
         print("nvbandwidth_compare: --rounds must be >= 1, and above 1 both --pagelock and "
               "--nvbandwidth must be binaries to run", file=sys.stderr)
         return 2
@@ -249,7 +297,10 @@ def main(argv=None):
         nvbw_rounds, mine_rounds = [], []
         for _ in range(args.rounds):
             nvbw_rounds.append(nvbandwidth_figures(args.nvbandwidth, args.nvbandwidth_output, args.device))
-            mine_rounds.append(pagelock_metrics(args.pagelock))
+            mine = {}
+            for source in args.pagelock:
+                mine.update(pagelock_metrics(source))
+            mine_rounds.append(mine)
     except InputError as e:
         print(f"nvbandwidth_compare: {e}", file=sys.stderr)
         return 2
@@ -257,7 +308,7 @@ def main(argv=None):
     mine, mine_spread = combine(mine_rounds)
     have_nvbw = bool(args.nvbandwidth or args.nvbandwidth_output)
     if not mine:
-        print(f"nvbandwidth_compare: {args.pagelock}: no pagelock bandwidth metrics found "
+        print(f"nvbandwidth_compare: {', '.join(args.pagelock)}: no pagelock bandwidth metrics found "
               "(NotSupported here? no GPU?)", file=sys.stderr)
         return 2
     if have_nvbw and not nvbw:

@@ -40,6 +40,61 @@ memcpy SM CPU(row) -> GPU(column) bandwidth (GB/s)
 SUM host_to_device_memcpy_sm 101.40
 """
 
+# nvbandwidth's all-GPU cases on two GPUs (each cell measured while the other GPU interferes).
+NVBW_ALL_GPUS = """Running host_to_all_memcpy_ce.
+memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+           0         1
+ 0     54.00     53.00
+
+SUM host_to_all_memcpy_ce 107.00
+Running all_to_host_memcpy_ce.
+memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)
+           0         1
+ 0     55.00     54.50
+
+SUM all_to_host_memcpy_ce 109.50
+Running host_to_all_bidirectional_memcpy_ce.
+memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)
+           0         1
+ 0     41.00     40.00
+
+SUM host_to_all_bidirectional_memcpy_ce 81.00
+Running all_to_host_bidirectional_memcpy_ce.
+memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)
+           0         1
+ 0     44.00     43.00
+
+SUM all_to_host_bidirectional_memcpy_ce 87.00
+"""
+
+# What suites/multigpu/all_gpus_bidirectional_stress_test writes (its metric names).
+MULTIGPU_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="AllGpusCopyTest">
+ <testcase name="EveryGpuCopyingBothWaysAtOnceDeliversEveryByteMeasuringUploads" classname="AllGpusCopyTest">
+  <properties>
+   <property name="pagelock.metric.host_to_all_bidir_h2d_gpu0_GBps" value="40.8 GB/s"/>
+   <property name="pagelock.metric.host_to_all_bidir_h2d_gpu1_GBps" value="37.0 GB/s"/>
+   <property name="pagelock.metric.host_to_all_bidir_run0_d2h_gpu0_interfering_GBps" value="45.0 GB/s"/>
+   <property name="pagelock.metric.host_to_all_bidir_h2d_sum_GBps" value="77.8 GB/s"/>
+  </properties>
+ </testcase>
+ <testcase name="EveryGpuCopyingBothWaysAtOnceDeliversEveryByteMeasuringDownloads" classname="AllGpusCopyTest">
+  <properties>
+   <property name="pagelock.metric.all_to_host_bidir_d2h_gpu0_GBps" value="43.9 GB/s"/>
+   <property name="pagelock.metric.all_to_host_bidir_d2h_gpu1_GBps" value="43.2 GB/s"/>
+   <property name="pagelock.metric.all_to_host_bidir_d2h_sum_GBps" value="87.1 GB/s"/>
+  </properties>
+ </testcase>
+ <testcase name="EveryGpuUploadingAtOnceDeliversEveryByte" classname="AllGpusCopyTest">
+  <properties>
+   <property name="pagelock.metric.host_to_all_h2d_gpu0_GBps" value="53.9 GB/s"/>
+   <property name="pagelock.metric.host_to_all_h2d_gpu1_GBps" value="53.1 GB/s"/>
+   <property name="pagelock.metric.host_to_all_h2d_sum_GBps" value="107.0 GB/s"/>
+  </properties>
+ </testcase>
+</testsuite></testsuites>
+"""
+
 XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites><testsuite name="BandwidthTest">
  <testcase name="PinnedCopiesReachAFairShareOfThePcieLink" classname="BandwidthTest">
@@ -176,6 +231,74 @@ class CompareTest(unittest.TestCase):
         rows = nc.compare({"h2d_pinned_ce_GBps": 55.0}, two, 0.02)
         up = next(r for r in rows if r["case"] == "host_to_all_memcpy_ce:sum")
         self.assertIsNone(up["pagelock"])
+
+    def test_all_gpu_cases_pair_each_gpus_cell_with_its_metric(self):
+        figures = nc.parse_nvbandwidth(NVBW_ALL_GPUS)
+        self.assertEqual(figures["host_to_all_bidirectional_memcpy_ce:gpu1"], 40.0)
+        self.assertEqual(figures["all_to_host_bidirectional_memcpy_ce:gpus"], 2)
+        xml = self.write("multigpu.xml", MULTIGPU_XML)
+        out_file = self.write("nvbw.txt", NVBW_ALL_GPUS)
+        rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML), "--pagelock", xml,
+                                   "--nvbandwidth-output", out_file, "--json", os.path.join(self.tmp, "rows.json"))
+        self.assertEqual(rc, 0)
+        # Per GPU, within 2% and not: GPU 1's bidirectional upload is 7.5% low.
+        self.assertIn("| host_to_all_bidirectional_memcpy_ce:gpu0 | host_to_all_bidir_h2d_gpu0_GBps | GB/s | "
+                      "41.00 | 40.80 | 0.995 | yes |", out)
+        self.assertIn("| host_to_all_bidirectional_memcpy_ce:gpu1 | host_to_all_bidir_h2d_gpu1_GBps | GB/s | "
+                      "40.00 | 37.00 | 0.925 | no |", out)
+        self.assertIn("| all_to_host_bidirectional_memcpy_ce:gpu1 | all_to_host_bidir_d2h_gpu1_GBps | GB/s | "
+                      "43.00 | 43.20 | 1.005 | yes |", out)
+        self.assertIn("| all_to_host_bidirectional_memcpy_ce:sum | all_to_host_bidir_d2h_sum_GBps | GB/s | "
+                      "87.00 | 87.10 | 1.001 | yes |", out)
+        # The method's own sum is preferred over the bandwidth suite's all-devices sum.
+        self.assertIn("| host_to_all_memcpy_ce:sum | host_to_all_h2d_sum_GBps | GB/s | 107.00 | 107.00 | 1.000 | yes |", out)
+        # nvbandwidth measured all_to_host per GPU; pagelock's XML has no such figure: missing.
+        self.assertIn("| all_to_host_memcpy_ce:gpu0 | all_to_host_d2h_gpu0_GBps | GB/s | 55.00 | — | — | missing |", out)
+        # The interfering lanes are recorded, not paired.
+        self.assertNotIn("interfering", out)
+        rc, _, _ = self.run_main("--pagelock", xml, "--nvbandwidth-output", out_file, "--check")
+        self.assertEqual(rc, 3)
+
+    def test_one_gpu_all_gpu_cells_are_compared_with_the_single_device_figures(self):
+        text = ("Running host_to_all_bidirectional_memcpy_ce.\nmemcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)\n"
+                "           0\n 0     45.10\n\nSUM host_to_all_bidirectional_memcpy_ce 45.10\n")
+        rows = nc.compare({"h2d_bidir_ce_GBps": 45.0}, nc.parse_nvbandwidth(text), 0.02)
+        cell = next(r for r in rows if r["case"] == "host_to_all_bidirectional_memcpy_ce:gpu0")
+        total = next(r for r in rows if r["case"] == "host_to_all_bidirectional_memcpy_ce:sum")
+        self.assertEqual((cell["metric"], cell["pagelock"], cell["within"]), ("h2d_bidir_ce_GBps", 45.0, True))
+        self.assertEqual(total["metric"], "h2d_bidir_ce_GBps")
+        self.assertFalse(any(r["case"].endswith(":gpu1") for r in rows))
+
+    def test_rounds_run_every_pagelock_binary_with_its_filter_and_compare_medians(self):
+        # nvbandwidth: GPU 1's bidirectional upload 30, 40, 40.2 GB/s over three rounds.
+        count = os.path.join(self.tmp, "count")
+        calls = len(dict.fromkeys(c.split(":")[0] for c, _, _ in nc.CASES))
+        outputs = [NVBW_ALL_GPUS.replace(" 0     41.00     40.00", f" 0     41.00     {v}") for v in ("30.00", "40.00", "40.20")]
+        script = ["#!/bin/sh", f"n=$(cat {count} 2>/dev/null || echo 0)",
+                  f"echo $((n + 1)) > {count}", f"case $((n / {calls})) in"]
+        for i, text in enumerate(outputs):
+            script += [f"{i}) cat <<'E'", text + "E", ";;"]
+        script += ["esac", ""]
+        fake_nvbw = self.write("nvbandwidth", "\n".join(script), executable=True)
+        xml_writer = ("#!/bin/sh\nfor a in \"$@\"; do case $a in --gtest_filter=*) f=${a#--gtest_filter=};; "
+                      "--gtest_output=xml:*) o=${a#--gtest_output=xml:};; esac; done\n"
+                      "[ \"$f\" = \"WANT\" ] || exit 1\ncat > \"$o\" <<'E'\nXMLE\n")
+        bw = self.write("bandwidth_test", xml_writer.replace("WANT", "BandwidthTest.*").replace("XML", XML), executable=True)
+        os.makedirs(os.path.join(self.tmp, "multigpu"))
+        mg = self.write("multigpu/all_gpus_bidirectional_stress_test",
+                        xml_writer.replace("WANT", "AllGpusCopyTest.*").replace(
+                            "XML", MULTIGPU_XML.replace("37.0 GB/s", "40.1 GB/s")),
+                        executable=True)
+        rc, out, err = self.run_main("--pagelock", bw, "--pagelock", mg, "--nvbandwidth", fake_nvbw, "--rounds", "3")
+        self.assertEqual(rc, 0, err)
+        # Median 40.00 against 40.10: within 2%, though the first round alone (30) was not.
+        self.assertIn("| host_to_all_bidirectional_memcpy_ce:gpu1 | host_to_all_bidir_h2d_gpu1_GBps | GB/s | "
+                      "40.00 | 40.10 | 1.002 | yes | 30.00–40.20 | 40.10–40.10 |", out)
+        self.assertIn("| host_device_latency_sm | host_device_latency_ns | ns |", out)
+        xml = self.write("bw.xml", XML)
+        rc, _, err = self.run_main("--pagelock", mg, "--pagelock", xml, "--nvbandwidth", fake_nvbw, "--rounds", "2")
+        self.assertEqual(rc, 2)
+        self.assertIn("--rounds", err)
 
     def test_pagelock_alone_tables_its_figures(self):
         rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML))
