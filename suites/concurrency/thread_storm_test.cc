@@ -522,6 +522,9 @@ void CtxFlagChangesDuringWork(ScenarioReport& report, double seconds) {
   std::string why;
   const CtxSetFlagsFn set_flags = LookupCtxSetFlags(&why);
   if (!set_flags) return report.Set("ctx_unsupported", why);
+  // The primary context current in this thread too (the earlier phases made their runtime
+  // calls on worker threads): the final cuCtxGetFlags reads it.
+  report.Error("ctx_main_init", cudaFree(nullptr));
   const unsigned schedules[] = {CU_CTX_SCHED_AUTO, CU_CTX_SCHED_SPIN, CU_CTX_SCHED_YIELD, CU_CTX_SCHED_BLOCKING_SYNC};
   std::atomic<unsigned> last_set{0};
   StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
@@ -552,7 +555,6 @@ void CtxFlagChangesDuringWork(ScenarioReport& report, double seconds) {
   report.Set("ctx_workers_without_iterations", r.workers_without_iterations);
   report.Set("ctx_iterations", r.iterations);
   if (!r.finished) return;
-  // This thread's current context is the same primary context (the runtime made it current).
   unsigned final_flags = 0;
   report.Cu("ctx_final_get", d.cuCtxGetFlags(&final_flags));
   report.Set("ctx_final_flags", static_cast<long long>(final_flags));
@@ -679,6 +681,7 @@ TEST(DeviceFlagsRaceTest, ContextFlagChangesDuringCopiesAndKernelsNeitherDeadloc
   EXPECT_EQ(r.Get("ctx_problems"), "") << "problems: " << r.Get("ctx_problems");
   EXPECT_EQ(r.Get("ctx_workers_without_iterations"), "0");
   Metric("iterations_count", std::atof(r.Get("ctx_iterations").c_str()), "count");
+  EXPECT_EQ(r.Get("ctx_main_init"), "cudaSuccess");
   EXPECT_EQ(r.Get("ctx_final_get"), "CUDA_SUCCESS");
   Observe("final_flags", r.Get("ctx_final_flags"));
   EXPECT_EQ(r.Get("ctx_final_matches"), "1") << "cuCtxGetFlags after the storm = " << r.Get("ctx_final_flags")

@@ -318,7 +318,9 @@ TEST_P(CaptureOtherThreadTest, CallFromAnotherThreadIsProhibitedOnlyByAGlobalCap
       EXPECT_EQ(ErrName(call), ErrName(cudaErrorStreamCaptureUnsupported))
           << PinCallName(c) << " from another thread during a global-mode capture";
     } else {
-      EXPECT_DOCUMENTED_ONE_OF("call", call, (std::vector<cudaError_t>{cudaSuccess, cudaErrorStreamCaptureUnsupported}),
+      EXPECT_DOCUMENTED_ONE_OF("call", call,
+                               (std::vector<cudaError_t>{cudaSuccess, cudaErrorStreamCaptureUnsupported,
+                                                         cudaErrorStreamCaptureImplicit}),
                                "cudaThreadExchangeStreamCaptureMode names only cudaMalloc as unsafe");
     }
     // Whether another thread's rejected call is "associated" with (and invalidates) the capture
