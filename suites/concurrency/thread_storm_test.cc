@@ -9,7 +9,9 @@
 //   PAGELOCK_STORM_ROUNDS    rounds of the registration races       (full 20, stress 200)
 // On a machine with several GPUs the round-trip workers use them in turn (worker i: device
 // i mod count). Rule ids refer to suites/rules.tsv.
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #include "fixtures/child_process.h"
 #include "fixtures/deviations.h"
+#include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
@@ -383,10 +386,54 @@ TEST_F(ThreadStormTest, FlagsAndFreeFromAnotherThreadSeeTheAllocation) {
   }
 }
 
+// A worker of the flag storms: pinned H2D copy, a kernel, D2H copy, every byte checked, until
+// the budget ends. synchronous: cudaMemcpy and the legacy stream (the memory operations
+// CU_CTX_SYNC_MEMOPS is about); else cudaMemcpyAsync on a non-blocking stream, waited for with
+// a bound.
+void RoundTrips(StormWorker& w, bool synchronous) {
+  const size_t n = 1 << 20;
+  void *src = nullptr, *dst = nullptr, *dev = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaError_t e = cudaHostAlloc(&src, n, 0);
+  if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
+  if (e == cudaSuccess) e = cudaMalloc(&dev, n);
+  if (e == cudaSuccess && !synchronous) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
+  while (e == cudaSuccess && w.TimeLeft()) {
+    ++seed;
+    HostFillPattern(src, n, seed);
+    if (synchronous) {
+      // The legacy stream orders the kernel between the copies; the D2H copy returns when done.
+      w.Doing("cudaMemcpy / LaunchInvertBytes (legacy stream)");
+      e = cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice);
+      if (e == cudaSuccess) e = LaunchInvertBytes(dev, n, cudaStreamLegacy);
+      if (e == cudaSuccess) e = cudaMemcpy(dst, dev, n, cudaMemcpyDeviceToHost);
+    } else {
+      w.Doing("cudaMemcpyAsync / LaunchInvertBytes");
+      e = cudaMemcpyAsync(dev, src, n, cudaMemcpyHostToDevice, stream);
+      if (e == cudaSuccess) e = LaunchInvertBytes(dev, n, stream);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(dst, dev, n, cudaMemcpyDeviceToHost, stream);
+      w.Doing("cudaStreamQuery (bounded wait)");
+      if (e == cudaSuccess) e = BoundedSync(stream);
+    }
+    if (e == cudaSuccess) {
+      const size_t bad = HostCountPatternMismatches(dst, n, seed, 0xff);
+      if (bad) w.Problem(std::to_string(bad) + " bytes wrong after a round trip");
+    }
+    ++w.iterations;
+  }
+  if (e != cudaSuccess) w.Problem(DescribeCuda(e));
+  w.Doing("cleanup");
+  if (stream) (void)cudaStreamDestroy(stream);
+  (void)cudaFree(dev);
+  (void)cudaFreeHost(src);
+  (void)cudaFreeHost(dst);
+}
+
 // Second phase of the DeviceFlags child: one thread keeps changing the scheduling flag while the
 // others run pinned copies and kernels (peer case 22). Nothing deadlocks, every round trip is
 // exact, and the flag set last is the one reported. Keys are prefixed "work_".
-void FlagChangesDuringWork(ScenarioReport& report, double seconds) {
+bool FlagChangesDuringWork(ScenarioReport& report, double seconds) {
   const unsigned schedules[] = {cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
                                 cudaDeviceScheduleBlockingSync, cudaDeviceScheduleAuto};
   StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
@@ -406,45 +453,114 @@ void FlagChangesDuringWork(ScenarioReport& report, double seconds) {
       }
       return;
     }
-    const size_t n = 1 << 20;
-    void *src = nullptr, *dst = nullptr, *dev = nullptr;
-    cudaStream_t stream = nullptr;
-    cudaError_t e = cudaHostAlloc(&src, n, 0);
-    if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
-    if (e == cudaSuccess) e = cudaMalloc(&dev, n);
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
-    while (e == cudaSuccess && w.TimeLeft()) {
-      ++seed;
-      HostFillPattern(src, n, seed);
-      w.Doing("cudaMemcpyAsync / LaunchInvertBytes");
-      e = cudaMemcpyAsync(dev, src, n, cudaMemcpyHostToDevice, stream);
-      if (e == cudaSuccess) e = LaunchInvertBytes(dev, n, stream);
-      if (e == cudaSuccess) e = cudaMemcpyAsync(dst, dev, n, cudaMemcpyDeviceToHost, stream);
-      w.Doing("cudaStreamQuery (bounded wait)");
-      if (e == cudaSuccess) e = BoundedSync(stream);
-      if (e == cudaSuccess) {
-        const size_t bad = HostCountPatternMismatches(dst, n, seed, 0xff);
-        if (bad) w.Problem(std::to_string(bad) + " bytes wrong after a round trip");
-      }
-      ++w.iterations;
-    }
-    if (e != cudaSuccess) w.Problem(DescribeCuda(e));
-    w.Doing("cleanup");
-    if (stream) (void)cudaStreamDestroy(stream);
-    (void)cudaFree(dev);
-    (void)cudaFreeHost(src);
-    (void)cudaFreeHost(dst);
+    RoundTrips(w, /*synchronous=*/false);
   });
   report.Set("work_finished", r.finished ? "1" : "0");
   report.Set("work_problems", r.Summary());
   report.Set("work_workers_without_iterations", r.workers_without_iterations);
   report.Set("work_iterations", r.iterations);
-  if (!r.finished) return;
+  if (!r.finished) return false;
   report.Error("work_final_set", cudaSetDeviceFlags(cudaDeviceScheduleYield));
   unsigned final_flags = 0;
   report.Error("work_final_get", cudaGetDeviceFlags(&final_flags));
   report.Set("work_final_flags", static_cast<long long>(final_flags));
+  return true;
+}
+
+#if CUDA_VERSION >= 12010
+using CtxSetFlagsFn = CUresult (*)(unsigned);
+
+// cuCtxSetFlags (CUDA 12.1) is not among the kit's driver entry points (fixtures/driver_api.h):
+// looked up here the way the kit looks up its own, through libcuda.so.1's cuGetProcAddress_v2.
+CtxSetFlagsFn LookupCtxSetFlags(std::string* why) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    *why = "dlopen(libcuda.so.1) failed";
+    return nullptr;
+  }
+  using GetProcFn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  const auto get_proc = reinterpret_cast<GetProcFn>(dlsym(lib, "cuGetProcAddress_v2"));
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  const CUresult r = get_proc ? get_proc("cuCtxSetFlags", &fn, 12010, CU_GET_PROC_ADDRESS_DEFAULT, &status)
+                              : CUDA_ERROR_NOT_FOUND;
+  if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
+    *why = "cuGetProcAddress(cuCtxSetFlags, 12010): " + CuName(r) + ", status " + std::to_string(int(status));
+    return nullptr;
+  }
+  return reinterpret_cast<CtxSetFlagsFn>(fn);
+}
+
+// The bits cuCtxSetFlags was given, as cuCtxGetFlags must report them: CU_CTX_SYNC_MEMOPS, and
+// the scheduling bits unless they were CU_CTX_SCHED_AUTO (the driver may report its choice).
+bool CtxFlagsMatch(unsigned got, unsigned set) {
+  const unsigned sched = set & CU_CTX_SCHED_MASK;
+  return (got & CU_CTX_SYNC_MEMOPS) == (set & CU_CTX_SYNC_MEMOPS) &&
+         (sched == CU_CTX_SCHED_AUTO || (got & CU_CTX_SCHED_MASK) == sched);
+}
+#endif
+
+// Third phase of the DeviceFlags child (C6, the driver path): one thread keeps changing the
+// primary context's flags with cuCtxSetFlags (CU_CTX_SYNC_MEMOPS on and off, every scheduling
+// flag) and reads them back with cuCtxGetFlags, while the others run pinned async copies and
+// kernels, and synchronous copies on the legacy stream. Keys are prefixed "ctx_";
+// "ctx_unsupported" says why the phase could not run.
+void CtxFlagChangesDuringWork(ScenarioReport& report, double seconds) {
+#if CUDA_VERSION < 12010
+  (void)seconds;
+  report.Set("ctx_unsupported", "cuCtxSetFlags is CUDA 12.1 API; built with CUDA_VERSION=" +
+                                    std::to_string(CUDA_VERSION));
+#else
+  int driver = 0;
+  report.Error("ctx_driver_version_call", cudaDriverGetVersion(&driver));
+  if (driver < 12010) {
+    return report.Set("ctx_unsupported", "cudaDriverGetVersion=" + std::to_string(driver) +
+                                             " (cuCtxSetFlags needs 12010)");
+  }
+  const DriverApi& d = Driver();
+  if (!d.loaded) return report.Set("ctx_unsupported", d.error);
+  std::string why;
+  const CtxSetFlagsFn set_flags = LookupCtxSetFlags(&why);
+  if (!set_flags) return report.Set("ctx_unsupported", why);
+  // The primary context current in this thread too (the earlier phases made their runtime
+  // calls on worker threads): the final cuCtxGetFlags reads it.
+  report.Error("ctx_main_init", cudaFree(nullptr));
+  const unsigned schedules[] = {CU_CTX_SCHED_AUTO, CU_CTX_SCHED_SPIN, CU_CTX_SCHED_YIELD, CU_CTX_SCHED_BLOCKING_SYNC};
+  std::atomic<unsigned> last_set{0};
+  StormResult r = RunStorm(4, seconds, 30, [&](StormWorker& w) {
+    if (w.index() != 0) return RoundTrips(w, /*synchronous=*/w.index() == 3);
+    // The runtime makes its primary context current in this thread: cuCtx* act on it.
+    w.Doing("cudaFree(0)");
+    const cudaError_t init = cudaFree(nullptr);
+    if (init != cudaSuccess) return w.Problem("cudaFree(0): " + DescribeCuda(init));
+    while (w.TimeLeft()) {
+      // The first one is cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) alone (CU_CTX_SCHED_AUTO is 0).
+      const unsigned i = static_cast<unsigned>(w.iterations);
+      const unsigned f = schedules[i % 4] | ((i / 4) % 2 == 0 ? unsigned{CU_CTX_SYNC_MEMOPS} : 0u);
+      w.Doing("cuCtxSetFlags");
+      CUresult e = set_flags(f);
+      if (e == CUDA_SUCCESS) last_set = f;
+      unsigned got = 0;
+      w.Doing("cuCtxGetFlags");
+      if (e == CUDA_SUCCESS) e = d.cuCtxGetFlags(&got);
+      if (e != CUDA_SUCCESS) return w.Problem("flags " + std::to_string(f) + ": " + DescribeCu(e));
+      if (!CtxFlagsMatch(got, f)) {
+        return w.Problem("cuCtxSetFlags(" + std::to_string(f) + ") then cuCtxGetFlags = " + std::to_string(got));
+      }
+      ++w.iterations;
+    }
+  });
+  report.Set("ctx_finished", r.finished ? "1" : "0");
+  report.Set("ctx_problems", r.Summary());
+  report.Set("ctx_workers_without_iterations", r.workers_without_iterations);
+  report.Set("ctx_iterations", r.iterations);
+  if (!r.finished) return;
+  unsigned final_flags = 0;
+  report.Cu("ctx_final_get", d.cuCtxGetFlags(&final_flags));
+  report.Set("ctx_final_flags", static_cast<long long>(final_flags));
+  report.Set("ctx_last_set", static_cast<long long>(last_set.load()));
+  report.Set("ctx_final_matches", CtxFlagsMatch(final_flags, last_set.load()) ? "1" : "0");
+#endif
 }
 
 // Fresh process: threads race cudaGetDeviceFlags, first calls that create the context, pinned
@@ -481,7 +597,8 @@ PAGELOCK_SCENARIO(DeviceFlags) {
   unsigned final_flags = 0;
   report.Error("final_get", cudaGetDeviceFlags(&final_flags));
   report.Set("final_flags", static_cast<long long>(final_flags));
-  FlagChangesDuringWork(report, std::atof(ScenarioArg().c_str()));
+  const double seconds = std::atof(ScenarioArg().c_str());
+  if (FlagChangesDuringWork(report, seconds)) CtxFlagChangesDuringWork(report, seconds / 2);
 }
 
 // One child runs both phases (a fresh process per phase would double the context start-up).
@@ -531,6 +648,44 @@ TEST(DeviceFlagsRaceTest, SchedulingFlagChangesDuringCopiesAndKernelsNeitherDead
   const unsigned final_flags = static_cast<unsigned>(std::atoll(r.Get("work_final_flags").c_str()));
   EXPECT_EQ(final_flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleYield))
       << "flags reported after the storm: " << final_flags;
+}
+
+// C6, the driver path (CUDA >= 12.1): cuCtxSetFlags "Sets the flags for the current context
+// overwriting previously set ones" (CU_CTX_SYNC_MEMOPS and the scheduling flags), and
+// cuCtxGetFlags "Returns the flags for the current context". Changed over and over while three
+// threads run pinned copies and kernels: nothing deadlocks (bounded), every round trip is exact,
+// every read-back and the final one report the flags set. A driver that deadlocks a copy or a
+// synchronous memcpy against a flag change, corrupts a transfer, or drops (or only half applies)
+// a flag change fails this.
+TEST(DeviceFlagsRaceTest, ContextFlagChangesDuringCopiesAndKernelsNeitherDeadlockNorCorrupt) {
+  PAGELOCK_RULE("R150,C03");
+  PAGELOCK_REQUIRE(RequireUsableDevice());
+#if CUDA_VERSION < 12010
+  int runtime = 0, driver = 0;
+  (void)cudaRuntimeGetVersion(&runtime);
+  (void)cudaDriverGetVersion(&driver);
+  PAGELOCK_NOT_SUPPORTED("cuCtxSetFlags is CUDA 12.1 API: built with CUDA_VERSION=" + std::to_string(CUDA_VERSION) +
+                         ", cudaRuntimeGetVersion=" + std::to_string(runtime) +
+                         ", cudaDriverGetVersion=" + std::to_string(driver));
+#endif
+  const double seconds = StormSeconds() / 2;
+  Budget("time_s", seconds * TimeScale(), "s");
+  Budget("threads_count", 4, "count");
+  const ChildResult& r = DeviceFlagsChild();
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("finished"), "1") << "the first phase (racing first calls) got stuck: " << r.Get("stuck");
+  ASSERT_EQ(r.Get("work_finished"), "1") << "the second phase (cudaSetDeviceFlags) got stuck: "
+                                         << r.Get("work_problems");
+  if (r.Get("ctx_unsupported") != "<missing>") PAGELOCK_NOT_SUPPORTED(r.Get("ctx_unsupported"));
+  ASSERT_EQ(r.Get("ctx_finished"), "1") << "threads stuck (deadlock?): " << r.Get("ctx_problems");
+  EXPECT_EQ(r.Get("ctx_problems"), "") << "problems: " << r.Get("ctx_problems");
+  EXPECT_EQ(r.Get("ctx_workers_without_iterations"), "0");
+  Metric("iterations_count", std::atof(r.Get("ctx_iterations").c_str()), "count");
+  EXPECT_EQ(r.Get("ctx_main_init"), "cudaSuccess");
+  EXPECT_EQ(r.Get("ctx_final_get"), "CUDA_SUCCESS");
+  Observe("final_flags", r.Get("ctx_final_flags"));
+  EXPECT_EQ(r.Get("ctx_final_matches"), "1") << "cuCtxGetFlags after the storm = " << r.Get("ctx_final_flags")
+                                              << ", the last cuCtxSetFlags was " << r.Get("ctx_last_set");
 }
 
 }  // namespace
