@@ -3,7 +3,7 @@ r580 does not show, conforming.tsv) that fails a case is a defect of the suite, 
 the score: its verdict (FALSE_ALARM, CONFORMS, NOT_EXERCISED, ERROR, NOT_RUN), its entry in
 mutation.json and the false_alarms section."""
 
-from tools.mutation.scoring import FAILING, GOOD
+from tools.mutation.scoring import FAILING, GOOD, stopped_by_budget
 
 
 def classify_variation(variation, runs, unstable):
@@ -28,12 +28,19 @@ def classify_variation(variation, runs, unstable):
             if case in unstable or (meta.get("cut_by_budget") and case not in statuses):
                 continue
             after, reason, message = statuses.get(case, ("MISSING", "", ""))
+            if stopped_by_budget(meta, after):
+                continue
             if meta["timed_out"] and case not in statuses:
                 after = "TIMEOUT"
             if before not in FAILING and after in FAILING:
                 entry = {"case": case, "target": meta.get("target", ""), "control": before,
                          "status": after, "message": (message or reason or "")[:300]}
-                if after == "TIMEOUT" and meta["timed_out"] and variation["kind"] == "timing":
+                # A timing variation slows every wait by design: a case killed at the tool's
+                # time limit (the run's, or the runner's per-binary one) is past the tool's
+                # limit, not the suite's; so are the cases it left unrun.
+                if variation["kind"] == "timing" and (after == "TIMEOUT" or (after == "MISSING" and meta["timed_out"])
+                                                      or "its limit of" in (message or "")
+                                                      or (message or "").startswith(("INTERRUPTED", "never ran"))):
                     too_slow.append(entry)  # past the tool's limit, not the suite's
                 else:
                     (alarms if here else unexplained).append(entry)

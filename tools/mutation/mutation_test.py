@@ -146,6 +146,20 @@ class VerdictTest(unittest.TestCase):
         r = scoring.classify(FAULT, [(meta, st(a="FAIL"), LOADED, st(a="PASS", b="PASS"))], set())
         self.assertEqual(r["verdict"], "KILLED")
 
+    def test_cases_a_budget_stop_left_missing_or_timed_out_are_no_catch_and_no_false_alarm(self):
+        # The runner reports a stopped run's cases as MISSING (interrupted, never ran) or
+        # TIMEOUT: that is the budget's doing, not the fault's or the variation's.
+        from tools.mutation import false_alarms
+        meta = dict(META, cut_by_budget=True, changed=["x"])
+        r = scoring.classify(FAULT, [(meta, st(a="PASS", b="MISSING", c="TIMEOUT"), LOADED,
+                                      st(a="PASS", b="PASS", c="PASS"))], set())
+        self.assertEqual(r["verdict"], "NOT_RUN")
+        var = dict(FAULT, name="f", kind="timing")
+        v = false_alarms.classify_variation(var, [(meta, st(a="PASS", b="MISSING"), LOADED,
+                                                   st(a="PASS", b="PASS"))], set())
+        self.assertEqual(v["false_alarms"], [])
+        self.assertEqual(v["verdict"], "NOT_RUN")
+
     def test_a_fault_the_shim_never_loaded_is_an_error(self):
         r = scoring.classify(FAULT, [(META, st(a="FAIL"), ([], [], ["unknown fault f"]), st(a="PASS"))], set())
         self.assertEqual(r["verdict"], "ERROR")

@@ -8,6 +8,13 @@ FAILING = frozenset(model.FAILING)
 GOOD = frozenset(s.value for s in model.Status if s.is_pass)
 
 
+def stopped_by_budget(meta, after):
+    """A case the budget's stop left MISSING (interrupted or never started) or TIMEOUT (killed as
+    the run was stopped) says nothing about the fault or variation: only what finished before
+    the stop counts."""
+    return bool(meta.get("cut_by_budget")) and after in ("MISSING", "TIMEOUT")
+
+
 def unstable_cases(*controls):
     """Cases that fail in some control or whose status differs between controls."""
     ids = set().union(*[set(c) for c in controls])
@@ -39,6 +46,8 @@ def classify(fault, runs, unstable):
             if meta.get("cut_by_budget") and case not in statuses:
                 continue  # never ran: the budget stopped the run, not the fault
             after, reason, message = statuses.get(case, ("MISSING", "", ""))
+            if stopped_by_budget(meta, after):
+                continue  # the runner's report of a run the budget stopped: no evidence
             if meta["timed_out"] and case not in statuses:
                 after = "TIMEOUT"
             if before not in FAILING and after in FAILING:
