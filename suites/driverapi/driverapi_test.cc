@@ -3,6 +3,7 @@
 // pinned memory across driver contexts and its lifetime when the context goes away.
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -323,6 +324,87 @@ TEST_F(DriverApiTest, DeviceResetReleasesPinnedMemory) {
   EXPECT_EQ(r.Get("attributes_after_reset"), ErrName(cudaSuccess));
   EXPECT_EQ(r.Get("type_after_reset"), std::to_string(cudaMemoryTypeUnregistered));
   EXPECT_EQ(r.Get("free_after_reset"), ErrName(cudaErrorInvalidValue));
+}
+
+// cudaDeviceReset releases registrations too (R13: the context's pinned memory goes with it), so
+// every range registered before it registers again afterwards, exactly once, and carries bytes
+// both ways through its new registration. A driver that keeps the released ranges in its
+// registration table fails here: the second registration returns
+// cudaErrorHostMemoryAlreadyRegistered, or a copy through it moves the wrong bytes. Over the
+// runtime (cudaHostRegister Mapped and Portable) and the driver API (cuMemHostRegister), on heap
+// and anonymous mmap memory, after one reset and after two.
+PAGELOCK_SCENARIO(RegistrationsAfterDeviceReset) {
+  const DriverApi& d = Driver();
+  std::vector<void*> ranges;
+  std::vector<void*> mapped;
+  for (int i = 0; i < 2; ++i) ranges.push_back(std::aligned_alloc(4096, kSize));
+  for (int i = 0; i < 2; ++i) {
+    void* m = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mapped.push_back(m == MAP_FAILED ? nullptr : m);
+  }
+  ranges.insert(ranges.end(), mapped.begin(), mapped.end());
+  report.Set("ranges", static_cast<long long>(ranges.size()));
+  const unsigned flags[] = {cudaHostRegisterMapped, cudaHostRegisterPortable};
+  std::vector<unsigned char> back(kSize);
+  for (int round = 0; round < 3; ++round) {  // register, reset; register again, reset; again
+    const std::string k = "round" + std::to_string(round) + ".";
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (!ranges[i]) continue;
+      const std::string ki = k + std::to_string(i) + ".";
+      const bool driver = d.loaded && i % 2 == 1;
+      if (driver) {
+        report.Error(ki + "init", cudaFree(nullptr));  // the primary context, current for cu*
+        report.Cu(ki + "register", d.cuMemHostRegister(ranges[i], kSize, CU_MEMHOSTREGISTER_DEVICEMAP));
+      } else {
+        report.Error(ki + "register", cudaHostRegister(ranges[i], kSize, flags[i % 2]));
+      }
+      auto* bytes = static_cast<unsigned char*>(ranges[i]);
+      for (size_t b = 0; b < kSize; ++b) bytes[b] = static_cast<unsigned char>(b * 131 + i * 7 + round * 29);
+      void* dev = nullptr;
+      report.Error(ki + "malloc", cudaMalloc(&dev, kSize));
+      // copy-check: the round trip's bytes are counted below (bad_bytes) against the host's pattern
+      report.Error(ki + "h2d", cudaMemcpy(dev, ranges[i], kSize, cudaMemcpyHostToDevice));
+      // copy-check: every byte of `back` is compared with the pattern just below (bad_bytes)
+      report.Error(ki + "d2h", cudaMemcpy(back.data(), dev, kSize, cudaMemcpyDeviceToHost));
+      size_t bad = 0;
+      for (size_t b = 0; b < kSize; ++b) bad += back[b] != static_cast<unsigned char>(b * 131 + i * 7 + round * 29);
+      report.Set(ki + "bad_bytes", static_cast<long long>(bad));
+      report.Error(ki + "free", cudaFree(dev));
+    }
+    if (round < 2) report.Error(k + "reset", cudaDeviceReset());
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (!ranges[i]) continue;
+    report.Error("final." + std::to_string(i) + ".unregister", cudaHostUnregister(ranges[i]));
+  }
+  for (int i = 0; i < 2; ++i) std::free(ranges[i]);
+  for (void* m : mapped) if (m) munmap(m, kSize);
+}
+
+TEST_F(DriverApiTest, EveryRangeRegisteredBeforeADeviceResetRegistersAgainAfterItExactlyOnce) {
+  PAGELOCK_RULE("R13,R24");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  ChildResult r = RunScenario("RegistrationsAfterDeviceReset");
+  ASSERT_CHILD_COMPLETED(r);
+  const int n = std::atoi(r.Get("ranges").c_str());
+  ASSERT_EQ(n, 4);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < n; ++i) {
+      const std::string ki = "round" + std::to_string(round) + "." + std::to_string(i) + ".";
+      SCOPED_TRACE(ki + (i % 2 ? " cuMemHostRegister" : " cudaHostRegister") + (i < 2 ? " heap" : " mmap"));
+      const std::string reg = r.Get(ki + "register");
+      EXPECT_TRUE(reg == "cudaSuccess" || reg == "CUDA_SUCCESS")
+          << "registering " << (round ? "again after a device reset released the range" : "the range") << ": " << reg;
+      EXPECT_EQ(r.Get(ki + "h2d"), ErrName(cudaSuccess));
+      EXPECT_EQ(r.Get(ki + "d2h"), ErrName(cudaSuccess));
+      EXPECT_EQ(r.Get(ki + "bad_bytes"), "0") << "bytes copied through the registration of this round";
+    }
+    if (round < 2) EXPECT_EQ(r.Get("round" + std::to_string(round) + ".reset"), ErrName(cudaSuccess));
+  }
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(r.Get("final." + std::to_string(i) + ".unregister"), ErrName(cudaSuccess))
+        << "the last registration of range " << i << " unregisters once";
+  }
 }
 
 }  // namespace
