@@ -11,7 +11,6 @@
 // i mod count). Rule ids refer to suites/rules.tsv.
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -470,25 +469,10 @@ bool FlagChangesDuringWork(ScenarioReport& report, double seconds) {
 #if CUDA_VERSION >= 12010
 using CtxSetFlagsFn = CUresult (*)(unsigned);
 
-// cuCtxSetFlags (CUDA 12.1) is not among the kit's driver entry points (fixtures/driver_api.h):
-// looked up here the way the kit looks up its own, through libcuda.so.1's cuGetProcAddress_v2.
+// cuCtxSetFlags (CUDA 12.1) stays outside the kit's table (fixtures/driver_api.h): a 12.1 build
+// may run on a 12.0 driver, which lacks it, and the table must still load there.
 CtxSetFlagsFn LookupCtxSetFlags(std::string* why) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    *why = "dlopen(libcuda.so.1) failed";
-    return nullptr;
-  }
-  using GetProcFn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  const auto get_proc = reinterpret_cast<GetProcFn>(dlsym(lib, "cuGetProcAddress_v2"));
-  void* fn = nullptr;
-  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  const CUresult r = get_proc ? get_proc("cuCtxSetFlags", &fn, 12010, CU_GET_PROC_ADDRESS_DEFAULT, &status)
-                              : CUDA_ERROR_NOT_FOUND;
-  if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
-    *why = "cuGetProcAddress(cuCtxSetFlags, 12010): " + CuName(r) + ", status " + std::to_string(int(status));
-    return nullptr;
-  }
-  return reinterpret_cast<CtxSetFlagsFn>(fn);
+  return reinterpret_cast<CtxSetFlagsFn>(DriverEntryPoint("cuCtxSetFlags", 12010, why));
 }
 
 // The bits cuCtxSetFlags was given, as cuCtxGetFlags must report them: CU_CTX_SYNC_MEMOPS, and

@@ -114,59 +114,6 @@ bool IsLinear(Api a) {
 }
 bool Is3D(Api a) { return a == Api::kMemset3D || a == Api::kMemset3DAsync; }
 
-// The driver memsets the fixture's table (fixtures/driver_api.h) does not hold: cuMemsetD8 and
-// the Async forms, looked up through the runtime (cudaGetDriverEntryPoint) at the ABI cuda.h
-// declares, once per process.
-struct MoreDriverMemsets {
-  std::string error;  // the first lookup that failed, empty when all were found
-  decltype(&::cuMemsetD8) MemsetD8 = nullptr;
-  decltype(&::cuMemsetD8Async) MemsetD8Async = nullptr;
-  decltype(&::cuMemsetD16Async) MemsetD16Async = nullptr;
-  decltype(&::cuMemsetD32Async) MemsetD32Async = nullptr;
-  decltype(&::cuMemsetD2D8Async) MemsetD2D8Async = nullptr;
-  decltype(&::cuMemsetD2D16Async) MemsetD2D16Async = nullptr;
-  decltype(&::cuMemsetD2D32Async) MemsetD2D32Async = nullptr;
-};
-
-template <class Fn>
-void LookUp(const char* name, Fn* fn, std::string* error) {
-  void* p = nullptr;
-  int status = 0;  // cudaDriverEntryPointQueryResult (12.0+): 0 is cudaDriverEntryPointSuccess
-#if CUDART_VERSION >= 12050
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &q);
-  status = static_cast<int>(q);
-#elif CUDART_VERSION >= 12000
-  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &q);
-  status = static_cast<int>(q);
-#else
-  const cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault);  // 11.x: no status
-#endif
-  if (e != cudaSuccess || status != 0 || !p) {
-    if (error->empty())
-      *error = std::string("cudaGetDriverEntryPoint(") + name + ") = " + cudaGetErrorName(e) + ", status " +
-               std::to_string(status);
-    return;
-  }
-  *fn = reinterpret_cast<Fn>(p);
-}
-
-const MoreDriverMemsets& MoreMemsets() {
-  static const MoreDriverMemsets m = [] {
-    MoreDriverMemsets r;
-    LookUp("cuMemsetD8", &r.MemsetD8, &r.error);
-    LookUp("cuMemsetD8Async", &r.MemsetD8Async, &r.error);
-    LookUp("cuMemsetD16Async", &r.MemsetD16Async, &r.error);
-    LookUp("cuMemsetD32Async", &r.MemsetD32Async, &r.error);
-    LookUp("cuMemsetD2D8Async", &r.MemsetD2D8Async, &r.error);
-    LookUp("cuMemsetD2D16Async", &r.MemsetD2D16Async, &r.error);
-    LookUp("cuMemsetD2D32Async", &r.MemsetD2D32Async, &r.error);
-    return r;
-  }();
-  return m;
-}
-
 // Where the memset writes: device memory, or the device alias of a host-memory kind.
 struct Target {
   bool device = true;
@@ -260,9 +207,6 @@ class MemsetTest : public DriverApiGpuTest, public ::testing::WithParamInterface
     if (IsSkipped() || HasFatalFailure()) return;
     if (!target().device && kinds::IsRegistered(target().kind))
       PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-    if (api() == Api::kMemsetD8 || api() >= Api::kMemsetD8Async) {
-      ASSERT_TRUE(MoreMemsets().error.empty()) << MoreMemsets().error;
-    }
   }
   Api api() const { return std::get<0>(GetParam()); }
   const Target& target() const { return std::get<1>(GetParam()); }
@@ -293,20 +237,19 @@ class MemsetTest : public DriverApiGpuTest, public ::testing::WithParamInterface
     const auto v8 = static_cast<unsigned char>(value);
     const auto v16 = static_cast<unsigned short>(value);
     const auto cs = static_cast<CUstream>(s);
-    const MoreDriverMemsets& m = MoreMemsets();
     switch (api()) {
-      case Api::kMemsetD8: return m.MemsetD8(dp, v8, elems);  // copy-check: compared by the caller
+      case Api::kMemsetD8: return d.cuMemsetD8(dp, v8, elems);  // copy-check: compared by the caller
       case Api::kMemsetD16: return d.cuMemsetD16(dp, v16, elems);  // copy-check: compared by the caller
       case Api::kMemsetD32: return d.cuMemsetD32(dp, value, elems);  // copy-check: compared by the caller
       case Api::kMemsetD2D8: return d.cuMemsetD2D8(dp, l.pitch, v8, elems, b.h);  // copy-check: compared by the caller
       case Api::kMemsetD2D16: return d.cuMemsetD2D16(dp, l.pitch, v16, elems, b.h);  // copy-check: compared by the caller
       case Api::kMemsetD2D32: return d.cuMemsetD2D32(dp, l.pitch, value, elems, b.h);  // copy-check: compared by the caller
-      case Api::kMemsetD8Async: return m.MemsetD8Async(dp, v8, elems, cs);  // copy-check: compared by the caller
-      case Api::kMemsetD16Async: return m.MemsetD16Async(dp, v16, elems, cs);  // copy-check: compared by the caller
-      case Api::kMemsetD32Async: return m.MemsetD32Async(dp, value, elems, cs);  // copy-check: compared by the caller
-      case Api::kMemsetD2D8Async: return m.MemsetD2D8Async(dp, l.pitch, v8, elems, b.h, cs);  // copy-check: compared by the caller
-      case Api::kMemsetD2D16Async: return m.MemsetD2D16Async(dp, l.pitch, v16, elems, b.h, cs);  // copy-check: compared by the caller
-      case Api::kMemsetD2D32Async: return m.MemsetD2D32Async(dp, l.pitch, value, elems, b.h, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD8Async: return d.cuMemsetD8Async(dp, v8, elems, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD16Async: return d.cuMemsetD16Async(dp, v16, elems, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD32Async: return d.cuMemsetD32Async(dp, value, elems, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD2D8Async: return d.cuMemsetD2D8Async(dp, l.pitch, v8, elems, b.h, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD2D16Async: return d.cuMemsetD2D16Async(dp, l.pitch, v16, elems, b.h, cs);  // copy-check: compared by the caller
+      case Api::kMemsetD2D32Async: return d.cuMemsetD2D32Async(dp, l.pitch, value, elems, b.h, cs);  // copy-check: compared by the caller
       default: return CUDA_ERROR_INVALID_VALUE;
     }
   }
