@@ -142,6 +142,19 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(by["FlakyWhenAsked"]["attempts"], ["FAIL", "FAIL", "PASS"])
         self.assertEqual(res["comparison"]["selftest:fake_gtest/FakeTest.FlakyWhenAsked"], "FLAKE")
 
+    def test_a_failure_an_expectation_excuses_is_not_retried(self):
+        self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1  # known\n")
+        self.assertEqual(self.qualify("--retries", "2", mode="fail"), 0, self.output)
+        _, res = self.last_run()
+        by = {c["name"]: c for c in res["run"]["cases"]}
+        self.assertEqual(by["FailsWhenAsked"]["attempts"], ["FAIL"])
+        self.assertNotIn("retry 1", self.output)
+        # The same failure with a message the entry does not excuse is unexpected: retried.
+        self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL message=*no_such_text* "
+                    "bug=https://bugs/1  # known\n")
+        self.assertEqual(self.qualify("--retries", "2", mode="fail"), 3, self.output)
+        self.assertIn("retry 1", self.output)
+
     def test_known_failure_qualifies_and_goes_stale_when_fixed(self):
         self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1  # known\n")
         self.assertEqual(self.qualify(mode="fail"), 0, self.output)
@@ -369,6 +382,23 @@ class VerdictTest(unittest.TestCase):
         # Another seed passes: the failure belongs to the seed, not to the machine.
         self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
 
+    def test_auto_baseline_is_the_last_run_of_the_same_tier(self):
+        # A nightly full tier after a weekly stress run compares with the last full run, not
+        # with the stress run (whose stress cases it would call dropped), and the other way round.
+        self.make_bundle([("//selftest:fake_suite", ["gpu", "tier_bat"]),
+                          ("//suites/stress:pinned_stress_test", ["gpu", "tier_stress", "stress"])])
+        saved, common.ROOT = common.ROOT, self.tmp  # no reference baselines
+        self.addCleanup(setattr, common, "ROOT", saved)
+        self.assertEqual(self.qualify("--tier", "full", "--seed", "4243"), 0, self.output)
+        full = os.path.basename(self.runs()[-1])
+        self.assertEqual(self.qualify("--tier", "stress", "--seed", "4243"), 0, self.output)
+        self.assertIn("none (no earlier stress run", self.last()["info"]["baseline"])
+        stress = os.path.basename(self.runs()[-1])
+        self.assertEqual(self.qualify("--tier", "full", "--seed", "4243"), 0, self.output)
+        self.assertIn(full, self.last()["info"]["baseline"])
+        self.qualify("--tier", "stress", "--seed", "4243")
+        self.assertIn(stress, self.last()["info"]["baseline"])
+
     def test_skip_with_a_two_segment_package_skips_exactly_that_case(self):
         self.make_bundle([("//suites/stress:pinned_stress_test", ["gpu", "tier_stress", "stress"]),
                           ("//suites/other:other_test", ["gpu", "tier_stress"])])
@@ -524,6 +554,21 @@ class RuntimeBaselineTest(unittest.TestCase):
         os.utime(older, (1, 1))
         path, run = baselines.latest_baseline(self.out, "nvidia-h200", 13000)
         self.assertEqual(path, older)
+
+    def test_each_tier_has_its_own_reference_file(self):
+        self.write("baselines/nvidia-h200/results.json", 13000)
+        stress = self.write("baselines/nvidia-h200/stress.json", 13000)
+        run, name = baselines.load_baseline("auto", self.out, "nvidia-h200", 13000, "stress")
+        self.assertEqual(name, "baselines/nvidia-h200/stress.json")
+        run, name = baselines.load_baseline("auto", self.out, "nvidia-h200", 13000, "bat")
+        self.assertIsNone(run)
+        self.assertIn("no baselines/nvidia-h200/bat.json", name)
+        # A runtime with its own folder never falls back to another runtime's stress reference.
+        self.write("baselines/nvidia-h200/cuda-11.8/results.json", 11080)
+        run, name = baselines.load_baseline("auto", self.out, "nvidia-h200", 11080, "stress")
+        self.assertIsNone(run)
+        self.assertIn("cuda-11.8/stress.json", name)
+        os.remove(stress)
 
     def test_write_baseline_keeps_the_other_runtime_s_reference(self):
         self.write("baselines/nvidia-h200/results.json", 13000)

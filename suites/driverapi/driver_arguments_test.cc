@@ -45,7 +45,9 @@ TEST_F(DriverArgumentsTest, HostRegisterRejectsUnknownFlagBits) {
     Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
     EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostRegister accepted undefined flag bits 0x" << std::hex << flags
                                << " (inference: the flags parameter defines no such bit)";
-    if (r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
+    if (r == CUDA_SUCCESS) {
+      EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
+    }
   }
 }
 

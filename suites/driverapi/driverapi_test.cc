@@ -399,7 +399,9 @@ TEST_F(DriverApiTest, EveryRangeRegisteredBeforeADeviceResetRegistersAgainAfterI
       EXPECT_EQ(r.Get(ki + "d2h"), ErrName(cudaSuccess));
       EXPECT_EQ(r.Get(ki + "bad_bytes"), "0") << "bytes copied through the registration of this round";
     }
-    if (round < 2) EXPECT_EQ(r.Get("round" + std::to_string(round) + ".reset"), ErrName(cudaSuccess));
+    if (round < 2) {
+      EXPECT_EQ(r.Get("round" + std::to_string(round) + ".reset"), ErrName(cudaSuccess));
+    }
   }
   for (int i = 0; i < n; ++i) {
     EXPECT_EQ(r.Get("final." + std::to_string(i) + ".unregister"), ErrName(cudaSuccess))

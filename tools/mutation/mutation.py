@@ -55,7 +55,8 @@ Conforming variations (never in the score):
   CONFORMS       it changed answers and nothing broke (NotSupported cases are listed)
   NOT_EXERCISED  it never changed an answer in the binaries it ran: it proves nothing
   ERROR, NOT_RUN as for faults; NOT_RUN also when a timing variation (its runs get twice the
-                 usual time limit) still ran past the tool's limit (past_the_time_limit)
+                 usual time limit, or --target-timeout if larger) still ran past the tool's
+                 limit (past_the_time_limit)
 
 Writes DIR/mutation.json, DIR/mutation.html (a self-contained HTML section) and DIR/runs/<run>/
 (runner.out, the shim's log; testlogs too with --keep-testlogs). The shim: --shim DIR, else BUNDLE/faults/, else built with g++ from

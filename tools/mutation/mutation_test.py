@@ -285,6 +285,8 @@ class CapTest(unittest.TestCase):
         self.assertEqual(sched.cap_for("//a:slow_test", "f"), 45)
         self.assertEqual(sched.cap_for("//a:slow_test", "v"), 79.0)
         self.assertEqual(sched.cap_for("//a:slow_test", "t"), 158.0)
+        # Raising --target-timeout raises a timing variation's limit, as its NOT_RUN note says.
+        self.assertEqual(schedule.Schedule(None, by_fault, {}, controls, 400).cap_for("//a:slow_test", "t"), 400)
 
 
 class SurvivorNotesTest(unittest.TestCase):

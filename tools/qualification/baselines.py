@@ -1,6 +1,6 @@
-"""Baselines: reading a results.json (every field's type checked), the run stored last for a SKU
-and CUDA runtime (--baseline auto), the reference baselines/<sku>[/cuda-X.Y], and where
---write-baseline writes."""
+"""Baselines: reading a results.json (every field's type checked), the run stored last for a SKU,
+CUDA runtime and tier (--baseline auto), the reference baselines/<sku>[/cuda-X.Y]/<tier's file>,
+and where --write-baseline writes."""
 
 import os
 import re
@@ -13,6 +13,9 @@ from tools.qualification.common import Stop, in_checkout, say
 
 MAX_RESULTS_BYTES = 4 << 30
 # Run folders' names: <UTC date-time>_<host>_<sku>_<driver>[-N].
+# The reference file of each tier in baselines/<sku>[/cuda-X.Y]: a run compares only with a run
+# of its own tier (a full tier against a stress run would call every stress case dropped).
+TIER_FILES = {"full": "results.json", "stress": "stress.json", "bat": "bat.json"}
 RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}_[^_/]*_([^_/]+)_[^/]*$")
 
 
@@ -78,18 +81,23 @@ def same_runtime(run, runtime):
     return runtime is None or theirs is None or theirs == runtime
 
 
-def reference_baseline(sku, runtime):
-    """baselines/<sku>/cuda-X.Y/results.json for a runtime that has its own, else
-    baselines/<sku>/results.json (the default toolkit's)."""
-    own = os.path.join(common.ROOT, "baselines", sku, f"cuda-{runtime_name(runtime)}", "results.json")
-    if runtime and os.path.lexists(own):
-        return own
-    return os.path.join(common.ROOT, "baselines", sku, "results.json")
+def tier_file(tier):
+    return TIER_FILES.get(tier or "full", f"{tier}.json")
 
 
-def latest_baseline(out, sku, runtime=None):
-    """(path, Run) of the run stored last for sku under the same CUDA runtime whose verdict was
-    reached (an INTERRUPTED or unreadable folder is passed over, with a note), or (None, None)."""
+def reference_baseline(sku, runtime, tier="full"):
+    """baselines/<sku>/cuda-X.Y/<tier file> for a runtime that has its own folder, else
+    baselines/<sku>/<tier file> (the default toolkit's)."""
+    own = os.path.join(common.ROOT, "baselines", sku, f"cuda-{runtime_name(runtime)}")
+    if runtime and os.path.isdir(own):
+        return os.path.join(own, tier_file(tier))
+    return os.path.join(common.ROOT, "baselines", sku, tier_file(tier))
+
+
+def latest_baseline(out, sku, runtime=None, tier="full"):
+    """(path, Run) of the run of this tier stored last for sku under the same CUDA runtime whose
+    verdict was reached (an INTERRUPTED or unreadable folder is passed over, with a note), or
+    (None, None). A run that recorded no tier is a full one (the default)."""
     for path in stored_runs(out, sku):
         try:
             run, info, _ = read_results_file(path, "earlier run")
@@ -100,7 +108,7 @@ def latest_baseline(out, sku, runtime=None):
             continue
         if info.get("exit_code") == cmp.EXIT_INTERRUPTED or info.get("verdict") == "INTERRUPTED":
             continue
-        if not same_runtime(run, runtime):
+        if not same_runtime(run, runtime) or (info.get("tier") or "full") != (tier or "full"):
             continue
         return path, run
     return None, None
@@ -111,21 +119,22 @@ def baseline_name(path):
     return in_checkout(path) or os.path.abspath(path)
 
 
-def load_baseline(spec, out, sku, runtime=None):
+def load_baseline(spec, out, sku, runtime=None, tier="full"):
     """Returns (Run or None, description). Raises Stop(EXIT_CONFIG) on a bad baseline.
-    auto: the run of this SKU and CUDA runtime stored last in --out (by when it was stored, not
-    by its clock), else baselines/<sku>[/cuda-X.Y]; deleting the newest run folder falls back
-    to the one before it. A reference baseline of another runtime is no baseline."""
+    auto: the run of this SKU, CUDA runtime and tier stored last in --out (by when it was
+    stored, not by its clock), else baselines/<sku>[/cuda-X.Y]/<tier file>; deleting the newest
+    run folder falls back to the one before it. A reference baseline of another runtime is no
+    baseline. A path is taken as given, whatever its tier."""
     if spec == "none":
         return None, "none"
     if spec == "auto":
-        path, run = latest_baseline(out, sku, runtime)
+        path, run = latest_baseline(out, sku, runtime, tier)
         if run is not None:
             return run, baseline_name(path)
-        path = reference_baseline(sku, runtime)
+        path = reference_baseline(sku, runtime, tier)
         rel = os.path.relpath(path, common.ROOT)
         if not os.path.lexists(path):
-            return None, f"none (no earlier run for {sku} in {in_checkout(out) or out} and no {rel})"
+            return None, f"none (no earlier {tier or 'full'} run for {sku} in {in_checkout(out) or out} and no {rel})"
         run, _, _ = read_results_file(path, "baseline")
         if not same_runtime(run, runtime):
             return None, (f"none ({rel} is for CUDA runtime {runtime_name(runtime_of(run.fingerprint))}, "
@@ -142,12 +151,15 @@ def load_baseline(spec, out, sku, runtime=None):
 
 
 def baseline_dest(sku, runtime):
-    """baselines/<sku> when it is empty or holds this runtime's baseline, else a folder of the
-    runtime's own (baselines/<sku>/cuda-X.Y): one reference per runtime, never overwritten by
-    another runtime's run."""
+    """The folder --write-baseline writes the tier's file into: baselines/<sku> when it holds no
+    reference yet or this runtime's, else a folder of the runtime's own (baselines/<sku>/cuda-X.Y):
+    one reference per runtime, never overwritten by another runtime's run. The folder's runtime
+    is its full-tier reference's, else that of any tier's."""
     default = os.path.join(common.ROOT, "baselines", sku)
-    path = os.path.join(default, "results.json")
-    if not os.path.lexists(path) or runtime is None:
+    present = [os.path.join(default, f) for f in TIER_FILES.values() if os.path.lexists(os.path.join(default, f))]
+    path = os.path.join(default, "results.json") if os.path.lexists(os.path.join(default, "results.json")) \
+        else (present[0] if present else None)
+    if path is None or runtime is None:
         return default
     try:
         run, _, _ = read_results_file(path, "baseline")

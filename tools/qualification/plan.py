@@ -71,7 +71,7 @@ def make_plan(args):
         raise Stop(cmp.EXIT_CONFIG, f"bad expectations: {e}")
     name_in_checkout(exps)
     baseline, baseline_name = named_baseline or baselines.load_baseline(
-        args.baseline, args.out, sku, baselines.runtime_of(fp))
+        args.baseline, args.out, sku, baselines.runtime_of(fp), args.tier)
     db = open_history(args)
     targets = runner.select(manifest["targets"], TIERS[args.tier], "")
     if not targets:

@@ -56,14 +56,15 @@ def store_history(plan, run, comp, info, page):
 
 
 def write_baseline(plan, run, comp, info):
-    """--write-baseline: baselines/<sku>[/cuda-X.Y]/results.json, only from a run that qualifies."""
+    """--write-baseline: baselines/<sku>[/cuda-X.Y]/<the tier's file>, only from a run that qualifies."""
     if comp.exit_code != cmp.EXIT_QUALIFIED:
         say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
         return
     dest = baselines.baseline_dest(plan.sku, baselines.runtime_of(run.fingerprint))
     os.makedirs(dest, exist_ok=True)
-    model.write_results(os.path.join(dest, "results.json"), run, info, comp)
-    say(f"baseline written: {os.path.join(dest, 'results.json')} (commit it)")
+    path = os.path.join(dest, baselines.tier_file(info.get("tier")))
+    model.write_results(path, run, info, comp)
+    say(f"baseline written: {path} (commit it)")
 
 
 def trends_with_this_run(plan, run, info):

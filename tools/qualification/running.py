@@ -50,15 +50,25 @@ def load_run(plan, testlogs):
     return run
 
 
+def _expected_failure(plan, c):
+    """A `fail` entry excuses this failure and no `flake` entry asks for its retries."""
+    entries = plan.expectations.matching_entries(c.id, plan.driver) if plan.expectations else []
+    if any(e.kind == "flake" for e in entries):
+        return False
+    return any(e.kind == "fail" and e.excuses(c.status, c.message) for e in entries)
+
+
 def retry_failures(plan, run, args):
     """Re-runs failed cases up to args.retries times with the same seed, each case alone in its
     target's filter; every attempt stays in case.attempts and the final status is the last
     attempt's. A case leaves the retries when it passes (a flake) or when a re-run fails with
     the status and message of the attempt before it, word for word: the failure reproduces, and
     more runs of the same seed would only cost time (a flake that fails the same way twice in a
-    row is then reported as the failure, never hidden)."""
+    row is then reported as the failure, never hidden). A failure a `fail` expectation already
+    excuses (its status and message) is not retried, as deqp-runner retries only unexpected
+    results: it is the known failure, and on the stress tier one such attempt can take a minute."""
     by_target = {t["label"]: t for t in plan.targets}
-    consistent = set()  # ids of cases whose failure reproduced exactly
+    consistent = {c.id for c in run.cases if c.status.is_retryable and _expected_failure(plan, c)}
     for attempt in range(1, args.retries + 1):
         failing = [c for c in run.cases if c.status.is_retryable and c.target in by_target
                    and c.suite != "(binary)" and c.id not in consistent]
