@@ -121,12 +121,6 @@ Answer Ask(const DriverApi& d, const FlagCase& c) {
   return a;
 }
 
-std::string Hex(unsigned v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%x", v);
-  return b;
-}
-
 bool Ok(const std::string& name) { return name == "cudaSuccess" || name == "CUDA_SUCCESS"; }
 
 // The judge, for the parent's own matrix and a child's: asserts on `a` for case `c`, with the

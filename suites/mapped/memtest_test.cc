@@ -29,11 +29,7 @@ size_t BytesFor(MappedKind k) {
   return k == MappedKind::kHostAllocMappedWriteCombined ? size_t{1} << 20 : size_t{4} << 20;
 }
 
-std::string Hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%08x", v);
-  return b;
-}
+std::string Hex(uint32_t v) { return ::pagelock::Hex(v, 8); }
 
 // The failure message of a check of `pattern`: count, first offset, expected and got.
 ::testing::AssertionResult Matches(const char* who, const MemtestResult& r, MemtestPattern pattern,

@@ -39,6 +39,7 @@
 #include <thread>
 #include <tuple>
 
+#include "fixtures/bounded_wait.h"
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/seed.h"
@@ -68,21 +69,7 @@ constexpr size_t kBatchWordOff = 256, kBatchDoneOff = 320, kBatchDone32Off = 384
 constexpr double kChildLimitS = 60;  // scaled by PAGELOCK_TIME_SCALE in RunScenario
 constexpr double kReleaseBoundS = 10;
 
-std::string Hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(v));
-  return text;
-}
-
-// cudaEventQuery until it is no longer cudaErrorNotReady or `seconds` (scaled) pass.
-cudaError_t PollEvent(cudaEvent_t e, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds * TimeScale());
-  for (;;) {
-    const cudaError_t r = cudaEventQuery(e);
-    if (r != cudaErrorNotReady || std::chrono::steady_clock::now() > deadline) return r;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
+std::string Hex(uint64_t v) { return ::pagelock::Hex(v, 16); }
 
 uint64_t* HostWord(const HostBuffer& b, size_t off) { return reinterpret_cast<uint64_t*>(b.host() + off); }
 CUdeviceptr DevWord(const HostBuffer& b, size_t off) { return reinterpret_cast<CUdeviceptr>(b.dev() + off); }

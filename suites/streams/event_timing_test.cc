@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fixtures/bounded_wait.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
@@ -30,16 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// Polls until the stream or event is complete, at most `s` seconds: NotReady on timeout.
-cudaError_t BoundedWait(cudaStream_t st, double s) {
-  const auto end = Clock::now() + std::chrono::duration<double>(s * TimeScale());
-  cudaError_t e;
-  while ((e = cudaStreamQuery(st)) == cudaErrorNotReady && Clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return e;
 }
 
 class EventTimingTest : public GpuTest {
@@ -119,7 +110,7 @@ TEST_F(EventTimingTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) 
     // the two records, so at least that much time passed between them.
     ASSERT_CUDA_OK(LaunchDelayThenFill(dst, kSize, seed, static_cast<uint64_t>(delay_ms * 1e6), s.get()));
     ASSERT_CUDA_OK(cudaEventRecord(stop.get(), s.get()));
-    ASSERT_CUDA_OK(BoundedWait(s.get(), 10));
+    ASSERT_CUDA_OK(PollStream(s.get(), 10));
     const double host_ms = MsSince(t0);
     float ms = -1;
     ASSERT_CUDA_OK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
@@ -171,8 +162,8 @@ TEST_F(EventTimingTest, StreamWaitEventWaitsForTheMostRecentRecordAtCallTime) {
   EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(b.get()))
       << "the waiting stream finished while the re-recorded event's work was held";
   Release();
-  ASSERT_CUDA_OK(BoundedWait(a.get(), 10));
-  ASSERT_CUDA_OK(BoundedWait(b.get(), 10));
+  ASSERT_CUDA_OK(PollStream(a.get(), 10));
+  ASSERT_CUDA_OK(PollStream(b.get(), 10));
   EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
   EXPECT_EQ(*bad, 0u) << "bytes the consumer read before the producer's fill completed";
   EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u) << "the producer's fill";
@@ -198,12 +189,12 @@ TEST_F(EventTimingTest, AWaitIsNotHeldByARecordMadeAfterIt) {
   ASSERT_CUDA_OK(Hold(a.get()));
   // "... and are not affected by later calls to cudaEventRecord()".
   ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));
-  EXPECT_CUDA_OK(BoundedWait(b.get(), 5)) << "the wait followed a record made after the call";
+  EXPECT_CUDA_OK(PollStream(b.get(), 5)) << "the wait followed a record made after the call";
   EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(a.get())) << "the producer is still held";
   EXPECT_EQ(HostCountPatternMismatches(x, kSize, seed), 0u) << "the fill the wait covered";
   EXPECT_EQ(HostCountPatternMismatches(z, kSize, seed ^ 0x77777777u), 0u) << "the consumer's fill";
   Release();
-  ASSERT_CUDA_OK(BoundedWait(a.get(), 10));
+  ASSERT_CUDA_OK(PollStream(a.get(), 10));
   EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
 }
 

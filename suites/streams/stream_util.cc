@@ -255,26 +255,6 @@ Stream::Stream(StreamKind k) {
   s_ = owned_.get();
 }
 
-namespace {
-template <typename F>
-cudaError_t Poll(F query, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds * TimeScale());
-  cudaError_t e;
-  while ((e = query()) == cudaErrorNotReady) {
-    if (std::chrono::steady_clock::now() > deadline) return cudaErrorNotReady;
-    std::this_thread::yield();
-  }
-  return e;
-}
-}  // namespace
-
-cudaError_t PollStream(cudaStream_t s, double seconds) {
-  return Poll([&] { return cudaStreamQuery(s); }, seconds);
-}
-cudaError_t PollEvent(cudaEvent_t e, double seconds) {
-  return Poll([&] { return cudaEventQuery(e); }, seconds);
-}
-
 uint64_t DelayNs(double ms) { return static_cast<uint64_t>(ms * 1e6 * TimeScale()); }
 
 }  // namespace streams

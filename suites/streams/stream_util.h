@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/bounded_wait.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/resources.h"
 
@@ -111,10 +112,9 @@ class Stream {
   OwnedStream owned_;  // the created kinds
 };
 
-// Polls cudaStreamQuery / cudaEventQuery until it is no longer cudaErrorNotReady or `seconds`
-// (scaled by PAGELOCK_TIME_SCALE) pass; returns the last answer (cudaErrorNotReady on timeout).
-cudaError_t PollStream(cudaStream_t s, double seconds);
-cudaError_t PollEvent(cudaEvent_t e, double seconds);
+// The kit's bounded waits (fixtures/bounded_wait.h), by their short names here.
+using ::pagelock::PollEvent;
+using ::pagelock::PollStream;
 
 // Nanoseconds for a delay kernel: `ms` scaled by PAGELOCK_TIME_SCALE.
 uint64_t DelayNs(double ms);
