@@ -31,7 +31,9 @@ TEST_F(DriverArgumentsTest, HostAllocRejectsUnknownFlagBits) {
     Observe("unknown_bit_code_" + std::to_string(flags), CuName(r));
     EXPECT_NE(r, CUDA_SUCCESS) << "cuMemHostAlloc accepted undefined flag bits 0x" << std::hex << flags
                                << " (inference: the flags parameter defines no such bit)";
-    if (p && r == CUDA_SUCCESS) EXPECT_CU_OK(d.cuMemFreeHost(p));
+    if (p && r == CUDA_SUCCESS) {
+      EXPECT_CU_OK(d.cuMemFreeHost(p));
+    }
   }
 }
 

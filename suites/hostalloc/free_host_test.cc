@@ -28,7 +28,9 @@ TEST_F(FreeHostTest, FreedPinnedMemoryIsNoLongerPinned) {
     a = cudaPointerAttributes{};
     const cudaError_t expected = ByProfile(cudaErrorInvalidValue, cudaSuccess, cudaSuccess);
     EXPECT_CUDA_ERROR(expected, cudaPointerGetAttributes(&a, p)) << "flags " << flags;
-    if (expected == cudaSuccess) EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "flags " << flags;
+    if (expected == cudaSuccess) {
+      EXPECT_EQ(a.type, cudaMemoryTypeUnregistered) << "flags " << flags;
+    }
   }
 }
 

@@ -247,7 +247,9 @@ TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
   EXPECT_DOCUMENTED_ONE_OF("second_registration_on_the_page", second,
                            (std::vector<cudaError_t>{cudaSuccess, cudaErrorHostMemoryAlreadyRegistered}),
                            "per-byte or per-page overlap: undocumented");
-  if (second == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(p + 1024));
+  if (second == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaHostUnregister(p + 1024));
+  }
   EXPECT_CUDA_OK(cudaHostUnregister(p));
 }
 
