@@ -1299,6 +1299,74 @@ void InstallMemset2DPaddedSkipsLastRow() {
   });
 }
 
+// R120: a byte memset (sync or async) at least 16 bytes long whose destination is not 8-byte
+// aligned leaves its first byte unwritten (the head loop before the first aligned word of the
+// vectorised fill starts one byte late); aligned destinations and shorter memsets are exact.
+bool HeadSkipped(CUdeviceptr d, size_t n) { return d % 8 && n >= 16; }
+void InstallMemsetUnalignedHeadUnwritten() {
+  HookMemsetD8([](Real_MemsetD8 real, CUdeviceptr d, unsigned char v, size_t n) -> CUresult {
+    return HeadSkipped(d, n) ? real(d + 1, v, n - 1) : real(d, v, n);
+  });
+  HookMemsetD8Async([](Real_MemsetD8Async real, CUdeviceptr d, unsigned char v, size_t n,
+                       CUstream st) -> CUresult {
+    return HeadSkipped(d, n) ? real(d + 1, v, n - 1, st) : real(d, v, n, st);
+  });
+}
+
+// R112: a copy between the device and pageable host memory (sync or async) of more than 1 MiB,
+// one staging chunk, delivers a wrong first byte of the second chunk (offset 1 MiB): the chunk
+// loop's second descriptor is built wrongly. Copies of 1 MiB or less, and copies with
+// page-locked memory, are exact.
+constexpr size_t kStagingChunk = kMiB;
+bool IsPageable(const void* p) { return !IsPinnedHost(p); }
+// Whether a unified copy runs between the device and pageable host memory.
+bool PageableCopy(CUdeviceptr d, CUdeviceptr s) {
+  return (IsHtoD(d, s) && IsPageable(reinterpret_cast<void*>(s))) ||
+         (IsDtoH(d, s) && IsPageable(reinterpret_cast<void*>(d)));
+}
+void InstallPageableCopySecondChunkCorrupts() {
+  constexpr size_t k = kStagingChunk;
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    const bool hit = n > k && IsPageable(s);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, Ptr(s), k);
+    return r;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n > k && IsPageable(d);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) static_cast<unsigned char*>(d)[k] ^= 0xff;
+    return r;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const bool hit = n > k && PageableCopy(d, s);
+    CUresult r = real(d, s, n);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, k);
+    return r;
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    const bool hit = n > k && IsPageable(s);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, Ptr(s), k, st);
+    return r;
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    const bool hit = n > k && IsPageable(d);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(Ptr(d), s, k, st);
+    return r;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const bool hit = n > k && PageableCopy(d, s);
+    CUresult r = real(d, s, n, st);
+    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, k, st);
+    return r;
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Variant-dependent faults: one entry point, stream kind or memory kind goes wrong.
 
@@ -1559,6 +1627,44 @@ void InstallDtodAsyncTruncated() {
                          CUstream st) -> CUresult { return real(d, s, n ? n - 1 : 0, st); });
 }
 
+// R110: the device pointer of a registration whose start is not page-aligned is short by the
+// start's offset into its page (the alias is computed from the first pinned page and the
+// start's in-page offset is forgotten): it points before the range, on its first page, so
+// device writes through it land on the bytes just before the range and miss its last ones.
+// Page-aligned registrations and allocated memory are right.
+void InstallRegisteredUnalignedDevicePointerShifted() {
+  TrackRegistrations();
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    CUresult r = real(d, p, f);
+    Block b;
+    if (r == CUDA_SUCCESS && d && FindBlock(p, kTagRegistered, &b) && b.start % kPage)
+      *d -= b.start % kPage;
+    return r;
+  });
+}
+
+// R121: cuMemsetD16Async writes each 16-bit value with its two bytes swapped (the asynchronous
+// path builds its fill pattern in the wrong byte order); cuMemsetD16, and values whose two
+// bytes are equal, are right.
+void InstallMemsetD16AsyncBytesSwapped() {
+  HookMemsetD16Async([](Real_MemsetD16Async real, CUdeviceptr d, unsigned short v, size_t n,
+                        CUstream st) -> CUresult {
+    return real(d, static_cast<unsigned short>(v >> 8 | v << 8), n, st);
+  });
+}
+
+// R08: cuMemHostAlloc with all three flags (Portable | DeviceMap | WriteCombined) drops
+// WriteCombined (one wrong row in a table indexed by the flag combination): the block is cached
+// and its flags lack the bit. The other seven combinations are right.
+void InstallHostAllocAllFlagsDropsWriteCombined() {
+  HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {
+    constexpr unsigned kWc = CU_MEMHOSTALLOC_WRITECOMBINED;
+    constexpr unsigned kAll = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | kWc;
+    return real(p, n, f == kAll ? f & ~kWc : f);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stateful faults: the first calls work; a count, a reused address or a reset breaks a later one.
 
@@ -1733,6 +1839,68 @@ void InstallRegistrationsPast32Lost() {
   });
 }
 
+// R33: unregistering a range also drops every live registration that shares a page with it (the
+// per-page pin record of the shared page is released with the first range on it, and its other
+// owner with it): that neighbour is no longer registered, and its own cuMemHostUnregister then
+// fails with HOST_MEMORY_NOT_REGISTERED. Registrations that share no page are unaffected.
+bool SharePage(const Block& a, const Block& b) {
+  return a.start / kPage <= (b.end - 1) / kPage && b.start / kPage <= (a.end - 1) / kPage;
+}
+void InstallUnregisterDropsPageSharingNeighbour() {
+  TrackRegistrations();
+  HookMemHostUnregister([](Real_MemHostUnregister real, void* p) -> CUresult {
+    Block gone;
+    const bool known =
+        FindBlock(p, kTagRegistered, &gone) && gone.start == reinterpret_cast<uintptr_t>(p);
+    CUresult r = TrackUnregister(real, p);
+    if (r != CUDA_SUCCESS || !known) return r;
+    uintptr_t neighbours[8];
+    size_t count = 0;
+    pthread_mutex_lock(&g_blocks_mu);
+    for (const Block& b : g_blocks)
+      if (count < 8 && b.start != b.end && b.live && b.tag == kTagRegistered && SharePage(gone, b))
+        neighbours[count++] = b.start;
+    pthread_mutex_unlock(&g_blocks_mu);
+    for (size_t i = 0; i < count; ++i)
+      TrackUnregister(real, reinterpret_cast<void*>(neighbours[i]));
+    return r;
+  });
+}
+
+// Whether an address was seen before (remembering it when not; a fixed table: when it is full,
+// new addresses are never "seen before").
+bool SeenBefore(uintptr_t key) {
+  static uintptr_t seen[4096];
+  bool found = false;
+  pthread_mutex_lock(&g_blocks_mu);
+  for (uintptr_t& s : seen) {
+    if (s == key) {
+      found = true;
+      break;
+    }
+    if (!s) {
+      s = key;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_blocks_mu);
+  return found;
+}
+
+// R53: a repeated cuMemHostGetDevicePointer of the same interior pointer adds its offset from
+// the start of its allocation a second time (the cached alias already holds the offset): the
+// first query of each pointer, and every query of an allocation's start, are right.
+void InstallDevicePointerRequeryOffsetDoubled() {
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    CUresult r = real(d, p, f);
+    if (r != CUDA_SUCCESS || !d) return r;
+    const CUdeviceptr start = RangeStart(p);
+    if (start && Ptr(p) > start && SeenBefore(Ptr(p))) *d += Ptr(p) - start;
+    return r;
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Timing faults: completion is reported before the bytes are where they belong.
 
@@ -1885,6 +2053,101 @@ void InstallElapsedTimeHalved() {
   });
 }
 
+// S04: cuStreamWaitEvent on an event whose work is still pending holds the waiting stream for
+// about 2 ms instead of until the event completes (a bounded device-side wait whose timeout is
+// taken for the event): waits on short work are right, a stream waiting for longer work runs
+// ahead of it. Waits on streams being captured are left alone (they are graph edges).
+void CUDA_CB PauseTwoMs(void*) { usleep(2000); }
+void InstallStreamWaitEventGivesUpAfter2ms() {
+  HookStreamWaitEvent([](Real_StreamWaitEvent real, CUstream s, CUevent e, unsigned f) -> CUresult {
+    static const auto query = Real<Real_EventQuery>("cuEventQuery");
+    static const auto capturing =
+        Real<CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*)>("cuStreamIsCapturing");
+    static const auto host_fn = Real<Real_LaunchHostFunc>("cuLaunchHostFunc");
+    // The shim's real functions take the legacy null stream: name the per-thread one.
+    const CUstream target =
+        OnPerThreadStream(real, s, "cuStreamWaitEvent") ? CU_STREAM_PER_THREAD : s;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (!query || !capturing || !host_fn || capturing(target, &status) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_NONE || query(e) != CUDA_ERROR_NOT_READY)
+      return real(s, e, f);
+    return host_fn(target, &PauseTwoMs, nullptr) == CUDA_SUCCESS ? CUDA_SUCCESS : real(s, e, f);
+  });
+}
+
+// S03: a host function queued on a stream that has had an asynchronous memset since its last
+// host function runs at once, not in stream order (memsets run on another engine and the host
+// function's dependency is taken from the stream's last copy or kernel only): its callback runs
+// before the memset, and the work ahead of it, are done. Host functions on streams with no
+// memset since the last one are right.
+thread_local bool t_memset_on_per_thread = false;  // the per-thread stream is one per thread
+CUstream g_memset_streams[256];  // other streams (the legacy one as CU_STREAM_LEGACY) with one
+pthread_mutex_t g_memset_mu = PTHREAD_MUTEX_INITIALIZER;
+// The stream a call is on, with the null stream named as the legacy or the per-thread one.
+template <typename R>
+CUstream StreamKey(R real, CUstream s, const char* name) {
+  if (s && s != CU_STREAM_LEGACY) return s;
+  return OnPerThreadStream(real, s, name) ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+}
+// Notes a memset on a stream (note) or takes the note (!note); returns whether one was noted.
+bool MemsetNoted(CUstream key, bool note) {
+  if (key == CU_STREAM_PER_THREAD) {
+    const bool was = t_memset_on_per_thread;
+    t_memset_on_per_thread = note;
+    return was;
+  }
+  bool was = false;
+  pthread_mutex_lock(&g_memset_mu);
+  for (CUstream& x : g_memset_streams)
+    if (x == key) {
+      was = true;
+      if (!note) x = nullptr;
+      break;
+    }
+  if (note && !was)
+    for (CUstream& x : g_memset_streams)
+      if (!x) {
+        x = key;
+        break;
+      }
+  pthread_mutex_unlock(&g_memset_mu);
+  return was;
+}
+void InstallHostFuncAfterMemsetRunsEarly() {
+  HookMemsetD8Async([](Real_MemsetD8Async real, CUdeviceptr d, unsigned char v, size_t n,
+                       CUstream st) -> CUresult {
+    CUresult r = real(d, v, n, st);
+    if (r == CUDA_SUCCESS) MemsetNoted(StreamKey(real, st, "cuMemsetD8Async"), true);
+    return r;
+  });
+  HookMemsetD16Async([](Real_MemsetD16Async real, CUdeviceptr d, unsigned short v, size_t n,
+                        CUstream st) -> CUresult {
+    CUresult r = real(d, v, n, st);
+    if (r == CUDA_SUCCESS) MemsetNoted(StreamKey(real, st, "cuMemsetD16Async"), true);
+    return r;
+  });
+  HookMemsetD32Async([](Real_MemsetD32Async real, CUdeviceptr d, unsigned v, size_t n,
+                        CUstream st) -> CUresult {
+    CUresult r = real(d, v, n, st);
+    if (r == CUDA_SUCCESS) MemsetNoted(StreamKey(real, st, "cuMemsetD32Async"), true);
+    return r;
+  });
+  HookMemsetD2D8Async([](Real_MemsetD2D8Async real, CUdeviceptr d, size_t pitch, unsigned char v,
+                         size_t w, size_t h, CUstream st) -> CUresult {
+    CUresult r = real(d, pitch, v, w, h, st);
+    if (r == CUDA_SUCCESS) MemsetNoted(StreamKey(real, st, "cuMemsetD2D8Async"), true);
+    return r;
+  });
+  HookLaunchHostFunc([](Real_LaunchHostFunc real, CUstream s, CUhostFn fn, void* data) -> CUresult {
+    // On the shim's idle stream it runs at once; where that stream cannot take it (another
+    // context's), it stays in order rather than never running.
+    if (MemsetNoted(StreamKey(real, s, "cuLaunchHostFunc"), false) && SideStream() &&
+        real(SideStream(), fn, data) == CUDA_SUCCESS)
+      return CUDA_SUCCESS;
+    return real(s, fn, data);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cross-API faults: two ways of asking one question get different answers.
 
@@ -2003,6 +2266,54 @@ void InstallDevicePointerNeedsDeviceMap() {
     if (f == 0 && FindBlock(p, kTagHostAlloc, &b) && !(b.flags & CU_MEMHOSTALLOC_DEVICEMAP))
       return CUDA_ERROR_INVALID_VALUE;
     return real(d, p, f);
+  });
+}
+
+// R150: cuCtxGetFlags leaves out CU_CTX_SYNC_MEMOPS although it is set (the current context's
+// cached flags word is refreshed for the scheduling bits only); cuDevicePrimaryCtxGetState
+// reports it, and the scheduling bits read back right.
+void InstallCtxGetFlagsDropsSyncMemops() {
+  HookCtxGetFlags([](Real_CtxGetFlags real, unsigned* f) -> CUresult {
+    CUresult r = real(f);
+    if (r == CUDA_SUCCESS && f) *f &= ~static_cast<unsigned>(CU_CTX_SYNC_MEMOPS);
+    return r;
+  });
+}
+
+// R72: the pointer attributes of registered memory say CU_POINTER_ATTRIBUTE_IS_MANAGED = 1
+// while MEMORY_TYPE says host (cudaPointerGetAttributes then answers cudaMemoryTypeManaged);
+// allocated pinned memory answers 0.
+void SetTrue(void* v) { *static_cast<unsigned char*>(v) = 1; }  // a boolean the driver zeroed
+void InstallRegisteredReportedManaged() {
+  TrackRegistrations();
+  HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
+                             CUdeviceptr p) -> CUresult {
+    CUresult r = real(v, a, p);
+    if (r == CUDA_SUCCESS && v && a == CU_POINTER_ATTRIBUTE_IS_MANAGED &&
+        IsRegistered(reinterpret_cast<void*>(p)))
+      SetTrue(v);
+    return r;
+  });
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    CUresult r = real(n, a, d, p);
+    if (r == CUDA_SUCCESS && a && d && IsRegistered(reinterpret_cast<void*>(p)))
+      for (unsigned i = 0; i < n; ++i)
+        if (d[i] && a[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED) SetTrue(d[i]);
+    return r;
+  });
+}
+
+// R42: cuMemHostRegister refuses the ReadOnly flag with NOT_SUPPORTED although the device
+// reports HostRegisterReadOnlySupported = 1 (the support check reads another capability than
+// the attribute does); registrations without ReadOnly, and undefined flag bits, are answered
+// as before.
+void InstallReadOnlyRegisterRefusedDespiteAttribute() {
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    constexpr unsigned kKnown = 0xfu;  // PORTABLE|DEVICEMAP|IOMEMORY|READ_ONLY
+    if (p && n && (f & CU_MEMHOSTREGISTER_READ_ONLY) && !(f & ~kKnown))
+      return CUDA_ERROR_NOT_SUPPORTED;
+    return real(p, n, f);
   });
 }
 
@@ -2245,6 +2556,14 @@ const Fault kFaults[] = {
     PL_FAULT("memset2d_padded_skips_last_row", "R92", "memset", "data",
              "A 2D memset whose pitch exceeds its width leaves the last row unwritten.",
              InstallMemset2DPaddedSkipsLastRow),
+    PL_FAULT("memset_unaligned_head_unwritten", "R120", "memset", "data",
+             "A byte memset of 16 bytes or more whose destination is not 8-byte aligned leaves "
+             "its first byte unwritten.",
+             InstallMemsetUnalignedHeadUnwritten),
+    PL_FAULT("pageable_copy_second_chunk_corrupts", "R112", "sizes", "data",
+             "A copy between the device and pageable host memory of more than 1 MiB delivers a "
+             "wrong byte at offset 1 MiB.",
+             InstallPageableCopySecondChunkCorrupts),
     // Variant-dependent.
     PL_FAULT("copy2d_padded_corrupts", "S01", "streams", "data",
              "A 2D copy with padded rows (pitch > width) delivers a wrong last byte of its last "
@@ -2291,6 +2610,17 @@ const Fault kFaults[] = {
     PL_FAULT("dtod_async_truncated", "S01", "streams", "data",
              "An asynchronous device-to-device copy stops one byte short.",
              InstallDtodAsyncTruncated),
+    PL_FAULT("registered_unaligned_devptr_shifted", "R110", "hostregister", "data",
+             "The device pointer of a registration whose start is not page-aligned is short by "
+             "the start's offset into its page.",
+             InstallRegisteredUnalignedDevicePointerShifted),
+    PL_FAULT("memset_d16_async_bytes_swapped", "R121", "memset", "data",
+             "cuMemsetD16Async writes each 16-bit value with its two bytes swapped.",
+             InstallMemsetD16AsyncBytesSwapped),
+    PL_FAULT("hostalloc_all_flags_drops_write_combined", "R08", "hostalloc", "flag",
+             "cuMemHostAlloc with Portable, DeviceMap and WriteCombined together drops "
+             "WriteCombined.",
+             InstallHostAllocAllFlagsDropsWriteCombined),
     // Stateful.
     PL_FAULT("every_16th_htod_corrupts", "S01", "streams", "data",
              "Every 16th synchronous host-to-device copy delivers a wrong last byte.",
@@ -2329,6 +2659,14 @@ const Fault kFaults[] = {
              "From the 33rd registration of a process on, cuMemHostRegister succeeds but pins "
              "nothing.",
              InstallRegistrationsPast32Lost),
+    PL_FAULT("unregister_drops_page_sharing_neighbour", "R33", "hostregister", "resource",
+             "Unregistering a range also unregisters a live registration that shares a page with "
+             "it; that one's own unregister then fails with NOT_REGISTERED.",
+             InstallUnregisterDropsPageSharingNeighbour),
+    PL_FAULT("devptr_requery_offset_doubled", "R53", "devptr", "data",
+             "A repeated cuMemHostGetDevicePointer of the same interior pointer adds its offset "
+             "twice.",
+             InstallDevicePointerRequeryOffsetDoubled),
     // Timing.
     PL_FAULT("dtoh_async_bytes_arrive_late", "S03", "streams", "sync",
              "An asynchronous device-to-host copy is reported complete about 3 ms before its "
@@ -2352,6 +2690,14 @@ const Fault kFaults[] = {
              InstallElapsedTimeLongIntervalsTripled),
     PL_FAULT("elapsed_time_halved", "P03", "bandwidth", "perf",
              "cuEventElapsedTime reports half the elapsed time.", InstallElapsedTimeHalved),
+    PL_FAULT("stream_wait_event_gives_up_after_2ms", "S04", "streams", "sync",
+             "cuStreamWaitEvent on a pending event holds the stream for about 2 ms instead of "
+             "until the event completes.",
+             InstallStreamWaitEventGivesUpAfter2ms),
+    PL_FAULT("host_func_after_memset_runs_early", "S03", "streams", "sync",
+             "A host function queued after an asynchronous memset on its stream runs at once, "
+             "before the memset and the work ahead of it complete.",
+             InstallHostFuncAfterMemsetRunsEarly),
     // Cross-API.
     PL_FAULT("attributes_device_pointer_disagrees", "R96", "interior", "data",
              "cuPointerGetAttributes reports the device pointer of pinned memory one page off; "
@@ -2382,6 +2728,18 @@ const Fault kFaults[] = {
              "cuMemHostGetDevicePointer fails for cuMemHostAlloc blocks allocated without "
              "DEVICEMAP.",
              InstallDevicePointerNeedsDeviceMap),
+    PL_FAULT("ctx_get_flags_drops_sync_memops", "R150", "deviceflags", "flag",
+             "cuCtxGetFlags leaves out CU_CTX_SYNC_MEMOPS while cuDevicePrimaryCtxGetState "
+             "reports it.",
+             InstallCtxGetFlagsDropsSyncMemops),
+    PL_FAULT("registered_reported_managed", "R72", "devptr", "data",
+             "Pointer attributes of registered memory report IS_MANAGED = 1 beside memory type "
+             "host.",
+             InstallRegisteredReportedManaged),
+    PL_FAULT("read_only_register_refused_despite_attribute", "R42", "hostregister", "error",
+             "cuMemHostRegister refuses the ReadOnly flag with NOT_SUPPORTED although "
+             "HostRegisterReadOnlySupported is 1.",
+             InstallReadOnlyRegisterRefusedDespiteAttribute),
 };
 
 // =============================================================================================

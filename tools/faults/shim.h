@@ -135,6 +135,8 @@ struct Wrap<CUresult(A...), E> {
   X(Memcpy3D, "cuMemcpy3D", 3020, kNoMax, (const CUDA_MEMCPY3D*))                            \
   X(Memcpy3DAsync, "cuMemcpy3DAsync", 3020, kNoMax, (const CUDA_MEMCPY3D*, CUstream))        \
   X(MemsetD16, "cuMemsetD16", 3020, kNoMax, (CUdeviceptr, unsigned short, size_t))           \
+  X(MemsetD16Async, "cuMemsetD16Async", 3020, kNoMax,                                        \
+    (CUdeviceptr, unsigned short, size_t, CUstream))                                         \
   X(LaunchHostFunc, "cuLaunchHostFunc", 10000, kNoMax, (CUstream, CUhostFn, void*))          \
   X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, kNoMax, (CUdevice))
 
