@@ -457,6 +457,10 @@ def mutation_line(doc):
     if held and held.get("counted"):
         line += (f"; on the held-out half, faults its tests were not written for, "
                  f"{held['KILLED'] + held['HANDLED']} of {held['counted']} ({held['percent']}%)")
+    for batch, bs in (doc.get("score_by_batch") or {}).items():
+        if bs.get("blind") and bs.get("counted"):
+            line += (f"; on blind batch {batch}, faults written without sight of the tests, "
+                     f"{bs['KILLED'] + bs['HANDLED']} of {bs['counted']} ({bs['percent']}%)")
     return line + ("; " + ", ".join(skipped) if skipped else "")
 
 
@@ -483,6 +487,7 @@ def mutation_context(doc, case_ids=()):
             "faults": faults, "survivors": [f for f in faults if f["verdict"] == "SURVIVED"],
             "control_summary": control.get("summary", "?"), "unstable": len(control.get("unstable", [])),
             "by_half": doc.get("score_by_half") or {}, "by_shape": doc.get("score_by_shape") or {},
+            "by_batch": doc.get("score_by_batch") or {},
             "cases_shown": MUTATION_CASES_SHOWN}
 
 

@@ -488,6 +488,17 @@ class MutationSectionTest(unittest.TestCase):
         self.assertIn(line + "; 1 not run (time budget)", first)
         self.assertLess(first.index("class='verdict'"), first.index(line))
 
+    def test_a_blind_batch_score_is_on_the_first_screen_and_in_the_section(self):
+        one = {"KILLED": 1, "HANDLED": 0, "SURVIVED": 1, "counted": 2, "percent": 50.0,
+               "line": "caught 1 of 2 injected driver faults (50.0%)"}
+        doc = dict(self.doc, score_by_batch={"blind-9": dict(one, blind=True), "old": dict(one, blind=False)})
+        page = self.page(doc)
+        first = page.split("id='what-changed'")[0]
+        self.assertIn("on blind batch blind-9, faults written without sight of the tests, 1 of 2 (50.0%)", first)
+        self.assertNotIn("blind batch old", first)
+        section = page.split("<h2 id='mutation'>")[1].split("<h2 ")[0]
+        self.assertIn("Blind batch blind-9", section)
+
     def test_every_fault_is_listed_with_the_cases_that_caught_it(self):
         page = self.page(self.doc)
         section = page.split("<h2 id='mutation'>")[1].split("<h2 ")[0]

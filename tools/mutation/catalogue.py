@@ -215,13 +215,17 @@ def rules_of(row):
 
 
 def load_split(bundle):
-    """{fault name: {"half": "tuning"|"heldout", "shape": ...}} from faults/split.tsv (the fixed
-    split of the catalogue by a hash of each name, tools/faults/split.py); {} when there is none."""
+    """{fault name: {"half": "tuning"|"heldout", "shape": ..., "batch": ..., "blind": bool}} from
+    faults/split.tsv (the fixed split of the catalogue by a hash of each name, and the batch each
+    fault came in, tools/faults/split.py); {} when there is none. An older split.tsv without the
+    batch columns gives an empty batch."""
     path = first_existing(os.path.join(bundle, "faults", "split.tsv"),
                           os.path.join(REPO, "tools", "faults", "split.tsv"))
     if not path:
         return {}
-    return {r["name"]: {"half": r.get("half", ""), "shape": r.get("shape", "")} for r in read_tsv(path)}
+    return {r["name"]: {"half": r.get("half", ""), "shape": r.get("shape", ""),
+                        "batch": r.get("batch", ""), "blind": r.get("blind") == "yes"}
+            for r in read_tsv(path)}
 
 
 def load_survivor_notes(bundle):

@@ -262,6 +262,22 @@ class SplitScoreTest(unittest.TestCase):
         shapes = scoring.score_by(results, split, "shape")
         self.assertEqual((shapes["size"]["KILLED"], shapes["timing"]["HANDLED"]), (1, 1))
 
+    def test_a_batch_is_scored_on_its_own_and_says_whether_it_is_blind(self):
+        split = {"a": {"batch": "old", "blind": False}, "b": {"batch": "new", "blind": True},
+                 "c": {"batch": "new", "blind": True}}
+        results = [{"name": "a", "verdict": "KILLED"}, {"name": "b", "verdict": "SURVIVED"},
+                   {"name": "c", "verdict": "KILLED"}]
+        batches = scoring.score_by(results, split, "batch")
+        self.assertEqual((batches["new"]["counted"], batches["new"]["percent"], batches["new"]["blind"]),
+                         (2, 50.0, True))
+        self.assertFalse(batches["old"]["blind"])
+
+    def test_the_committed_split_puts_the_session_9_batch_in_a_blind_batch(self):
+        split = catalogue.load_split(os.path.join(ROOT, "no-bundle-here"))
+        blind = {n for n, v in split.items() if v["blind"]}
+        self.assertIn("registered_reported_managed", blind)
+        self.assertNotIn("htod_corrupts_last_byte", blind)
+
     def test_the_committed_split_names_every_catalogue_fault(self):
         names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
         split = catalogue.load_split(os.path.join(ROOT, "no-bundle-here"))
@@ -272,6 +288,15 @@ class SplitScoreTest(unittest.TestCase):
                "faults": [dict(FAULT, verdict="KILLED")],
                "score_by_half": {"heldout": dict(scoring.score([{"verdict": "KILLED"}]), line="caught 1 of 1")}}
         self.assertIn("Held out", pages.render_mutation_page(doc))
+
+    def test_the_page_shows_a_blind_batch_score(self):
+        one = dict(scoring.score([{"verdict": "KILLED"}]), line="caught 1 of 1 injected driver faults")
+        doc = {"score": scoring.score([{"verdict": "KILLED"}]), "control": {"summary": "PASS=1", "unstable": []},
+               "faults": [dict(FAULT, verdict="KILLED")], "score_by_half": {"heldout": one},
+               "score_by_batch": {"blind-9": dict(one, blind=True), "old": dict(one, blind=False)}}
+        page = pages.render_mutation_page(doc)
+        self.assertIn("Blind batch blind-9", page)
+        self.assertNotIn("Blind batch old", page)
 
 
 class CapTest(unittest.TestCase):

@@ -23,6 +23,7 @@ def make_doc(args, inputs, controls, sched, sentinels, results, variations, t0):
     return {"score": dict(s, line=score_line(s)),
             "score_by_half": score_by(results, split, "half"),
             "score_by_shape": score_by(results, split, "shape"),
+            "score_by_batch": score_by(results, split, "batch"),
             "control": {"summary": summary_line(controls.all_control),
                         "second_summary": summary_line(controls.all_control_b),
                         "unstable": sorted(controls.unstable),
@@ -73,6 +74,9 @@ def print_summary(doc, out):
               f"in {doc['config']['seconds']} s")
         for half, hs in (doc.get("score_by_half") or {}).items():
             print(f"mutation:   {half} half: {hs['line']}")
+        for batch, bs in (doc.get("score_by_batch") or {}).items():
+            if bs.get("blind"):
+                print(f"mutation:   blind batch {batch} (written without sight of the tests): {bs['line']}")
     for r in results:
         if r["verdict"] in ("SURVIVED", "ERROR", "NOT_RUN"):
             print(f"  {r['verdict']} {r['name']} ({r['rule']}): "

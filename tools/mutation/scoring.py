@@ -136,16 +136,21 @@ HALVES = ("tuning", "heldout")
 
 
 def score_by(results, split, key):
-    """{group: score} of the faults grouped by split[name][key] (key "half" or "shape"); faults the
-    split does not name are left out. The held-out half is the score that counts: the suite's
-    tests were written looking only at the tuning half."""
+    """{group: score} of the faults grouped by split[name][key] (key "half", "shape" or "batch");
+    faults the split does not name are left out. The held-out half is the score that counts: the
+    suite's tests were written looking only at the tuning half. A batch's score also says whether
+    the batch is blind (written without sight of the tests)."""
     groups = {}
     for r in results:
         g = split.get(r["name"], {}).get(key)
         if g:
             groups.setdefault(g, []).append(r)
     order = list(HALVES) if key == "half" else sorted(groups)
-    return {g: dict(score(groups[g]), line=score_line(score(groups[g]))) for g in order if g in groups}
+    out = {g: dict(score(groups[g]), line=score_line(score(groups[g]))) for g in order if g in groups}
+    if key == "batch":
+        for g, s in out.items():
+            s["blind"] = all(split[r["name"]].get("blind") for r in groups[g])
+    return out
 
 
 def score_line(s):
