@@ -3,7 +3,8 @@
 // at the same address; every identity query must then describe the new block, never the old:
 //  - CU_POINTER_ATTRIBUTE_BUFFER_ID is new (collected over the whole process, every route);
 //  - cuMemGetAddressRange and RANGE_START_ADDR / RANGE_SIZE (from the first, a middle and the last
-//    byte) give the new block's base and size;
+//    byte) give one answer holding the new block, and the address range's own last byte names the
+//    same range (an earlier, larger block's size reaches bytes the new block does not have);
 //  - cudaHostGetFlags / cuMemHostGetFlags give the new flags;
 //  - cudaHostGetDevicePointer and cudaPointerGetAttributes give the new aliases, type and device;
 //  - the device reads the new bytes through the alias.
@@ -62,7 +63,6 @@ bool Registered(Route r) { return r == Route::kRegisterMalloc || r == Route::kRe
 bool Runtime(Route r) { return r == Route::kHostAlloc || r == Route::kMallocHost || r == Route::kRegisterMalloc || r == Route::kRegisterMmap; }
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-uintptr_t PageDown(uintptr_t a) { return a / PageSize() * PageSize(); }
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // Every buffer ID any block of this process was given, with the block that had it: the
@@ -154,17 +154,19 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
     b->backing = nullptr;
   }
 
-  // A range answer that describes block `b` (asked at `at`, its host pointer or its alias): its
-  // base with its size ("exact"); its base with the size rounded up, within the block's last page
-  // (the driver's allocation granularity, "rounded_up"); for a registration, the pages covering it
-  // ("page_covering"). "" when the answer describes something else (an earlier block's size).
-  std::string RangeKind(const Block& b, const void* at, CUdeviceptr base, size_t size) const {
+  // How a range holds block `b` (asked at `at`, its host pointer or its alias), recorded: its base
+  // and size ("exact"), its base and more ("rounded_up"), from below its start ("starts_below").
+  // "" when it does not hold the block (a wrong base, a short or stale smaller size). How far a
+  // range may reach past the block is not documented: cuMemGetAddressRange names "the allocation
+  // ... that contains the input pointer" and no granularity; RANGE_START_ADDR / RANGE_SIZE name
+  // "the mappable address range ptr references (e.g. from ::cuMemAddressReserve)", "not
+  // necessarily ... the mapped region" (cuda.h 13.0). So no unit bounds it here; a stale larger
+  // size is caught by the range's own last byte (Cycle).
+  static std::string RangeShape(const Block& b, const void* at, CUdeviceptr base, size_t size) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(at);
-    if (base == p && size == b.n) return "exact";
-    if (base == p && size > b.n && size <= RoundUp(b.n, PageSize())) return "rounded_up";
-    const uintptr_t first = PageDown(p);
-    if (Registered(GetParam()) && base == first && size == RoundUp(p + b.n, PageSize()) - first) return "page_covering";
-    return "";
+    if (base > p || p - base > size || size - (p - base) < b.n) return "";
+    if (base < p) return "starts_below";
+    return size == b.n ? "exact" : "rounded_up";
   }
 
   // The flags word answers for block `b`: the requested bits, plus the ones the documentation
@@ -236,24 +238,81 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
     }
 
     // cuMemGetAddressRange and RANGE_START_ADDR / RANGE_SIZE, from the first, a middle and the
-    // last byte (J10): 'the base address ... and size ... of the allocation ... that contains the
-    // input pointer'.
+    // last byte (J10): one answer from every byte, and a range that holds the block. cuda.h 13.0
+    // documents cuMemGetAddressRange for "the allocation by ::cuMemAlloc() or ::cuMemAllocPitch()
+    // that contains the input pointer" and lists CUDA_ERROR_NOT_FOUND and CUDA_ERROR_INVALID_VALUE:
+    // nothing promises an answer for pinned or registered host memory, so either error is allowed
+    // (counted) and the range is judged where there is one.
+    CUresult range_r0 = CUDA_SUCCESS;
+    CUdeviceptr base0 = 0, start0 = 0;
+    size_t size0 = 0, rsize0 = 0;
+    bool first = true;
     for (size_t off : {size_t{0}, n / 2, n - 1}) {
       CUdeviceptr base = 0;
       size_t size = 0;
-      EXPECT_CU_OK(d.cuMemGetAddressRange(&base, &size, Dptr(q + off)));
-      std::string kind = RangeKind(b, q, base, size);
-      EXPECT_NE(kind, "") << "cuMemGetAddressRange from byte " << off << ": base 0x" << std::hex << base
-                          << " (block 0x" << reinterpret_cast<uintptr_t>(q) << ")" << std::dec << ", size " << size;
-      if (!kind.empty()) ++range_kinds_["address_range_" + kind];
+      const CUresult range_r = d.cuMemGetAddressRange(&base, &size, Dptr(q + off));
       CUdeviceptr start = 0;
       size_t rsize = 0;
       EXPECT_CU_OK(d.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, Dptr(q + off)));
       EXPECT_CU_OK(d.cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, Dptr(q + off)));
-      kind = RangeKind(b, q, start, rsize);
+      if (first) {
+        first = false;
+        range_r0 = range_r;
+        base0 = base;
+        size0 = size;
+        start0 = start;
+        rsize0 = rsize;
+        EXPECT_TRUE(range_r == CUDA_SUCCESS || range_r == CUDA_ERROR_NOT_FOUND || range_r == CUDA_ERROR_INVALID_VALUE)
+            << "cuMemGetAddressRange: " << DescribeCu(range_r) << ", not one of the documented {CUDA_SUCCESS, "
+            << "CUDA_ERROR_NOT_FOUND, CUDA_ERROR_INVALID_VALUE}";
+      } else {
+        // One block holds every byte: every byte gets the first byte's answer.
+        EXPECT_EQ(CuName(range_r), CuName(range_r0)) << "cuMemGetAddressRange from byte " << off
+                                                     << ": another answer than the first byte's";
+        if (range_r == CUDA_SUCCESS && range_r0 == CUDA_SUCCESS) {
+          EXPECT_TRUE(base == base0 && size == size0)
+              << "cuMemGetAddressRange from byte " << off << ": 0x" << std::hex << base << std::dec << ", " << size
+              << ", the first byte's: 0x" << std::hex << base0 << std::dec << ", " << size0;
+        }
+        EXPECT_TRUE(start == start0 && rsize == rsize0)
+            << "RANGE_START_ADDR / RANGE_SIZE from byte " << off << ": 0x" << std::hex << start << std::dec << ", "
+            << rsize << ", the first byte's: 0x" << std::hex << start0 << std::dec << ", " << rsize0;
+      }
+      if (range_r == CUDA_SUCCESS) {
+        const std::string kind = RangeShape(b, q, base, size);
+        EXPECT_NE(kind, "") << "cuMemGetAddressRange from byte " << off << ": base 0x" << std::hex << base
+                            << " (block 0x" << reinterpret_cast<uintptr_t>(q) << ")" << std::dec << ", size " << size
+                            << " does not hold the block's " << n << " bytes";
+        if (!kind.empty()) ++range_kinds_["address_range_" + kind];
+      } else {
+        ++range_kinds_["address_range_" + CuName(range_r)];
+      }
+      const std::string kind = RangeShape(b, q, start, rsize);
       EXPECT_NE(kind, "") << "RANGE_START_ADDR / RANGE_SIZE from byte " << off << ": 0x" << std::hex << start
-                          << " (block 0x" << reinterpret_cast<uintptr_t>(q) << ")" << std::dec << ", " << rsize;
+                          << " (block 0x" << reinterpret_cast<uintptr_t>(q) << ")" << std::dec << ", " << rsize
+                          << " does not hold the block's " << n << " bytes";
       if (!kind.empty()) ++range_kinds_["range_attribute_" + kind];
+    }
+    if (range_r0 == CUDA_SUCCESS && size0 > 0 && size0 - 1 <= ~base0) {
+      // "To retrieve the size of the mapped region, see ::cuMemGetAddressRange": the mapped region
+      // lies in the mappable range RANGE_START_ADDR / RANGE_SIZE name.
+      EXPECT_TRUE(base0 >= start0 && base0 - start0 <= rsize0 && size0 <= rsize0 - (base0 - start0))
+          << "RANGE_START_ADDR / RANGE_SIZE (0x" << std::hex << start0 << std::dec << ", " << rsize0
+          << ") do not hold the mapped region cuMemGetAddressRange names (0x" << std::hex << base0 << std::dec
+          << ", " << size0 << ")";
+      // The range's own last byte is in the allocation the driver named, so it names the same
+      // range. A size kept from an earlier, larger block at this address reaches bytes that are
+      // no longer allocated, or another block's: the driver answers otherwise there.
+      const CUdeviceptr last = base0 + (size0 - 1);
+      if (last != Dptr(q + n - 1)) {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        const CUresult r = d.cuMemGetAddressRange(&base, &size, last);
+        EXPECT_TRUE(r == CUDA_SUCCESS && base == base0 && size == size0)
+            << "cuMemGetAddressRange names 0x" << std::hex << base0 << std::dec << ", " << size0
+            << " bytes for this block, but from that range's last byte answers " << DescribeCu(r) << ", 0x" << std::hex
+            << base << std::dec << ", " << size << " (a size the block does not have?)";
+      }
     }
 
     // The flags word (allocations only: for registered memory R58 says the query fails, and

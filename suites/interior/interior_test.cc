@@ -3,18 +3,27 @@
 // From the first, a middle and the last byte of a cudaHostAlloc allocation (every flag
 // combination), of a cudaHostRegister registration (heap, anonymous mmap, memfd; the registered
 // range lies inside a larger mapping) and of device memory:
-// - cuMemGetAddressRange and cuPointerGetAttribute(RANGE_START_ADDR, RANGE_SIZE) give one base
-//   and size, the same from every interior byte, and the range holds the whole buffer;
+// - cuMemGetAddressRange gives one answer from every interior byte; where it names a range (device
+//   memory must; host memory may answer CUDA_ERROR_NOT_FOUND or CUDA_ERROR_INVALID_VALUE), the
+//   range holds the whole buffer and its own last byte names the same range;
+// - cuPointerGetAttribute(RANGE_START_ADDR, RANGE_SIZE) gives one range from every interior byte,
+//   holding the buffer and the range cuMemGetAddressRange names;
 // - cudaPointerGetAttributes names host memory of device 0 with the interior byte's own host
 //   pointer and device alias;
-// - the byte one past the end (and one before the start of a registration) is not inside it.
+// - the bytes just outside the range the driver reports for the buffer are not reported inside
+//   it, and the unregistered pages just before and after a registration are in no allocation.
+// How far a range reaches past the buffer (exact, rounded to some unit, a whole reservation) is
+// not documented: it is recorded, never bounded by a unit of the suite's choosing.
 //
-// CUDA 13.0 Driver API reference: cuMemGetAddressRange "Returns the base address in *pbase and
-// size in *psize of the allocation ... that contains the input pointer dptr"; cuPointerGetAttribute
+// CUDA 13.0 cuda.h: cuMemGetAddressRange "Returns the base address in *pbase and size in *psize of
+// the allocation by ::cuMemAlloc() or ::cuMemAllocPitch() that contains the input pointer dptr"
+// and lists CUDA_ERROR_NOT_FOUND and CUDA_ERROR_INVALID_VALUE; cuPointerGetAttribute
 // RANGE_START_ADDR "Returns in *data the starting address for the allocation referenced by the
-// device pointer ptr", RANGE_SIZE "the size for the allocation referenced by the device pointer
-// ptr". With unified addressing a page-locked host pointer is a device pointer ("host memory
-// allocated ... can be accessed from the device at the same address", CUDA_UNIFIED).
+// device pointer ptr.  Note that this is not necessarily the address of the mapped region, but
+// the address of the mappable address range ptr references (e.g. from ::cuMemAddressReserve)",
+// RANGE_SIZE the same for the size, "To retrieve the size of the mapped region, see
+// ::cuMemGetAddressRange". With unified addressing a page-locked host pointer is a device pointer
+// ("host memory allocated ... can be accessed from the device at the same address", CUDA_UNIFIED).
 // Rule ids refer to suites/rules.tsv (R94, R95, R96).
 #include <cuda_runtime.h>
 
@@ -132,23 +141,45 @@ std::vector<size_t> InteriorOffsets(size_t bytes) {
 
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
-// The range must hold the whole buffer and nothing beyond the units the buffer occupies (pages
-// of host memory; 2 MiB granules of device memory). The documentation says "the allocation ...
-// that contains the input pointer" without saying whether that is the bytes asked for or the
-// pages behind them, so an exact range and a rounded one both pass, and which came is recorded
-// (r580 answers exact). A driver that names a previous, larger block at the address, or another
-// block's range, fails the bound.
-void ExpectRangeOfBuffer(const char* key, CUdeviceptr base, size_t size, CUdeviceptr ptr, size_t bytes,
-                         size_t unit) {
-  const CUdeviceptr lo = ptr / unit * unit;
-  const CUdeviceptr hi = (ptr + bytes + unit - 1) / unit * unit;
-  EXPECT_LE(base, ptr) << "the range starts after the buffer";
-  EXPECT_GE(base + size, ptr + bytes) << "the range ends inside the buffer";
-  EXPECT_GE(base, lo) << "the range starts before the buffer's first " << unit << "-byte unit";
-  EXPECT_LE(base + size, hi) << "the range reaches past the buffer's last " << unit << "-byte unit (size "
-                             << size << " for " << bytes << " bytes)";
+// [base, base + size) holds address a (no wrap-around arithmetic).
+bool Holds(CUdeviceptr base, size_t size, CUdeviceptr a) { return a >= base && a - base < size; }
+// [a, a + n) and [b, b + m) share a byte.
+bool Overlap(CUdeviceptr a, size_t n, CUdeviceptr b, size_t m) {
+  return n > 0 && m > 0 && (a <= b ? b - a < n : a - b < m);
+}
+// The range's last byte; false where the range is empty or wraps past the top of the address space.
+bool LastByte(CUdeviceptr base, size_t size, CUdeviceptr* last) {
+  if (size == 0 || size - 1 > ~base) return false;
+  *last = base + (size - 1);
+  return true;
+}
+
+// cuMemGetAddressRange is documented for "the allocation by ::cuMemAlloc() or ::cuMemAllocPitch()
+// that contains the input pointer" (cuda.h 13.0), and lists CUDA_ERROR_NOT_FOUND and
+// CUDA_ERROR_INVALID_VALUE: nothing promises an answer for cudaHostAlloc or registered memory, so
+// host memory may answer either (recorded); device memory is the allocation it describes.
+constexpr char kAddressRangeDoc[] =
+    "cuMemGetAddressRange: 'the allocation by ::cuMemAlloc() or ::cuMemAllocPitch() that contains "
+    "the input pointer'; host memory is not named, CUDA_ERROR_NOT_FOUND and CUDA_ERROR_INVALID_VALUE "
+    "are listed";
+
+// The range must hold the whole buffer; how far it reaches beyond it is recorded, not bounded. No
+// granularity is documented: cuMemGetAddressRange names "the allocation ... that contains the input
+// pointer" without saying whether that is the bytes asked for or some unit behind them, and
+// RANGE_START_ADDR / RANGE_SIZE name "the mappable address range ptr references (e.g. from
+// ::cuMemAddressReserve)", "not necessarily ... the mapped region". A range that misses a byte of
+// the buffer (a wrong base from an interior byte, a short or stale size) fails; one that reaches
+// too far is caught where it contradicts the driver's own answers (the range's last byte, the
+// bytes just past it: see the tests).
+void ExpectRangeHolds(const char* key, CUdeviceptr base, size_t size, CUdeviceptr ptr, size_t bytes) {
+  const bool starts = base <= ptr;
+  const bool ends = starts && ptr - base <= size && size - (ptr - base) >= bytes;
+  EXPECT_TRUE(starts) << "the range starts after the buffer: base 0x" << std::hex << base << ", buffer 0x" << ptr;
+  EXPECT_TRUE(!starts || ends) << "the range ends inside the buffer: base 0x" << std::hex << base << std::dec
+                               << ", size " << size << " for " << bytes << " bytes at offset " << ptr - base;
+  if (!starts || !ends) return;
   const std::string start = base == ptr ? "start exact" : "start rounded down";
-  const std::string end = base + size == ptr + bytes ? "end exact" : "end rounded up";
+  const std::string end = size - (ptr - base) == bytes ? "end exact" : "end rounded up";
   Observe(key, start + ", " + end);
 }
 
@@ -168,32 +199,62 @@ class InteriorPointerTest : public DriverApiGpuTest, public ::testing::WithParam
     buf_.reset();
     DriverApiGpuTest::TearDown();
   }
-  void ExpectRangeHoldsOnlyTheBuffer(const char* key, CUdeviceptr base, size_t size) {
-    ExpectRangeOfBuffer(key, base, size, Dptr(buf_->ptr()), buf_->bytes(),
-                        GetParam().device ? size_t{2} << 20 : PageSize());
+  // The answers cuMemGetAddressRange may give for the buffer's own bytes (kAddressRangeDoc).
+  std::vector<CUresult> AddressRangeAnswers() const {
+    if (GetParam().device) return {CUDA_SUCCESS};
+    return {CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_INVALID_VALUE};
+  }
+  void ExpectRangeHoldsTheBuffer(const char* key, CUdeviceptr base, size_t size) {
+    ExpectRangeHolds(key, base, size, Dptr(buf_->ptr()), buf_->bytes());
   }
   std::unique_ptr<Subjected> buf_;
 };
 
 TEST_P(InteriorPointerTest, AddressRangeFromTheFirstAMiddleAndTheLastByteIsOneRangeHoldingTheBuffer) {
   PAGELOCK_RULE("R94");
+  CUresult r0 = CUDA_SUCCESS;
   CUdeviceptr base0 = 0;
   size_t size0 = 0;
   for (size_t off : InteriorOffsets(buf_->bytes())) {
     SCOPED_TRACE("byte " + std::to_string(off));
     CUdeviceptr base = 0;
     size_t size = 0;
-    ASSERT_CU_OK(d.cuMemGetAddressRange(&base, &size, Dptr(buf_->ptr() + off)));
+    const CUresult r = d.cuMemGetAddressRange(&base, &size, Dptr(buf_->ptr() + off));
     if (off == 0) {
+      ASSERT_TRUE(CheckDocumentedOneOf("address_range_result", r, AddressRangeAnswers(), kAddressRangeDoc));
+      r0 = r;
       base0 = base;
       size0 = size;
-      Observe("base_offset", static_cast<long long>(Dptr(buf_->ptr()) - base));
-      Observe("range_size", static_cast<unsigned long long>(size));
+      if (r == CUDA_SUCCESS) {
+        Observe("base_offset", static_cast<long long>(Dptr(buf_->ptr()) - base));
+        Observe("range_size", static_cast<unsigned long long>(size));
+      }
+      continue;
     }
+    // One allocation holds every byte of the buffer: every byte gets the first byte's answer.
+    EXPECT_EQ(CuName(r), CuName(r0)) << "another answer than the first byte's";
+    if (r != CUDA_SUCCESS || r0 != CUDA_SUCCESS) continue;
     EXPECT_EQ(base, base0) << "another base than the first byte's";
     EXPECT_EQ(size, size0) << "another size than the first byte's";
   }
-  ExpectRangeHoldsOnlyTheBuffer("address_range_shape", base0, size0);
+  if (r0 != CUDA_SUCCESS) return;  // host memory in no allocation: recorded, nothing to hold
+  ExpectRangeHoldsTheBuffer("address_range_shape", base0, size0);
+  // The range's own first and last byte are in the allocation the driver just named, so they name
+  // the same range: a range that reaches past the allocation (another block's size, an earlier
+  // block's at this address) names bytes the driver then places elsewhere or nowhere.
+  auto expect_same_range_from = [&](const char* which, CUdeviceptr at) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    const CUresult r = d.cuMemGetAddressRange(&base, &size, at);
+    EXPECT_TRUE(r == CUDA_SUCCESS && base == base0 && size == size0)
+        << "the " << which << " byte of the range named for the buffer (0x" << std::hex << base0 << std::dec << ", "
+        << size0 << " bytes) answers " << DescribeCu(r) << ", 0x" << std::hex << base << std::dec << ", " << size;
+  };
+  if (base0 != Dptr(buf_->ptr())) expect_same_range_from("first", base0);
+  CUdeviceptr last = 0;
+  if (LastByte(base0, size0, &last) && last != Dptr(buf_->ptr() + buf_->bytes() - 1)) {
+    expect_same_range_from("last", last);
+  }
 }
 
 TEST_P(InteriorPointerTest, RangeAttributesFromTheFirstAMiddleAndTheLastByteAreOneRangeHoldingTheBuffer) {
@@ -215,7 +276,25 @@ TEST_P(InteriorPointerTest, RangeAttributesFromTheFirstAMiddleAndTheLastByteAreO
     EXPECT_EQ(start, start0) << "another start than the first byte's";
     EXPECT_EQ(size, size0) << "another size than the first byte's";
   }
-  ExpectRangeHoldsOnlyTheBuffer("range_attribute_shape", start0, size0);
+  // "the mappable address range ptr references", "not necessarily ... the mapped region": it holds
+  // the buffer, and its start and size are recorded, never bounded.
+  ExpectRangeHoldsTheBuffer("range_attribute_shape", start0, size0);
+  // "To retrieve the size of the mapped region, see ::cuMemGetAddressRange": the mapped region
+  // lies in the mappable range that holds it. Where cuMemGetAddressRange names a range (its own
+  // answer is judged by the case above), RANGE_START_ADDR / RANGE_SIZE hold all of it.
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const CUresult r = d.cuMemGetAddressRange(&base, &size, Dptr(buf_->ptr()));
+  if (r != CUDA_SUCCESS) {
+    Observe("range_attribute_vs_address_range", "no address range: " + CuName(r));
+    return;
+  }
+  const bool holds = Holds(start0, size0, base) && size <= size0 - (base - start0);
+  EXPECT_TRUE(holds) << "RANGE_START_ADDR / RANGE_SIZE (0x" << std::hex << start0 << std::dec << ", " << size0
+                     << " bytes) do not hold the mapped region cuMemGetAddressRange names (0x" << std::hex << base
+                     << std::dec << ", " << size << " bytes)";
+  Observe("range_attribute_vs_address_range",
+          start0 == base && size0 == size ? "the same range" : holds ? "a larger range" : "not holding it");
 }
 
 TEST_P(InteriorPointerTest, PointerAttributesOfAnyInteriorByteNameItsOwnHostAndDeviceAddress) {
@@ -257,32 +336,87 @@ TEST_P(InteriorPointerTest, DriverPointerAttributesOfAnyInteriorByteNameItsOwnAl
   }
 }
 
-// One past the end (and, for a registration, one before the start: unregistered bytes of the
-// same mapping) is not inside: the query fails, or names a range that does not start at the
-// buffer (another allocation may follow it).
-TEST_P(InteriorPointerTest, TheBytesJustOutsideAreNotInsideTheBuffer) {
+// The bytes just outside the buffer's range. How far the range reaches is not documented (a
+// driver may round an allocation up to any unit, and the case above records how far it does),
+// so "outside" is judged against the range the driver names for the buffer itself: the first byte
+// past it is in no allocation (CUDA_ERROR_NOT_FOUND or CUDA_ERROR_INVALID_VALUE, the two of the
+// reference's error list that can mean it) or in another allocation's range, one that holds that
+// byte ("the allocation ... that contains the input pointer") and shares none with the buffer's.
+// One past the buffer's end may lie in a rounded range: it then names that range (recorded). For
+// a registration, cudaHostRegister "Page-locks the memory range specified by ptr and size": the
+// unregistered pages of the same mapping just before and after the pages it is on are no one's
+// allocation, and any range named there fails. Where host memory is in no allocation (the
+// documentation does not promise an answer for it), no byte outside may name a range holding a
+// byte of the buffer.
+TEST_P(InteriorPointerTest, TheBytesJustOutsideTheReportedRangeAreNotReportedInsideIt) {
   PAGELOCK_RULE("R94");
-  std::vector<unsigned char*> outside = {buf_->ptr() + buf_->bytes()};
-  if (buf_->registered()) outside.push_back(buf_->ptr() - 1);
+  const CUdeviceptr ptr = Dptr(buf_->ptr());
+  const CUdeviceptr end = ptr + buf_->bytes();
   CUdeviceptr own_base = 0;
   size_t own_size = 0;
-  ASSERT_CU_OK(d.cuMemGetAddressRange(&own_base, &own_size, Dptr(buf_->ptr())));
-  for (unsigned char* q : outside) {
-    SCOPED_TRACE(q < buf_->ptr() ? "one before the start" : "one past the end");
+  const CUresult own = d.cuMemGetAddressRange(&own_base, &own_size, ptr);
+  ASSERT_TRUE(CheckDocumentedOneOf("address_range_result", own, AddressRangeAnswers(), kAddressRangeDoc));
+  const bool known = own == CUDA_SUCCESS;
+  // What a byte outside may not name: the buffer's range, or, where it has none, its bytes.
+  const CUdeviceptr keep_base = known ? own_base : ptr;
+  const size_t keep_size = known ? own_size : buf_->bytes();
+
+  struct Probe {
+    const char* key;
+    CUdeviceptr at;
+    bool unregistered;  // a page of the mapping no registration covers
+  };
+  std::vector<Probe> probes;
+  auto add = [&probes](const char* key, CUdeviceptr at, bool unregistered) {
+    for (Probe& p : probes) {
+      if (p.at == at) {
+        p.unregistered = p.unregistered || unregistered;
+        return;
+      }
+    }
+    probes.push_back(Probe{key, at, unregistered});
+  };
+  add("past_end", end, false);
+  CUdeviceptr last = 0;
+  if (known && LastByte(own_base, own_size, &last) && last + 1 != 0) add("past_reported_range", last + 1, false);
+  if (buf_->registered()) {
+    const CUdeviceptr page = PageSize();
+    add("before_start", ptr - 1, true);
+    add("past_last_page", (end + page - 1) / page * page, true);
+  }
+
+  for (const Probe& probe : probes) {
+    SCOPED_TRACE(std::string(probe.key) + " (offset " + std::to_string(static_cast<long long>(probe.at - ptr)) +
+                 " from the buffer)");
     CUdeviceptr base = 0;
     size_t size = 0;
-    const CUresult r = d.cuMemGetAddressRange(&base, &size, Dptr(q));
-    Observe(q < buf_->ptr() ? "before_start" : "past_end", DescribeCu(r));
+    const CUresult r = d.cuMemGetAddressRange(&base, &size, probe.at);
+    const bool in_own = known && Holds(own_base, own_size, probe.at);
     if (r != CUDA_SUCCESS) {
-      // Of the reference's error list, the two that can mean "in no allocation".
+      Observe(probe.key, DescribeCu(r));
       EXPECT_TRUE(r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE) << DescribeCu(r);
+      EXPECT_FALSE(in_own) << "a byte of the range named for the buffer is in no allocation: " << DescribeCu(r);
       continue;
     }
-    EXPECT_NE(base, own_base) << "a byte outside the buffer is reported inside it (range of " << size << " bytes)";
-    if (buf_->registered()) {
+    const bool same = known && base == own_base && size == own_size;
+    Observe(probe.key, same ? "CUDA_SUCCESS: the buffer's own range" : "CUDA_SUCCESS: another range");
+    if (probe.unregistered) {
       ADD_FAILURE() << "unregistered host memory next to a registration reported as an allocation at 0x" << std::hex
-                    << base << std::dec << " of " << size << " bytes";
+                    << base << std::dec << " of " << size << " bytes"
+                    << (same ? " (the range named for the registration reaches a page it does not cover)" : "");
+      continue;
     }
+    if (in_own) {
+      EXPECT_TRUE(same) << "a byte of the range named for the buffer names another range: 0x" << std::hex << base
+                        << std::dec << " of " << size << " bytes";
+      continue;
+    }
+    EXPECT_TRUE(Holds(base, size, probe.at)) << "the range named does not contain the byte asked about: 0x" << std::hex
+                                             << base << std::dec << " of " << size << " bytes";
+    EXPECT_FALSE(Overlap(base, size, keep_base, keep_size))
+        << "a byte outside the buffer's range names a range holding bytes of "
+        << (known ? "the buffer's range" : "the buffer") << ": 0x" << std::hex << base << std::dec << " of " << size
+        << " bytes";
   }
 }
 
