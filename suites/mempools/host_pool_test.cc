@@ -3,7 +3,8 @@
 // cudaMallocFromPoolAsync on a stream, a kernel writing the allocation through the access the
 // pool grants device 0, the host reading the bytes directly after the stream synchronises (host
 // pool memory is host accessible: "their default accessibility will be from the host CPU"),
-// cudaFreeAsync; trimming the pool after every free leaves nothing reserved; an allocation
+// cudaFreeAsync; trimming the pool after every free leaves nothing in use and no more reserved
+// (what it still reserves is recorded, a WARN when not 0); an allocation
 // larger than the pool's maxSize fails with one of the documented codes (out of memory, invalid
 // value). Host-located pools and their support attributes are in the CUDA
 // 13.0 headers: built with an older runtime every case is NotSupported with CUDART_VERSION as the
@@ -145,8 +146,13 @@ TEST_P(HostPoolTest, AKernelWritesAHostPoolAllocationAndTheHostReadsItDirectly) 
 #endif
 }
 
-// A pool that keeps freed host memory reserved (or pinned) after a trim to zero, or that counts
-// a completed free as still in use, fails this.
+// A pool that counts a completed free as still in use, or whose trim reserves more than it held,
+// fails this. How much a trim to 0 releases is the allocator's to decide (cudaMemPoolTrimTo:
+// "Releases memory back to the OS until the pool contains fewer than minBytesToKeep reserved
+// bytes, or there is no more memory that the allocator can safely release. ... The OS
+// allocations may happen at different granularity from the user allocations."): the bytes still
+// reserved after it are observation reserved_after_trim_bytes, and a WARN when not 0, never a
+// FAIL. The name states the outcome a clean PASS means; anything reserved makes the case a WARN.
 TEST_P(HostPoolTest, TrimmingAHostPoolAfterEveryFreeLeavesNothingReserved) {
   PAGELOCK_RULE("R145");
 #if CUDART_VERSION >= 13000
@@ -164,9 +170,23 @@ TEST_P(HostPoolTest, TrimmingAHostPoolAfterEveryFreeLeavesNothingReserved) {
   // "Allocations that have been asynchronously freed but whose completion has not been observed
   // on the host (eg. by a synchronize) can count as outstanding": the synchronize observes it.
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
+  // With the default cudaMemPoolAttrReleaseThreshold of 0 the synchronize may already have
+  // released it ("the allocator will try to release memory back to the OS on the next call to
+  // stream, event or context synchronize"): the reservation before the trim is recorded too.
+  const size_t reserved_before = PoolAttr(pool.pool, cudaMemPoolAttrReservedMemCurrent);
+  Observe("reserved_before_trim_bytes", reserved_before);
   ASSERT_CUDA_OK(cudaMemPoolTrimTo(pool.pool, 0));
+  // Documented: nothing is outstanding once every free was observed by the synchronize.
   EXPECT_EQ(PoolAttr(pool.pool, cudaMemPoolAttrUsedMemCurrent), 0u) << "used after every free";
-  EXPECT_EQ(PoolAttr(pool.pool, cudaMemPoolAttrReservedMemCurrent), 0u) << "reserved after the trim to 0";
+  const size_t reserved_after = PoolAttr(pool.pool, cudaMemPoolAttrReservedMemCurrent);
+  Observe("reserved_after_trim_bytes", reserved_after);
+  // Documented: a trim "Releases memory back to the OS"; it never reserves more.
+  EXPECT_LE(reserved_after, reserved_before) << "reserved after the trim to 0, against before it";
+  if (reserved_after != 0 && reserved_after <= reserved_before) {
+    Warn("cudaMemPoolTrimTo(pool, 0) after every free left " + std::to_string(reserved_after) +
+         " bytes reserved (of " + std::to_string(reserved_before) +
+         " before it): the allocator judged them not safely releasable, which the documentation allows");
+  }
   EXPECT_CUDA_OK(pool.Free());
 #endif
 }
