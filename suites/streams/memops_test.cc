@@ -1,7 +1,8 @@
 // Stream memory operations on page-locked host memory (driver API, 32-bit forms, available on
 // every device since CUDA 12.0): cuStreamWaitValue32 keeps the work behind it from running until
-// the host (or another stream) writes the word, and cuStreamWriteValue32's value is what the host
-// reads once the stream's event completes. On registered memory and on cudaHostAlloc memory.
+// the host writes the word (whether another stream's write releases it is recorded: the order is
+// not visible to CUDA), and cuStreamWriteValue32's value is what the host reads once the stream's
+// event completes. On registered memory and on cudaHostAlloc memory.
 //
 // Every wait is bounded, twice over:
 // - Each case runs in a child scenario (fixtures/child_process.h) with a time limit, so a host
@@ -13,7 +14,7 @@
 //   enqueued.
 // - In the child the host only polls (cudaStreamQuery / cudaEventQuery) against a deadline; on
 //   timeout it releases the wait itself (writes the awaited value) and polls again, and the case
-//   fails naming what did not happen. Buffers are freed only once every stream has drained
+//   fails naming what did not happen (or, where the documentation leaves it open, records it). Buffers are freed only once every stream has drained
 //   (freeing pinned memory synchronises).
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
@@ -155,18 +156,23 @@ PAGELOCK_SCENARIO(MemOpsWriterReleases) {
   // The writer first spins a little, so the wait is really waiting when the value comes.
   report.Error("delay", LaunchDelay(streams::DelayNs(5), writer));
   report.Cu("writer_write", d.cuStreamWriteValue32(reinterpret_cast<CUstream>(writer), base, 0xC0FFEEu, 0));
+  // A marker only the writer stores: after a host rescue the awaited word alone cannot show it.
+  report.Cu("writer_marker_write", d.cuStreamWriteValue32(reinterpret_cast<CUstream>(writer), base + 128, 0xFACEu, 0));
   report.Error("writer_done", streams::PollStream(writer, 10));
   cudaError_t released = streams::PollStream(waiter, 10);
   report.Error("released", released);
   if (released == cudaErrorNotReady) {
-    __atomic_store_n(words, 0xC0FFEEu, __ATOMIC_RELEASE);  // release the wait from the host, then fail
+    __atomic_store_n(words, 0xC0FFEEu, __ATOMIC_RELEASE);  // the same value, from the host
     report.Set("host_release", 1);
     released = streams::PollStream(waiter, 10);
   }
   report.Error("drain", released);
-  const bool idle = released != cudaErrorNotReady && streams::PollStream(writer, 10) != cudaErrorNotReady;
+  const cudaError_t writer_end = released != cudaErrorNotReady ? streams::PollStream(writer, 10) : cudaErrorNotReady;
+  report.Error("writer_end", writer_end);
+  const bool idle = released != cudaErrorNotReady && writer_end != cudaErrorNotReady;
   report.Set("word0", static_cast<long long>(__atomic_load_n(words, __ATOMIC_ACQUIRE)));
   report.Set("word16", static_cast<long long>(__atomic_load_n(words + 16, __ATOMIC_ACQUIRE)));
+  report.Set("word32", static_cast<long long>(__atomic_load_n(words + 32, __ATOMIC_ACQUIRE)));
   Cleanup(report, idle, &buf, {waiter, writer}, nullptr);
 }
 
@@ -205,7 +211,17 @@ TEST_P(MemOpsTest, WaitValueHoldsLaterWorkUntilTheHostWritesTheWord) {
   EXPECT_EQ(r.Get("event_destroy"), "cudaSuccess");
 }
 
-TEST_P(MemOpsTest, WriteValueFromAnotherStreamReleasesAWaitAndTheHostSeesIt) {
+// Whether the other stream's write releases the wait is left open: cuStreamWaitValue32 (cuda.h)
+// warns "Synchronization ordering established through this API is not visible to CUDA. CUDA
+// tasks that are (even indirectly) ordered by this API should also have that order expressed with
+// CUDA-visible dependencies such as events. This ensures that the scheduler does not serialize
+// them in an improper order." No event expresses it here, so the writer may be serialized behind
+// the waiter; which ended the wait (the writer, or the host storing the same value after 10 s) is
+// observation cross_stream_release. Asserted whichever ended it, and failing a broken driver: the
+// calls succeed, the polls end in success or not-ready (never an error), the waiter drains once
+// the value is stored and the writer finishes, and the host reads the writer's value and marker
+// and the waiter's value.
+TEST_P(MemOpsTest, WriteValueFromAnotherStreamLandsAndTheWaitEndsOnceTheWordMatches) {
   PAGELOCK_RULE("R77,S13");
   ChildResult r = RunScenario("MemOpsWriterReleases", kChildLimitS, {Arg(GetParam(), 0)});
   ASSERT_CHILD_COMPLETED(r);
@@ -216,12 +232,21 @@ TEST_P(MemOpsTest, WriteValueFromAnotherStreamReleasesAWaitAndTheHostSeesIt) {
   EXPECT_EQ(r.Get("waiter_write"), "CUDA_SUCCESS");
   EXPECT_EQ(r.Get("delay"), "cudaSuccess");
   EXPECT_EQ(r.Get("writer_write"), "CUDA_SUCCESS");
-  EXPECT_EQ(r.Get("writer_done"), "cudaSuccess") << "the writer stream did not finish within 10 s";
-  EXPECT_EQ(r.Get("released"), "cudaSuccess")
-      << "a value written by another stream did not release cuStreamWaitValue32 within 10 s"
-      << (r.Get("host_release") == "1" ? " (the host then wrote the value; drain " + r.Get("drain") + ")" : "");
-  ASSERT_EQ(r.Get("drained"), "1") << "the waiter could not be drained; buffers leaked in the child";
-  EXPECT_EQ(r.Get("word0"), std::to_string(0xC0FFEEu)) << "the writer's value, as the host reads it";
+  EXPECT_EQ(r.Get("writer_marker_write"), "CUDA_SUCCESS");
+  const bool rescued = r.Get("host_release") == "1";
+  Observe("cross_stream_release", rescued ? "rescued by the host" : "released by the other stream");
+  Observe("writer_done_before_release", r.Get("writer_done"));
+  const std::vector<std::string> poll = {"cudaSuccess", "cudaErrorNotReady"};
+  const char* why = "cudaStreamQuery: done, or not ready within the bound (the order is not visible to CUDA)";
+  EXPECT_DOCUMENTED_ONE_OF("writer_done", r.Get("writer_done"), poll, why);
+  EXPECT_DOCUMENTED_ONE_OF("released", r.Get("released"), poll, why);
+  EXPECT_EQ(rescued, r.Get("released") == "cudaErrorNotReady") << "the host rescues exactly a wait not released";
+  EXPECT_EQ(r.Get("drain"), "cudaSuccess")
+      << "the wait did not end within 10 s of its value being stored" << (rescued ? " by the host" : "");
+  EXPECT_EQ(r.Get("writer_end"), "cudaSuccess") << "the writer stream did not finish once the wait ended";
+  ASSERT_EQ(r.Get("drained"), "1") << "the streams could not be drained; buffers leaked in the child";
+  EXPECT_EQ(r.Get("word0"), std::to_string(0xC0FFEEu)) << "the awaited value, as the host reads it";
+  EXPECT_EQ(r.Get("word32"), std::to_string(0xFACEu)) << "the writer's marker, as the host reads it";
   EXPECT_EQ(r.Get("word16"), std::to_string(0xBEEFu)) << "the waiter's value, as the host reads it";
   EXPECT_EQ(r.Get("stream_destroy"), "cudaSuccess");
 }
