@@ -1,7 +1,8 @@
 // Lifetime and identity of pinned memory (peer case 18):
 //  - a registered mapping unmapped without cudaHostUnregister, and a new mapping at the same
 //    address: what the runtime and the device then see is undocumented and recorded; the host
-//    survives (it runs in a scenario child), and the unregister still gives the pins back;
+//    survives (it runs in a scenario child), and an unregister that succeeds still gives the
+//    pins back (a failed one is recorded, the balance with it);
 //  - CU_POINTER_ATTRIBUTE_BUFFER_ID is unique over the process's lifetime: an allocation at the
 //    address of a freed one gets a new ID (documented in cuda.h);
 //  - a registered range moved away with mremap, or discarded with madvise(MADV_DONTNEED), without
@@ -124,7 +125,7 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
   ASSERT_EQ(r.Get("register"), "cudaSuccess");
   ASSERT_EQ(r.Get("munmap"), "ok");
   // Reading through the stale device pointer may fault the child's context (undocumented): only
-  // recorded. What must hold: the pins do not outlive the unregister.
+  // recorded. What must hold: the pins do not outlive a successful unregister.
   ASSERT_EQ(r.Get("warmup"), "cudaSuccess");
   EXPECT_EQ(r.Get("warmup_bytes_ok"), "1");
   // Folded counters (stat_refresh) make this exact: the balance is back to the page, or pages
@@ -132,6 +133,26 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
   // host pinned around the case (a WARN naming the reason and the pages). Earlier readings of
   // 35 or 60 pages "left" were lagging per-CPU counters (docs/platforms/nvidia-h200.md#c10).
   const long long left = std::atoll(r.Get("pins_left_pages").c_str());
+  // Only a successful unregister promises the pins back: cudaHostUnregister "Unmaps the memory
+  // range ... and makes it pageable again", and it lists failures (cudaErrorInvalidValue,
+  // cudaErrorHostMemoryNotRegistered) whose effect on a range the process already unmapped is
+  // not documented; such a registration may keep its pages pinned until the process ends (the
+  // child's exit). As R137's UnrelatedPinnedMemoryKeepsItsBytesAndThePinsAreGivenBack does, the
+  // balance is then recorded (pins_left_pages), not judged. A driver whose unregister reports
+  // success and keeps the pages (fault unregister_lost) still fails below.
+  if (r.Get("unregister") != "cudaSuccess") {
+    // Still one of the listed results, unless the read through the stale device pointer failed
+    // (a sticky fault every later call returns; undocumented, recorded above).
+    const std::string read = r.Get("device_read");
+    if (read == "cudaSuccess" || read == "<missing>") {
+      EXPECT_DOCUMENTED_ONE_OF("unregister_documented", r.Get("unregister"),
+                               (std::vector<std::string>{"cudaSuccess", "cudaErrorInvalidValue",
+                                                         "cudaErrorHostMemoryNotRegistered"}),
+                               "13.0 cudaHostUnregister return list");
+    }
+    Observe("pins_not_judged_because", "unregister: " + r.Get("unregister"));
+    return;
+  }
   if (r.Get("counters_exact") != "1" || r.Get("counters_exact_after") != "1") {
     Warn("the pin balance after the unregister cannot be checked exactly (" + std::to_string(left) +
          " page(s) from the baseline): " + (r.Get("counters_exact") != "1" ? r.Get("counters_exact")
@@ -143,8 +164,8 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
          " page(s) from the baseline after the unregister is inconclusive");
     return;
   }
-  EXPECT_EQ(left, 0) << "the pin balance after the unregister of an unmapped range ("
-                     << r.Get("unregister") << ") is " << left << " page(s) off its baseline (folded "
+  EXPECT_EQ(left, 0) << "the pin balance after the successful unregister of an unmapped range is "
+                     << left << " page(s) off its baseline (folded "
                      << "counters, quiet host): " << (left > 0 ? "pages stayed pinned" : "pages pinned before were released");
 }
 

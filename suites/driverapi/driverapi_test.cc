@@ -120,7 +120,17 @@ TEST_P(DriverRegisterTest, RegisterMapsAndUnregisterReleases) {
                                  ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ
                                  : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE});
   EXPECT_CU_OK(d.cuMemHostUnregister(buf.data()));
-  EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostGetDevicePointer(&dev, buf.data(), 0));
+  // cuMemHostUnregister "Unmaps the memory range ... and makes it pageable again" (R33), and
+  // cuMemHostGetDevicePointer passes back the device pointer of "the mapped, pinned host
+  // buffer" (of its listed codes, CUDA_ERROR_INVALID_VALUE is the one for a bad argument).
+  // Pageable memory has no device pointer only where no visible device accesses pageable memory
+  // (R52's gate, attr 88 = 0); on an HMM/ATS host what the call returns for it is undocumented:
+  // recorded, not judged. The unregister's own result stays asserted above.
+  if (RequireNoPageableMemoryAccess().met) {
+    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, d.cuMemHostGetDevicePointer(&dev, buf.data(), 0));
+  } else {
+    Observe("device_pointer_after_unregister", CuName(d.cuMemHostGetDevicePointer(&dev, buf.data(), 0)));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Flags, DriverRegisterTest,

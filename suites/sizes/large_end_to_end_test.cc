@@ -4,7 +4,11 @@
 // copied whole into device memory (every byte counted there) and back whole into the other
 // (every byte counted on the host), and the device writes the three pages through the mapped
 // pointers for the host to read. Full tier, about a second on an H200 (two 1 GiB pins, four
-// 1 GiB copies, threaded host fills and checks). Rule ids refer to suites/rules.tsv.
+// 1 GiB copies, threaded host fills and checks). The driver may refuse a pin the host holds:
+// cudaHostAlloc and cudaHostRegister list cudaErrorMemoryAllocation and no size one call must pin
+// is documented (R06, R47), so a clean refusal (not sticky) is recorded and WARNed and the case
+// stops there; any other error, or a sticky refusal, fails (sizes::PinnedOrRefusedCleanly).
+// Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -54,14 +58,24 @@ TEST_F(LargeEndToEndTest, AGibibyteAllocationAndRegistrationRoundTripEveryByteTh
   Budget("pinned_host_GiB", 2, "GiB");
   Budget("device_GiB", 2, "GiB");
 
-  PinnedBuffer alloc = PinnedBuffer::Mapped(kSize);
-  ASSERT_CUDA_OK(alloc.status()) << "cudaHostAlloc(Mapped) of 1 GiB and its device pointer";
+  // Each pin: success, or a clean cudaErrorMemoryAllocation (R06; no per-call minimum is
+  // documented), recorded as observation "pin_cudaHostAlloc" / "pin_cudaHostRegister".
+  PinnedBuffer alloc(kSize, cudaHostAllocMapped);
+  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostAlloc", alloc.status(), sizes::PinRoute::kHostAlloc,
+                                     "cudaHostAlloc(Mapped) of 1 GiB")) {
+    return;
+  }
+  void* alloc_dev = nullptr;
+  ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alloc_dev, alloc.host(), 0));
   // 2 MiB aligned with THP asked for: where THP is on, faulting and pinning the gibibyte take a
   // fraction of the time 4 KiB pages do (the full tier's budget).
   Mapping map(kSize, /*huge_aligned=*/true);
   ASSERT_NE(map.data(), nullptr) << "mmap of 1 GiB failed";
   HostRegistration reg(map.data(), kSize, cudaHostRegisterMapped);
-  ASSERT_CUDA_OK(reg.status()) << "cudaHostRegister(Mapped) of a 1 GiB anonymous mmap";
+  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostRegister", reg.status(), sizes::PinRoute::kHostRegister,
+                                     "cudaHostRegister(Mapped) of a 1 GiB anonymous mmap")) {
+    return;
+  }
   void* reg_dev = nullptr;
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&reg_dev, map.data(), 0));
   DeviceBuffer d_alloc(kSize), d_reg(kSize);
@@ -70,7 +84,7 @@ TEST_F(LargeEndToEndTest, AGibibyteAllocationAndRegistrationRoundTripEveryByteTh
   Counters counters(8);
   ASSERT_CUDA_OK(counters.status());
 
-  Region regions[2] = {{"cudaHostAlloc", alloc.host(), alloc.dev(), CaseRng()()},
+  Region regions[2] = {{"cudaHostAlloc", alloc.host(), static_cast<unsigned char*>(alloc_dev), CaseRng()()},
                        {"cudaHostRegister", map.data(), static_cast<unsigned char*>(reg_dev), CaseRng()()}};
   const size_t page = PageSize();
   // Not next to the first or the last page: the bytes around each page are checked below.

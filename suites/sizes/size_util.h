@@ -1,6 +1,7 @@
 // Helpers of the size suites: an mmap the test owns (2 MiB aligned when asked, so its 2 MiB
 // boundaries are huge-page boundaries where THP backs it), device-side counts read back through
-// a mapped counter (no copy or memset of their own), and the host-memory gate of the big cases.
+// a mapped counter (no copy or memset of their own), the host-memory gate of the big cases, and
+// the judgement of a large pin that the driver may refuse (PinnedOrRefusedCleanly).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,7 +11,9 @@
 #include <cstdint>
 #include <string>
 
+#include "fixtures/cuda_check.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "kernels/sizes/size_kernels.h"
 
@@ -111,6 +114,60 @@ inline std::string DeviceMemoryShortfall(size_t bytes) {
   if (free_b >= bytes) return "";
   return "device memory free " + std::to_string(free_b >> 20) + " MiB (total " + std::to_string(total_b >> 20) +
          " MiB) is below the " + std::to_string(bytes >> 20) + " MiB this case copies into";
+}
+
+// The two ways the size suites pin: cudaHostAlloc, or cudaHostRegister of an anonymous mmap.
+enum class PinRoute { kHostAlloc, kHostRegister };
+
+// Judges one large pin (a size MemAvailable holds) as the documentation allows. cudaHostAlloc
+// and cudaHostRegister (cuda_runtime_api.h, 13.0) both list "::cudaErrorMemoryAllocation" among
+// their results, and no size that one call must pin is documented (R06: memory that cannot be
+// pinned is an allocation error; R47: r580 refuses one call of 2^39 bytes whatever RAM is free).
+// So success and cudaErrorMemoryAllocation both pass, the one that came recorded as observation
+// `key`. A refusal must be clean, as suites/stress/large_pin_test.cc checks it: the last-error
+// slot clears once read, a 1 MiB pin of the same route then succeeds and the device synchronises;
+// it is then a WARN naming `what` (the case's byte checks cannot run). Any other error, or a
+// refusal that leaves an error behind (sticky), fails the case. True where the pin succeeded.
+inline bool PinnedOrRefusedCleanly(const std::string& key, cudaError_t e, PinRoute route, const std::string& what) {
+  const std::string call = route == PinRoute::kHostAlloc ? "cudaHostAlloc" : "cudaHostRegister";
+  // Records `key` and clears the thread's last error (read once: the refusal itself).
+  const ::testing::AssertionResult documented = CheckDocumentedOneOf(
+      key, e, {cudaSuccess, cudaErrorMemoryAllocation},
+      call + " (13.0) returns cudaSuccess, cudaErrorInvalidValue, cudaErrorMemoryAllocation" +
+          (route == PinRoute::kHostRegister ? ", cudaErrorHostMemoryAlreadyRegistered, cudaErrorNotSupported" : "") +
+          "; no size one call must pin is documented: a valid request either pins or is refused with "
+          "cudaErrorMemoryAllocation (R06)");
+  EXPECT_TRUE(documented) << what;
+  if (e == cudaSuccess) return true;
+  if (!documented) return false;
+  // Not sticky: nothing stays in the last-error slot, the next pin of the same route and a
+  // device synchronisation succeed.
+  const cudaError_t cleared = cudaGetLastError();
+  EXPECT_CUDA_OK(cleared) << what << " was refused and the error stays in the last-error slot once read";
+  constexpr size_t kProbe = size_t{1} << 20;
+  cudaError_t probe = cudaSuccess;
+  if (route == PinRoute::kHostAlloc) {
+    PinnedBuffer small(kProbe, cudaHostAllocMapped);
+    probe = small.status();
+    if (probe == cudaSuccess) probe = small.Free();
+  } else {
+    Mapping map(kProbe);  // declared first: unregistered before it is unmapped
+    if (map.data() == nullptr) {
+      ADD_FAILURE() << "mmap of the 1 MiB probe after the refusal of " << what << " failed";
+      return false;
+    }
+    HostRegistration small(map.data(), kProbe, cudaHostRegisterMapped);
+    probe = small.status();
+    if (probe == cudaSuccess) probe = small.Free();
+  }
+  Observe(key + "_then_1MiB_pin", ErrName(probe));
+  EXPECT_CUDA_OK(probe) << "the refusal of " << what << " is sticky: a 1 MiB " << call << " after it failed";
+  const cudaError_t sync = cudaDeviceSynchronize();
+  EXPECT_CUDA_OK(sync) << "after the refusal of " << what;
+  if (cleared == cudaSuccess && probe == cudaSuccess && sync == cudaSuccess) {
+    Warn(what + " failed cleanly (" + ErrName(e) + ") although MemAvailable held it; the byte checks did not run");
+  }
+  return false;
 }
 
 }  // namespace sizes
