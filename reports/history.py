@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Run history: an embedded SQLite file (default runs/history.sqlite) or a shared PostgreSQL
 database (`postgresql://` URL, Debian's python3-psycopg2), with one schema and the same ordered
 migrations on both.
