@@ -317,7 +317,7 @@ class CauseTest(unittest.TestCase):
         self.assertEqual(norm("dst[9] (= '\\xEE' (238))"), norm("dst[9] (= '\\x11' (17))"))
         self.assertNotEqual(norm("copy lost bytes"), norm("copy kept bytes"))
 
-    def test_one_fault_over_parameters_is_one_cause_and_other_rules_are_not(self):
+    def test_one_fault_over_parameters_is_one_cause_and_another_message_is_not(self):
         rows = [htmlreport._change_row("REGRESSION", "FAIL", f"s:t/Kinds/CopyTest.Every/{p}_MemcpyAsync",
                                        testsupport.case(f"Every/{p}_MemcpyAsync", "FAIL",
                                                         f"x.cc:1\n{p} MemcpyAsync D2H offset 0 length {n}: bytes differ",
@@ -330,6 +330,19 @@ class CauseTest(unittest.TestCase):
         self.assertEqual(groups[0]["rules"], [("R75", "seventy-five"), ("R76", "76")])
         self.assertEqual(groups[1]["rules"], [("R04", "not in suites/rules.tsv")])
         self.assertTrue(groups[0]["replay"].startswith("bazel test "))
+
+    def test_one_reason_under_many_rules_is_one_cause_listing_every_rule(self):
+        # UX-3: a no-GPU run against the H200 baseline was 546 COVERAGE_LOST cases in 113 "causes"
+        # that differed only in their rule ids.
+        why = "no usable GPU on this machine (cudaGetDeviceCount=cudaErrorInsufficientDriver)"
+        rows = [htmlreport._change_row("COVERAGE_LOST", "NOT_SUPPORTED", f"s:t/S.C{i}",
+                                       testsupport.case(f"C{i}", "NOT_SUPPORTED", rules=rules), why)
+                for i, rules in enumerate(("R76", "R14,R51", "R75,R76", "R04", "R14"))]
+        groups = htmlreport.cause_groups(rows, {"R14": ("hostregister", "fourteen")})
+        self.assertEqual([g["count"] for g in groups], [5])
+        self.assertEqual([i for i, _ in groups[0]["rules"]], ["R04", "R14", "R51", "R75", "R76"])
+        self.assertEqual(groups[0]["rules"][1], ("R14", "fourteen"))
+        self.assertEqual(groups[0]["msg"], why)
 
     def test_without_rules_tsv_the_page_says_so_rather_than_blaming_the_rule(self):
         self.assertEqual(htmlreport.rules_table(os.path.join(TESTDATA, "absent.tsv")), {})
