@@ -75,6 +75,11 @@ def meaningful_lines(message):
     return [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
 
 
+# A CUDA call check's own line (fixtures/cuda_check.cc): 'EXPR returned ACTUAL, expected WANTED'
+# or 'KEY returned GOT, not one of the documented {...}'.
+_CALL_CHECK = re.compile(r"^\S.* returned .+, (expected|not one of) ")
+
+
 def headline(message):
     """The one meaningful line of a failure message: the assertion's own text, with gtest's
     boilerplate ('Expected equality of these values:', 'Value of:', file:line) folded into one
@@ -109,6 +114,10 @@ def headline(message):
         tail = [l.strip() for l in rest[j:] if l.strip()]
     elif re.match(r"^Expected: \(.*\) (==|!=|<|<=|>|>=) \(.*\), actual: ", first):
         said, tail = first[len("Expected: "):], [l.strip() for l in rest if l.strip()]
+    elif _CALL_CHECK.match(first):
+        # fixtures/cuda_check.cc: 'e returned X, expected Y' names the variable, not the call;
+        # the line streamed after it says which call it was.
+        said, tail = first, [l.strip() for l in rest if l.strip()]
     else:
         return first
     # A message streamed with << follows the values: it says why, so it leads.

@@ -357,6 +357,18 @@ class CauseTest(unittest.TestCase):
         self.assertIn(" ".join(text.split())[len(cut) - 1], " ", "cut inside a word")
         self.assertEqual(htmlreport.cut_at_word("short"), "short")
 
+    def test_a_call_check_leads_with_the_streamed_line_that_names_the_call(self):
+        # EXPECT_CUDA_ERROR(cudaErrorInvalidValue, e) << "cudaHostGetFlags on ...": the check's
+        # own line names only the variable 'e'; the streamed line names the call.
+        msg = ("suites/hostregister/hostregister_test.cc:339\ne returned cudaSuccess (no error), expected "
+               "cudaErrorInvalidValue (invalid argument) [cudaErrorInvalidValue]\n"
+               "cudaHostGetFlags on memory from cudaHostRegister")
+        self.assertEqual(htmlreport.headline(msg),
+                         "cudaHostGetFlags on memory from cudaHostRegister — e returned cudaSuccess (no error), "
+                         "expected cudaErrorInvalidValue (invalid argument) [cudaErrorInvalidValue]")
+        alone = "x.cc:1\ncudaFree(p) returned cudaErrorInvalidValue (invalid argument), expected cudaSuccess"
+        self.assertEqual(htmlreport.headline(alone), alone.split("\n")[1])
+
     def test_rule_ids_carry_the_sentence_of_suites_rules_tsv(self):
         rules = htmlreport.rules_table()
         self.assertIn("pageable", rules["R76"][1])
