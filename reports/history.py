@@ -449,6 +449,14 @@ def cli_runs(db, args):
     return (EXIT_OK if out else EXIT_EMPTY), {"sku": params[0] if params else None, "runs": out}, text
 
 
+def _same_build(a, b):
+    """Whether two runs had the same driver and the same clean harness commit: then there is
+    nothing to bisect between them. A '-dirty' or unknown commit may hide a change."""
+    commit = a["harness_commit"] or ""
+    return a["nvidia_driver"] == b["nvidia_driver"] and commit == b["harness_commit"] and \
+        bool(commit) and not commit.endswith("-dirty")
+
+
 def cli_bracket(db, args):
     case = args.arg[0]
     sku = resolve_sku(db, args, case=case)
@@ -461,7 +469,9 @@ def cli_bracket(db, args):
         rows.append([what] + ([r["run_key"], r["started_at"], r["nvidia_driver"], (r["harness_commit"] or "")[:12],
                                r["status"]] if r else ["none in the history", "", "", "", ""]))
     text = f"case {case} on {sku}\n" + table(["", "run", "started", "driver", "commit", "status"], rows)
-    if first_fail:
+    if first_fail and last_pass and _same_build(last_pass, first_fail):
+        text += "\nsame driver and commit: not a driver or harness change"
+    elif first_fail:
         text += ("\nbisect between the two drivers/commits above" if last_pass else
                  "\nthe case never passed on this SKU before it failed")
     else:
