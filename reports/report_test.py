@@ -203,6 +203,16 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("-inf", page)
         self.assertIn("12.500", page)
 
+    def test_matrix_counts_are_plural_only_when_not_one(self):
+        one = [testsupport.case("Every/Pinned", "FAIL", "x.cc:1\nboom"), testsupport.case("Every/Pageable", "PASS")]
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one))
+        self.assertIn("hostregister: 1 test &times; 2 parameters, 1 failing case<", page)
+        two = one + [testsupport.case("Other/Pinned", "FAIL", "x.cc:1\nboom")]
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(two))
+        self.assertIn("hostregister: 2 tests &times; 2 parameters, 2 failing cases<", page)
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one[1:]))
+        self.assertIn("hostregister: 1 test &times; 1 parameter<", page)
+
     def test_report_cli_bad_outputs_exit_two(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
