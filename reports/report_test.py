@@ -213,6 +213,32 @@ class HtmlTest(unittest.TestCase):
         page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one[1:]))
         self.assertIn("hostregister: 1 test &times; 1 parameter<", page)
 
+    def test_case_links_are_url_encoded_and_read_back_as_the_page_reads_them(self):
+        # Case ids hold '/', and may hold ' ', '#', '&', '+': every '#case=' link of the page's
+        # sections (what changed, metrics, mutation) must give the id back through
+        # URLSearchParams, which report.js reads the fragment with (parse_qsl decodes alike).
+        import html
+        import re
+        from urllib.parse import parse_qsl
+        name = "Odd name #2 & 50%+more"
+        bad = testsupport.case(name, "FAIL", "x.cc:1\nboom")
+        metric = model.Case.from_raw(testsupport.T, "HostRegisterTest", name + " bw", "PASS", 1.0, "", "",
+                                     {model.PROP_METRIC_PREFIX + "h2d_GBps": "5 GB/s"}, 7)
+        run = model.Run(dict(testsupport.FP), [bad, metric])
+        with open(MUTATION_FIXTURE) as f:
+            doc = json.load(f)
+        doc["faults"][0]["caught_by"][0]["case"] = bad.id
+        page = htmlreport.render(run, extra_sections=[htmlreport.metrics_section(run, {})], mutation=doc)
+        links = [html.unescape(h) for h in re.findall(r"href='(#case=[^']*)'", page)]
+        sections = {"what-changed": 0, "metrics": 0, "mutation": 0}
+        for section in sections:
+            part = page.split(f"id='{section}'")[1].split("<h2 ")[0]
+            sections[section] = len(re.findall(r"href='#case=", part))
+        self.assertTrue(all(sections.values()), sections)
+        for link in links:
+            self.assertNotRegex(link[1:], r"[ #&+]", link)
+            self.assertIn(dict(parse_qsl(link[1:]))["case"], (bad.id, metric.id), link)
+
     def test_report_cli_bad_outputs_exit_two(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         write(os.path.join(root, "suites/a/a_test/test.xml"), GTEST_XML)
@@ -541,9 +567,9 @@ class MutationSectionTest(unittest.TestCase):
                      "event_elapsed_zero"):
             self.assertIn(name, section)
         # A catching case in this run links to it; one that is not is named without a link.
-        self.assertIn("<a href='#case=suites/hostregister:hostregister_test/HostRegisterTest.Passes0'>", section)
+        self.assertIn("<a href='#case=suites%2Fhostregister%3Ahostregister_test%2FHostRegisterTest.Passes0'>", section)
         self.assertIn("suites/other:other_test/Other.NotInThisRun</span>: PASS &rarr; CRASH", section)
-        self.assertNotIn("#case=suites/other:other_test", section)
+        self.assertNotIn("#case=suites%2Fother%3Aother_test", section)
         self.assertIn("registering a fresh range must succeed", section)  # the headline, not gtest boilerplate
         self.assertIn("killed by SIGSEGV &lt;b&gt;", section)
         self.assertIn("cudaDevAttrCanMapHostMemory=0", section)
