@@ -95,7 +95,8 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["Bad"].run_seed, 42)  # the binary's seed replays its cases
         self.assertEqual(by["Bad"].replay_command().splitlines(), [
             "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
-            "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
+            "PAGELOCK_SEED=42 \"${BUNDLE:?set BUNDLE to the bundle folder}\"/bin/suites/a/a_test "
+            "--gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
         self.assertEqual(run.fingerprint["pagelock.run_seed"], "42")
 
