@@ -35,7 +35,8 @@ timeout) and TCP keepalives; SQLite waits for a lock at most the lock timeout. P
 libpq's ~/.pgpass or $PGPASSFILE, or a service (`postgresql:///?service=NAME`, $PGSERVICEFILE),
 not a password in the URL; every URL printed is redacted (user:pass@, ?password=, password=).
 
-CLI (tables on stdout, or one JSON object with --json):
+CLI (tables on stdout, or one JSON object with --json; on a usage error that argparse finds,
+{"tool": "history", "exit_code": 2, "error"}):
   history.py [--db FILE|URL] [--sku SKU | --run KEY] [--json] runs | bracket CASE_ID | trend METRIC | metrics
   history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
   history.py [--db FILE|URL] import [--host H] [--night D] RUN_DIR...
@@ -62,6 +63,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
 
+from reports import cliargs  # noqa: E402
 from reports import model  # noqa: E402
 # The storage (connections, schema, migrations, status predicates) is history_schema's; these
 # names stay reachable as history.X for the fleet tools.
@@ -551,9 +553,10 @@ def cli_version(db, args):
     return EXIT_OK, {"schema_version": v, "backend": db.backend}, str(v)
 
 
-def _parser():
+def _parser(argv=None):
     import argparse
-    p = argparse.ArgumentParser(
+    p = cliargs.Parser(
+        tool="history", json_errors=cliargs.wants_json(argv),
         prog="reports/history.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Query the run history (a SQLite file or a postgresql:// URL) or import run directories.",
         epilog="queries:\n"
@@ -613,7 +616,7 @@ def _fail(code, msg):
 
 def main(argv=None):
     try:
-        args = _parser().parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
+        args = _parser(argv).parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:
         return EXIT_USAGE if e.code else EXIT_OK
     target = args.db or default_target()

@@ -390,6 +390,15 @@ class Backend:
             run = {"nvidia_driver": "580", "harness_commit": commit}
             self.assertFalse(history._same_build(run, dict(run)), commit)
 
+    def test_a_usage_error_with_json_is_one_json_object_on_stdout(self):
+        # UX-9: argparse's error said nothing on stdout, where a --json reader looks.
+        for argv in (["--bogus", "--json", "runs"], ["--json", "bogus-query"], ["--json"]):
+            rc, out, err = self.cli(*argv)
+            self.assertEqual(rc, 2, argv)
+            doc = json.loads(out)
+            self.assertEqual((doc["tool"], doc["exit_code"]), ("history", 2))
+            self.assertIn(doc["error"], err)
+
     def test_cli_exits_four_for_an_empty_history(self):
         for argv in (["runs"], ["metrics"], ["--json", "runs"]):
             rc, out, err = self.cli(*argv)

@@ -728,6 +728,19 @@ class CompareRunsPageTest(unittest.TestCase):
         self.assertIn("<input type='checkbox' id='only' checked>", page)
         self.assertIn("body.changes tr.same{display:none}", page)
 
+    def test_a_usage_error_with_json_is_one_json_object_on_stdout(self):
+        # UX-9: argparse's error said nothing on stdout, where a --json reader looks.
+        for argv in (["a", "b", "--html", "c.html", "--bogus", "--json"], ["--json"]):
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "reports", "compare_runs.py"), *argv],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            doc = json.loads(p.stdout)
+            self.assertEqual((doc["tool"], doc["exit_code"]), ("compare_runs", 2))
+            self.assertIn(doc["error"], p.stderr)  # the same words as argparse's line
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "reports", "compare_runs.py"), "--bogus"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))  # without --json, stdout stays empty
+
     def test_without_jinja2_it_exits_one(self):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
