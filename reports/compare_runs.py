@@ -11,7 +11,8 @@ Exit codes (the meanings the runner, report.py and qualify share):
   2  bad input: fewer than two runs, an unreadable or malformed run, an --html file that cannot
      be written
   3  written; some case differs between the runs
---json prints {"tool", "exit_code", "runs", "cases", "differing": [{"id", "statuses"}]} on stdout.
+--json prints {"tool", "exit_code", "runs", "cases", "differing": [{"id", "statuses"}]} on stdout;
+on a usage error {"tool", "exit_code": 2, "error"} (reports/cliargs.py).
 The page is rendered by Jinja2 (reports/pages.py); started under a python3 without jinja2, the
 command re-executes itself once under one that has it (reports/interpreter.py).
 """
@@ -23,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from reports import cliargs  # noqa: E402
 from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
 from reports import pages  # noqa: E402
@@ -62,7 +64,8 @@ def render(runs, changes_only=False):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cliargs.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       tool="compare_runs", json_errors=cliargs.wants_json(argv))
     p.add_argument("runs", nargs="+")
     p.add_argument("--html", required=True)
     p.add_argument("--changes-only", action="store_true")

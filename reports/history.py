@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Run history: an embedded SQLite file (default runs/history.sqlite) or a shared PostgreSQL
 database (`postgresql://` URL, Debian's python3-psycopg2), with one schema and the same ordered
 migrations on both.
@@ -34,7 +35,8 @@ timeout) and TCP keepalives; SQLite waits for a lock at most the lock timeout. P
 libpq's ~/.pgpass or $PGPASSFILE, or a service (`postgresql:///?service=NAME`, $PGSERVICEFILE),
 not a password in the URL; every URL printed is redacted (user:pass@, ?password=, password=).
 
-CLI (tables on stdout, or one JSON object with --json):
+CLI (tables on stdout, or one JSON object with --json; on a usage error that argparse finds,
+{"tool": "history", "exit_code": 2, "error"}):
   history.py [--db FILE|URL] [--sku SKU | --run KEY] [--json] runs | bracket CASE_ID | trend METRIC | metrics
   history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
   history.py [--db FILE|URL] import [--host H] [--night D] RUN_DIR...
@@ -61,6 +63,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
 
+from reports import cliargs  # noqa: E402
 from reports import model  # noqa: E402
 # The storage (connections, schema, migrations, status predicates) is history_schema's; these
 # names stay reachable as history.X for the fleet tools.
@@ -448,6 +451,14 @@ def cli_runs(db, args):
     return (EXIT_OK if out else EXIT_EMPTY), {"sku": params[0] if params else None, "runs": out}, text
 
 
+def _same_build(a, b):
+    """Whether two runs had the same driver and the same clean harness commit: then there is
+    nothing to bisect between them. A '-dirty' or unknown commit may hide a change."""
+    commit = a["harness_commit"] or ""
+    return a["nvidia_driver"] == b["nvidia_driver"] and commit == b["harness_commit"] and \
+        bool(commit) and not commit.endswith("-dirty")
+
+
 def cli_bracket(db, args):
     case = args.arg[0]
     sku = resolve_sku(db, args, case=case)
@@ -460,7 +471,9 @@ def cli_bracket(db, args):
         rows.append([what] + ([r["run_key"], r["started_at"], r["nvidia_driver"], (r["harness_commit"] or "")[:12],
                                r["status"]] if r else ["none in the history", "", "", "", ""]))
     text = f"case {case} on {sku}\n" + table(["", "run", "started", "driver", "commit", "status"], rows)
-    if first_fail:
+    if first_fail and last_pass and _same_build(last_pass, first_fail):
+        text += "\nsame driver and commit: not a driver or harness change"
+    elif first_fail:
         text += ("\nbisect between the two drivers/commits above" if last_pass else
                  "\nthe case never passed on this SKU before it failed")
     else:
@@ -540,9 +553,10 @@ def cli_version(db, args):
     return EXIT_OK, {"schema_version": v, "backend": db.backend}, str(v)
 
 
-def _parser():
+def _parser(argv=None):
     import argparse
-    p = argparse.ArgumentParser(
+    p = cliargs.Parser(
+        tool="history", json_errors=cliargs.wants_json(argv),
         prog="reports/history.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Query the run history (a SQLite file or a postgresql:// URL) or import run directories.",
         epilog="queries:\n"
@@ -602,7 +616,7 @@ def _fail(code, msg):
 
 def main(argv=None):
     try:
-        args = _parser().parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
+        args = _parser(argv).parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:
         return EXIT_USAGE if e.code else EXIT_OK
     target = args.db or default_target()

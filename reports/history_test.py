@@ -374,6 +374,31 @@ class Backend:
         rc, out, _ = self.cli("--json", "--sku", "nvidia-h200", "runs")
         self.assertEqual([r["run_key"] for r in json.loads(out)["runs"]], ["h200-2", "h200-1"])
 
+    def test_a_bracket_within_one_driver_and_commit_says_there_is_nothing_to_bisect(self):
+        self.put_sku("r1", "2026-11-01", "nvidia-h200", {"A": "PASS"}, "580")
+        self.put_sku("r2", "2026-11-02", "nvidia-h200", {"A": "FAIL"}, "580")
+        rc, out, _ = self.cli("bracket", A)
+        self.assertEqual(rc, 3, out)
+        self.assertIn("same driver and commit: not a driver or harness change", out)
+        self.assertNotIn("bisect", out)
+        self.put_sku("r3", "2026-11-03", "nvidia-h200", {"A": "PASS"}, "580")
+        self.put_sku("r4", "2026-11-04", "nvidia-h200", {"A": "FAIL"}, "581")
+        rc, out, _ = self.cli("bracket", A)
+        self.assertIn("bisect between the two drivers/commits above", out)
+        # A dirty or unknown commit may hide a harness change: still a bracket to bisect.
+        for commit in ("abc-dirty", None):
+            run = {"nvidia_driver": "580", "harness_commit": commit}
+            self.assertFalse(history._same_build(run, dict(run)), commit)
+
+    def test_a_usage_error_with_json_is_one_json_object_on_stdout(self):
+        # UX-9: argparse's error said nothing on stdout, where a --json reader looks.
+        for argv in (["--bogus", "--json", "runs"], ["--json", "bogus-query"], ["--json"]):
+            rc, out, err = self.cli(*argv)
+            self.assertEqual(rc, 2, argv)
+            doc = json.loads(out)
+            self.assertEqual((doc["tool"], doc["exit_code"]), ("history", 2))
+            self.assertIn(doc["error"], err)
+
     def test_cli_exits_four_for_an_empty_history(self):
         for argv in (["runs"], ["metrics"], ["--json", "runs"]):
             rc, out, err = self.cli(*argv)

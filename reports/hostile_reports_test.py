@@ -284,7 +284,8 @@ class ReplayQuotingTest(TmpDir):
         c = model.Case(model.CaseId("//suites/a:a_test", "S", "Bad"), model.Status.FAIL, run_seed=42)
         self.assertEqual(c.replay_command().splitlines(), [
             "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
-            "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
+            "PAGELOCK_SEED=42 \"${BUNDLE:?set BUNDLE to the bundle folder}\"/bin/suites/a/a_test "
+            "--gtest_filter='S.Bad'"])
 
 
 # --- Row 15: skip, flake and coverage entries that match nothing --------------------------------

@@ -10,9 +10,9 @@ Page order (the morning review): the first line says what is under test (the
 --label, GPU, driver, CUDA runtime; the browser tab: verdict, date, host, SKU); the verdict (and
 the mutation score when the run folder has one); one line of raw counts and, labelled apart, the
 counts against expectations and baseline; what changed, one cause a line: the cases that changed
-for one reason (the same rule ids and the same message once numbers, addresses, bytes, sizes and
-the case's parameter words are left out) are one group with its count, the rules' sentences
-(suites/rules.tsv) on hover, the message cut at a word (the whole text one click away), the cases
+for one reason (the same message once numbers, addresses, bytes, sizes and the case's parameter
+words are left out) are one group with its count, every rule its cases cite with the rules'
+sentences (suites/rules.tsv) on hover, the message cut at a word (the whole text one click away), the cases
 folded and the first one's replay command -- 10 causes fit a 1440x900 screen; then, folded, the
 run and the machine; the mutation section; the matrix grouped per suite; all cases, paged by
 JavaScript from one JSON block (10,000 cases load in well under a second; above EAGER_CASES the
@@ -75,6 +75,11 @@ def meaningful_lines(message):
     return [l for l in lines if l.strip() and not _LOC.match(l.strip()) and not _BOILER.match(l.strip())]
 
 
+# A CUDA call check's own line (fixtures/cuda_check.cc): 'EXPR returned ACTUAL, expected WANTED'
+# or 'KEY returned GOT, not one of the documented {...}'.
+_CALL_CHECK = re.compile(r"^\S.* returned .+, (expected|not one of) ")
+
+
 def headline(message):
     """The one meaningful line of a failure message: the assertion's own text, with gtest's
     boilerplate ('Expected equality of these values:', 'Value of:', file:line) folded into one
@@ -109,6 +114,10 @@ def headline(message):
         tail = [l.strip() for l in rest[j:] if l.strip()]
     elif re.match(r"^Expected: \(.*\) (==|!=|<|<=|>|>=) \(.*\), actual: ", first):
         said, tail = first[len("Expected: "):], [l.strip() for l in rest if l.strip()]
+    elif _CALL_CHECK.match(first):
+        # fixtures/cuda_check.cc: 'e returned X, expected Y' names the variable, not the call;
+        # the line streamed after it says which call it was.
+        said, tail = first, [l.strip() for l in rest if l.strip()]
     else:
         return first
     # A message streamed with << follows the values: it says why, so it leads.
@@ -128,7 +137,7 @@ def cut_at_word(text, limit=MESSAGE_SHOWN):
     return cut.rstrip(" ,;:—-") + "…"
 
 
-# A cause is a rule and a message with its values left out: two cases failing for one reason
+# A cause is a message with its values left out: two cases failing for one reason
 # differ only in numbers, addresses, bytes and sizes.
 _NORMALISE = [(re.compile(p), r) for p, r in (
     (r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4,12}){2,}\b", "<uuid>"),  # GPU UUIDs
@@ -294,16 +303,19 @@ GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 
 
 
 def cause_groups(rows, rules):
-    """Rows of one change kind grouped by cause: the rule ids and the message with its values
-    left out. Most cases first; each group keeps its rows in order, the first one leading."""
+    """Rows of one change kind grouped by cause: the message with its values left out. The rule
+    ids are not part of the key (one missing GPU loses cases of a hundred rules for one reason);
+    a group lists every rule its cases cite. Most cases first; each group keeps its rows in
+    order, the first one leading."""
     groups = {}
     for r in rows:
-        key = (r["kind"], tuple(r["rules"]), normalise_message(_without_param_words(r["msg"], r["cid"])))
+        key = (r["kind"], normalise_message(_without_param_words(r["msg"], r["cid"])))
         groups.setdefault(key, []).append(r)
     out = []
-    for (kind, ids, _), members in groups.items():
+    for (kind, _), members in groups.items():
         first = members[0]
         text = " ".join(first["msg"].split())
+        ids = sorted({i for m in members for i in m["rules"]})
         out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
                     "msg_cut": cut_at_word(text), "first": first, "rows": members,
                     "replay": next((m["replay"] for m in members if m["replay"]), "")})

@@ -42,6 +42,9 @@ DECLARED_STATUSES = ("NOT_SUPPORTED", "WARN", "CRASH", "TIMEOUT")  # what pagelo
 JOURNAL_NAME = "pagelock_journal.jsonl"
 JOURNAL_ENV = "PAGELOCK_JOURNAL"
 SEED_ENV = "PAGELOCK_SEED"
+# The bundle folder of a replay command whose writer does not know where the bundle is unpacked
+# (the page, JUnit): the shell reads $BUNDLE, and stops with this message when it is unset.
+BUNDLE_UNSET = '"${BUNDLE:?set BUNDLE to the bundle folder}"'
 EXIT_POISONED = 75  # kExitPoisoned: a case left a sticky CUDA error; restart on the rest
 
 # Names written before fixtures/outcome.h (old results.json files, the harness's own records).
@@ -509,8 +512,10 @@ class Case:
             return None
         return derive_case_seed(self.run_seed, self.gtest_name) == self.seed
 
-    def replay_command(self, bundle="BUNDLE"):
-        """How to run exactly this case again, with its seed: with Bazel, and from a bundle."""
+    def replay_command(self, bundle=None):
+        """How to run exactly this case again, with its seed: with Bazel, and from a bundle.
+        Without a bundle folder the second line reads it from $BUNDLE and, pasted with BUNDLE
+        unset, stops with BUNDLE_UNSET instead of running a literal 'BUNDLE/bin/...'."""
         seed = self.run_seed
         if self.seed_replays is False:
             return (f"# the run seed of this case's binary is unknown (run seed {seed} does not give "
@@ -524,7 +529,8 @@ class Case:
         env = f" --test_env={SEED_ENV}={seed_text}" if seed is not None else ""
         config = " --config=stress" if stress else ""
         bundle_env = f"{SEED_ENV}={seed_text} " if seed is not None else ""
-        binary = shlex.quote(f"{bundle}/bin/{self.cid.package}/{self.cid.target_name}")
+        binary = shlex.quote(f"/bin/{self.cid.package}/{self.cid.target_name}")
+        binary = (BUNDLE_UNSET if bundle is None else shlex.quote(bundle)) + binary
         name = single_quoted(self.gtest_name)
         return (f"bazel test {shlex.quote(self.target)}{config} --test_filter={name}{env}\n"
                 f"{bundle_env}{binary} --gtest_filter={name}")

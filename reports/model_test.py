@@ -264,6 +264,25 @@ class CaseTest(unittest.TestCase):
         c = Case.from_raw("//suites/a:a_test", "S", "Bad", "FAIL", run_seed=7)
         self.assertNotIn("--config", c.replay_command())
 
+    def test_the_bundle_line_without_a_bundle_asks_for_one_when_pasted(self):
+        # The page and JUnit do not know where the bundle is unpacked: pasted with BUNDLE unset,
+        # the line stops with a message instead of running a literal 'BUNDLE/bin/...'.
+        import subprocess
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        binary = os.path.join(tmp, "b dir", "bin", "suites", "a", "a_test")
+        os.makedirs(os.path.dirname(binary))
+        with open(binary, "w") as f:
+            f.write('#!/bin/sh\necho "ran seed=$PAGELOCK_SEED $*"\n')
+        os.chmod(binary, 0o755)
+        line = Case.from_raw("//suites/a:a_test", "S", "Bad", "FAIL", run_seed=7).replay_command().splitlines()[1]
+        env = {k: v for k, v in os.environ.items() if k != "BUNDLE"}
+        p = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=20)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("BUNDLE: set BUNDLE to the bundle folder", p.stderr)
+        self.assertNotIn("ran", p.stdout)
+        p = subprocess.run(["bash", "-c", line], env=dict(env, BUNDLE=os.path.join(tmp, "b dir")),
+                           capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.stdout, "ran seed=7 --gtest_filter=S.Bad\n", p.stderr)
 
 class SeedTest(unittest.TestCase):
     def test_case_seeds_derive_as_in_cpp(self):

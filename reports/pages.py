@@ -51,6 +51,14 @@ def status_class(status):
     return s if s in STATUS_COLORS else "other"
 
 
+def case_link(case_id):
+    """The '#case=' link of a case: the id percent-encoded whole, as report.js's
+    encodeURIComponent does ('/' included), so that URLSearchParams, which the page reads the
+    fragment with, gives it back even when it holds ' ', '#', '&', '+' or '%'."""
+    from urllib.parse import quote
+    return "#case=" + quote(str(case_id), safe="")
+
+
 _ENV = []
 
 
@@ -65,6 +73,7 @@ def environment():
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                  keep_trailing_newline=False)
         env.filters["status_class"] = status_class
+        env.filters["case_link"] = case_link
         _ENV.append(env)
     return _ENV[0]
 

@@ -36,25 +36,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reports import ciout  # noqa: E402
+from reports import cliargs  # noqa: E402
 from reports import htmlreport as html_report  # noqa: E402
 from reports import interpreter  # noqa: E402
 from reports import model  # noqa: E402
 from reports import testlogs  # noqa: E402
-
-
-def _wants_json(argv):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return "--json=-" in argv or any(a == "--json" and b == "-" for a, b in zip(argv, argv[1:]))
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors also reach a --json - reader as one JSON object."""
-    json_errors = False
-
-    def error(self, message):
-        if self.json_errors:
-            print(json.dumps({"tool": "report", "exit_code": 2, "error": message}))
-        super().error(message)
 
 
 def main(argv=None):
@@ -70,8 +56,8 @@ def _fail(args_json, code, message):
 
 
 def _main(argv=None):
-    p = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.json_errors = _wants_json(argv)
+    p = cliargs.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       tool="report", json_errors=cliargs.wants_json(argv, "-"))
     p.add_argument("testlogs", help="testlogs tree, or a Bazel build event JSON file (--build_event_json_file)")
     p.add_argument("--html", help="write the HTML report here")
     p.add_argument("--json", help="write results.json here ('-': a summary and the run on stdout)")

@@ -95,7 +95,8 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["Bad"].run_seed, 42)  # the binary's seed replays its cases
         self.assertEqual(by["Bad"].replay_command().splitlines(), [
             "bazel test //suites/a:a_test --test_filter='S.Bad' --test_env=PAGELOCK_SEED=42",
-            "PAGELOCK_SEED=42 BUNDLE/bin/suites/a/a_test --gtest_filter='S.Bad'"])
+            "PAGELOCK_SEED=42 \"${BUNDLE:?set BUNDLE to the bundle folder}\"/bin/suites/a/a_test "
+            "--gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
         self.assertEqual(run.fingerprint["pagelock.run_seed"], "42")
 
@@ -202,6 +203,42 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("nan GB/s", page)
         self.assertIn("-inf", page)
         self.assertIn("12.500", page)
+
+    def test_matrix_counts_are_plural_only_when_not_one(self):
+        one = [testsupport.case("Every/Pinned", "FAIL", "x.cc:1\nboom"), testsupport.case("Every/Pageable", "PASS")]
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one))
+        self.assertIn("hostregister: 1 test &times; 2 parameters, 1 failing case<", page)
+        two = one + [testsupport.case("Other/Pinned", "FAIL", "x.cc:1\nboom")]
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(two))
+        self.assertIn("hostregister: 2 tests &times; 2 parameters, 2 failing cases<", page)
+        page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one[1:]))
+        self.assertIn("hostregister: 1 test &times; 1 parameter<", page)
+
+    def test_case_links_are_url_encoded_and_read_back_as_the_page_reads_them(self):
+        # Case ids hold '/', and may hold ' ', '#', '&', '+': every '#case=' link of the page's
+        # sections (what changed, metrics, mutation) must give the id back through
+        # URLSearchParams, which report.js reads the fragment with (parse_qsl decodes alike).
+        import html
+        import re
+        from urllib.parse import parse_qsl
+        name = "Odd name #2 & 50%+more"
+        bad = testsupport.case(name, "FAIL", "x.cc:1\nboom")
+        metric = model.Case.from_raw(testsupport.T, "HostRegisterTest", name + " bw", "PASS", 1.0, "", "",
+                                     {model.PROP_METRIC_PREFIX + "h2d_GBps": "5 GB/s"}, 7)
+        run = model.Run(dict(testsupport.FP), [bad, metric])
+        with open(MUTATION_FIXTURE) as f:
+            doc = json.load(f)
+        doc["faults"][0]["caught_by"][0]["case"] = bad.id
+        page = htmlreport.render(run, extra_sections=[htmlreport.metrics_section(run, {})], mutation=doc)
+        links = [html.unescape(h) for h in re.findall(r"href='(#case=[^']*)'", page)]
+        sections = {"what-changed": 0, "metrics": 0, "mutation": 0}
+        for section in sections:
+            part = page.split(f"id='{section}'")[1].split("<h2 ")[0]
+            sections[section] = len(re.findall(r"href='#case=", part))
+        self.assertTrue(all(sections.values()), sections)
+        for link in links:
+            self.assertNotRegex(link[1:], r"[ #&+]", link)
+            self.assertIn(dict(parse_qsl(link[1:]))["case"], (bad.id, metric.id), link)
 
     def test_report_cli_bad_outputs_exit_two(self):
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -317,7 +354,7 @@ class CauseTest(unittest.TestCase):
         self.assertEqual(norm("dst[9] (= '\\xEE' (238))"), norm("dst[9] (= '\\x11' (17))"))
         self.assertNotEqual(norm("copy lost bytes"), norm("copy kept bytes"))
 
-    def test_one_fault_over_parameters_is_one_cause_and_other_rules_are_not(self):
+    def test_one_fault_over_parameters_is_one_cause_and_another_message_is_not(self):
         rows = [htmlreport._change_row("REGRESSION", "FAIL", f"s:t/Kinds/CopyTest.Every/{p}_MemcpyAsync",
                                        testsupport.case(f"Every/{p}_MemcpyAsync", "FAIL",
                                                         f"x.cc:1\n{p} MemcpyAsync D2H offset 0 length {n}: bytes differ",
@@ -331,6 +368,19 @@ class CauseTest(unittest.TestCase):
         self.assertEqual(groups[1]["rules"], [("R04", "not in suites/rules.tsv")])
         self.assertTrue(groups[0]["replay"].startswith("bazel test "))
 
+    def test_one_reason_under_many_rules_is_one_cause_listing_every_rule(self):
+        # UX-3: a no-GPU run against the H200 baseline was 546 COVERAGE_LOST cases in 113 "causes"
+        # that differed only in their rule ids.
+        why = "no usable GPU on this machine (cudaGetDeviceCount=cudaErrorInsufficientDriver)"
+        rows = [htmlreport._change_row("COVERAGE_LOST", "NOT_SUPPORTED", f"s:t/S.C{i}",
+                                       testsupport.case(f"C{i}", "NOT_SUPPORTED", rules=rules), why)
+                for i, rules in enumerate(("R76", "R14,R51", "R75,R76", "R04", "R14"))]
+        groups = htmlreport.cause_groups(rows, {"R14": ("hostregister", "fourteen")})
+        self.assertEqual([g["count"] for g in groups], [5])
+        self.assertEqual([i for i, _ in groups[0]["rules"]], ["R04", "R14", "R51", "R75", "R76"])
+        self.assertEqual(groups[0]["rules"][1], ("R14", "fourteen"))
+        self.assertEqual(groups[0]["msg"], why)
+
     def test_without_rules_tsv_the_page_says_so_rather_than_blaming_the_rule(self):
         self.assertEqual(htmlreport.rules_table(os.path.join(TESTDATA, "absent.tsv")), {})
         self.assertEqual(htmlreport.rule_refs(["R14"], {}), [("R14", htmlreport.NO_RULES)])
@@ -343,6 +393,18 @@ class CauseTest(unittest.TestCase):
         self.assertTrue(" ".join(text.split()).startswith(cut[:-1]))
         self.assertIn(" ".join(text.split())[len(cut) - 1], " ", "cut inside a word")
         self.assertEqual(htmlreport.cut_at_word("short"), "short")
+
+    def test_a_call_check_leads_with_the_streamed_line_that_names_the_call(self):
+        # EXPECT_CUDA_ERROR(cudaErrorInvalidValue, e) << "cudaHostGetFlags on ...": the check's
+        # own line names only the variable 'e'; the streamed line names the call.
+        msg = ("suites/hostregister/hostregister_test.cc:339\ne returned cudaSuccess (no error), expected "
+               "cudaErrorInvalidValue (invalid argument) [cudaErrorInvalidValue]\n"
+               "cudaHostGetFlags on memory from cudaHostRegister")
+        self.assertEqual(htmlreport.headline(msg),
+                         "cudaHostGetFlags on memory from cudaHostRegister — e returned cudaSuccess (no error), "
+                         "expected cudaErrorInvalidValue (invalid argument) [cudaErrorInvalidValue]")
+        alone = "x.cc:1\ncudaFree(p) returned cudaErrorInvalidValue (invalid argument), expected cudaSuccess"
+        self.assertEqual(htmlreport.headline(alone), alone.split("\n")[1])
 
     def test_rule_ids_carry_the_sentence_of_suites_rules_tsv(self):
         rules = htmlreport.rules_table()
@@ -506,9 +568,9 @@ class MutationSectionTest(unittest.TestCase):
                      "event_elapsed_zero"):
             self.assertIn(name, section)
         # A catching case in this run links to it; one that is not is named without a link.
-        self.assertIn("<a href='#case=suites/hostregister:hostregister_test/HostRegisterTest.Passes0'>", section)
+        self.assertIn("<a href='#case=suites%2Fhostregister%3Ahostregister_test%2FHostRegisterTest.Passes0'>", section)
         self.assertIn("suites/other:other_test/Other.NotInThisRun</span>: PASS &rarr; CRASH", section)
-        self.assertNotIn("#case=suites/other:other_test", section)
+        self.assertNotIn("#case=suites%2Fother%3Aother_test", section)
         self.assertIn("registering a fresh range must succeed", section)  # the headline, not gtest boilerplate
         self.assertIn("killed by SIGSEGV &lt;b&gt;", section)
         self.assertIn("cudaDevAttrCanMapHostMemory=0", section)
@@ -665,6 +727,19 @@ class CompareRunsPageTest(unittest.TestCase):
         self.assertIn("<body class='changes'>", page)
         self.assertIn("<input type='checkbox' id='only' checked>", page)
         self.assertIn("body.changes tr.same{display:none}", page)
+
+    def test_a_usage_error_with_json_is_one_json_object_on_stdout(self):
+        # UX-9: argparse's error said nothing on stdout, where a --json reader looks.
+        for argv in (["a", "b", "--html", "c.html", "--bogus", "--json"], ["--json"]):
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "reports", "compare_runs.py"), *argv],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            doc = json.loads(p.stdout)
+            self.assertEqual((doc["tool"], doc["exit_code"]), ("compare_runs", 2))
+            self.assertIn(doc["error"], p.stderr)  # the same words as argparse's line
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "reports", "compare_runs.py"), "--bogus"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))  # without --json, stdout stays empty
 
     def test_without_jinja2_it_exits_one(self):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

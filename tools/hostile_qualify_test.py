@@ -563,11 +563,16 @@ class Newcomer(Base):
             self.assertEqual(self.ran, [], (args, "installed before rejecting the arguments"))
 
     def test_tools_the_readme_runs_directly_are_executable(self):
+        # Executable without '#!' is worse than not executable: the shell runs the Python file as
+        # a script (history.py said "line 51: PRAGMA: command not found").
         for rel in ("tools/qualify", "tools/install_deps.sh", "tools/test.sh", ".ci/run",
-                    "tools/mutation/mutation.py", "tools/runner/done_check.py", "tools/qualify.py"):
+                    "tools/mutation/mutation.py", "tools/runner/done_check.py", "tools/qualify.py",
+                    "reports/history.py"):
             path = os.path.join(ROOT, rel)
             if os.path.exists(path):
                 self.assertTrue(os.stat(path).st_mode & stat.S_IXUSR, f"{rel} is not executable")
+                with open(path, "rb") as f:
+                    self.assertEqual(f.read(2), b"#!", f"{rel} has no '#!' line")
 
 
 class InstallDeps(Base):

@@ -1,0 +1,37 @@
+"""argparse for the commands whose --json promises one JSON object on stdout (report.py,
+compare_runs.py, history.py): a usage error (an unknown option, a missing or wrong argument)
+also prints one, {"tool": NAME, "exit_code": 2, "error": argparse's message}, before argparse's
+usage and message on stderr and exit 2. Plain argparse leaves a --json reader with an empty
+stdout to parse.
+"""
+
+import argparse
+import json
+import sys
+
+EXIT_USAGE = 2  # argparse's own exit code, the shared 'bad input' of every command
+
+
+def wants_json(argv, value=None):
+    """Whether the command line asks for JSON on stdout, read before argparse (which may be
+    what fails): the flag '--json', or with value, '--json VALUE' / '--json=VALUE' (report.py's
+    '--json -'). argv None: this process's arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if value is None:
+        return "--json" in argv
+    return f"--json={value}" in argv or any(a == "--json" and b == value for a, b in zip(argv, argv[1:]))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors also reach a --json reader as one JSON object on stdout.
+    tool: the "tool" of the object; json_errors: whether this command line asked for JSON
+    (wants_json)."""
+
+    def __init__(self, *args, tool="", json_errors=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tool, self.json_errors = tool, json_errors
+
+    def error(self, message):
+        if self.json_errors:
+            print(json.dumps({"tool": self.tool, "exit_code": EXIT_USAGE, "error": message}), flush=True)
+        super().error(message)
