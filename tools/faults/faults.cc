@@ -3117,6 +3117,296 @@ void InstallSetFlagsBesideDriverContext() {
   });
 }
 
+// R94: cuMemGetAddressRange of page-locked host memory (allocated or registered; r580 names the
+// block) answers CUDA_ERROR_NOT_FOUND: the function describes "the allocation by ::cuMemAlloc() or
+// ::cuMemAllocPitch() that contains the input pointer" and lists NOT_FOUND. The caller's outputs
+// are left as they were; device and pageable memory, and calls r580 already fails, are forwarded.
+void InstallAddressRangeHostNotFound() {
+  HookMemGetAddressRange([](Real_MemGetAddressRange real, CUdeviceptr* base, size_t* size,
+                            CUdeviceptr p) -> CUresult {
+    if (!IsPinnedHost(reinterpret_cast<void*>(p))) return real(base, size, p);
+    CUdeviceptr b = 0;
+    size_t s = 0;
+    const CUresult r = real(&b, &s, p);
+    if (r != CUDA_SUCCESS) return r;
+    NoteChanged("cuMemGetAddressRange of page-locked host memory: NOT_FOUND");
+    return CUDA_ERROR_NOT_FOUND;
+  });
+}
+
+// R94 / R95: the ranges of device memory reach out to 2 MiB boundaries, as a driver that maps
+// device memory in 2 MiB pages may name them: cuMemGetAddressRange and RANGE_START_ADDR /
+// RANGE_SIZE answer the real range with its start rounded down and its end rounded up, the same
+// from every byte, and the padding bytes of the window (its own first and last byte among them)
+// name the window too. Only for device memory that is not managed, only where the window is
+// larger than the real range, and only where no other allocation (device or host) has a byte in
+// the padding: the driver is asked at every 256-byte step of it (every allocation starts at a
+// multiple of 256), so the answers depend on the driver's live state alone and two windows never
+// share a byte. Host memory, managed memory and every other attribute are forwarded.
+constexpr CUdeviceptr kWindow = CUdeviceptr{2} << 20;
+constexpr CUdeviceptr kAllocationAlignment = 256;
+
+// Whether the driver knows any allocation at a 256-byte step of [lo, hi).
+bool AnyAllocationIn(CUdeviceptr lo, CUdeviceptr hi) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  if (!fn) return true;
+  for (CUdeviceptr a = (lo + kAllocationAlignment - 1) & ~(kAllocationAlignment - 1); a < hi;
+       a += kAllocationAlignment) {
+    unsigned type = 0;
+    if (fn(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) == CUDA_SUCCESS) return true;
+  }
+  return false;
+}
+
+// Device memory that is not managed (cuMemAlloc and the like).
+bool IsPlainDevice(CUdeviceptr p) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  unsigned managed = 1;
+  return fn && IsDevice(p) && fn(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS &&
+         !managed;
+}
+
+// The 2 MiB-aligned window around [b, b + s): true when it is larger than the range and no other
+// allocation has a byte in the difference.
+bool RoundedWindow(CUdeviceptr b, size_t s, CUdeviceptr* window, size_t* window_size) {
+  const CUdeviceptr e = b + s;
+  if (!s || e < b || e > ~CUdeviceptr{0} - kWindow) return false;
+  const CUdeviceptr lo = b & ~(kWindow - 1), hi = (e + kWindow - 1) & ~(kWindow - 1);
+  if (lo == b && hi == e) return false;
+  if (AnyAllocationIn(lo, b) || AnyAllocationIn(e, hi)) return false;
+  *window = lo;
+  *window_size = static_cast<size_t>(hi - lo);
+  return true;
+}
+
+// RANGE_START_ADDR / RANGE_SIZE rounded the same way (from the driver's own answers for p).
+bool RangeAttributeWindow(CUdeviceptr p, CUdeviceptr* window, size_t* window_size) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  return fn && IsPlainDevice(p) &&
+         fn(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS &&
+         fn(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) == CUDA_SUCCESS &&
+         RoundedWindow(start, size, window, window_size);
+}
+// Whether p's RANGE_START_ADDR / RANGE_SIZE answer (rounded or not) holds [w, w + n): a rounded
+// cuMemGetAddressRange answer is given only then, so the mappable range always holds the mapped
+// region (R95), even where the attributes name a larger range whose own padding is taken.
+bool AttributesHold(CUdeviceptr p, CUdeviceptr w, size_t n) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (!RangeAttributeWindow(p, &start, &size) &&
+      (!fn || fn(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) != CUDA_SUCCESS ||
+       fn(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) != CUDA_SUCCESS))
+    return true;  // no mappable range named: nothing to disagree with
+  return start <= w && w - start <= size && n <= size - (w - start);
+}
+// For a byte in no allocation: the window of the device allocation whose padding holds it. That
+// allocation has a byte in the same 2 MiB-aligned window as p, so the first allocation found
+// there is the only candidate (any other one would be in its padding).
+bool PaddingWindow(Real_MemGetAddressRange real, CUdeviceptr p, CUdeviceptr* window,
+                   size_t* window_size) {
+  static const auto attr = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  unsigned type = 0;
+  if (!attr || attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS) return false;
+  const CUdeviceptr lo = p & ~(kWindow - 1);
+  for (CUdeviceptr a = lo; a < lo + kWindow && a >= lo; a += kAllocationAlignment) {
+    CUdeviceptr b = 0;
+    size_t s = 0;
+    if (real(&b, &s, a) != CUDA_SUCCESS) continue;
+    return IsPlainDevice(a) && RoundedWindow(b, s, window, window_size) && p >= *window &&
+           p - *window < *window_size && AttributesHold(a, *window, *window_size);
+  }
+  return false;
+}
+
+bool IsRangeAttribute(CUpointer_attribute a) {
+  return a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR || a == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+}
+void WriteRangeAttribute(CUpointer_attribute a, void* v, CUdeviceptr window, size_t window_size) {
+  if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) *static_cast<CUdeviceptr*>(v) = window;
+  else *static_cast<size_t*>(v) = window_size;
+}
+
+void InstallAddressRangeRoundedTo2MiB() {
+  HookMemGetAddressRange([](Real_MemGetAddressRange real, CUdeviceptr* base, size_t* size,
+                            CUdeviceptr p) -> CUresult {
+    const CUresult r = real(base, size, p);
+    CUdeviceptr b = 0, window = 0;
+    size_t s = 0, window_size = 0;
+    if (r == CUDA_SUCCESS) {
+      if (!IsPlainDevice(p) || real(&b, &s, p) != CUDA_SUCCESS ||
+          !RoundedWindow(b, s, &window, &window_size) || !AttributesHold(p, window, window_size))
+        return r;
+    } else if (r != CUDA_ERROR_NOT_FOUND && r != CUDA_ERROR_INVALID_VALUE) {
+      return r;
+    } else if (!PaddingWindow(real, p, &window, &window_size)) {
+      return r;
+    }
+    NoteChanged("device address range rounded out to 2 MiB");
+    if (base) *base = window;
+    if (size) *size = window_size;
+    return CUDA_SUCCESS;
+  });
+  HookPointerGetAttribute([](Real_PointerGetAttribute real, void* v, CUpointer_attribute a,
+                             CUdeviceptr p) -> CUresult {
+    const CUresult r = real(v, a, p);
+    CUdeviceptr window = 0;
+    size_t window_size = 0;
+    if (r != CUDA_SUCCESS || !v || !IsRangeAttribute(a) ||
+        !RangeAttributeWindow(p, &window, &window_size))
+      return r;
+    NoteChanged("RANGE_START_ADDR / RANGE_SIZE rounded out to 2 MiB");
+    WriteRangeAttribute(a, v, window, window_size);
+    return r;
+  });
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    const CUresult r = real(n, a, d, p);
+    if (r != CUDA_SUCCESS || !a || !d) return r;
+    bool asked = false;
+    for (unsigned i = 0; i < n; ++i) asked = asked || (d[i] && IsRangeAttribute(a[i]));
+    CUdeviceptr window = 0;
+    size_t window_size = 0;
+    if (!asked || !RangeAttributeWindow(p, &window, &window_size)) return r;
+    NoteChanged("RANGE_START_ADDR / RANGE_SIZE rounded out to 2 MiB (cuPointerGetAttributes)");
+    for (unsigned i = 0; i < n; ++i)
+      if (d[i] && IsRangeAttribute(a[i])) WriteRangeAttribute(a[i], d[i], window, window_size);
+    return r;
+  });
+}
+
+// R145: cuMemPoolTrimTo succeeds and releases nothing ("Releases memory back to the OS until the
+// pool contains fewer than minBytesToKeep reserved bytes, or there is no more memory that the
+// allocator can safely release"): a pool whose reserved memory is above minBytesToKeep keeps it.
+// A null or unknown pool, and a trim the documentation makes a no-op, are forwarded.
+void InstallPoolTrimKeepsReserved() {
+  HookMemPoolTrimTo([](Real_MemPoolTrimTo real, CUmemoryPool pool, size_t keep) -> CUresult {
+    static const auto get =
+        Real<CUresult(CUDAAPI*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolGetAttribute");
+    cuuint64_t reserved = 0;
+    if (!pool || !get ||
+        get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+        reserved <= keep)
+      return real(pool, keep);
+    NoteChanged("cuMemPoolTrimTo released nothing");
+    return CUDA_SUCCESS;
+  });
+}
+
+// R06 / R47 / R111 / R113: a single pin of 1 GiB or more (cuMemHostAlloc, cuMemAllocHost,
+// cuMemHostRegister) fails with OUT_OF_MEMORY (the runtime's cudaErrorMemoryAllocation), before
+// the driver is asked: nothing is pinned, nothing is left sticky. Both calls list the error and
+// document no per-call minimum. Calls r580 rejects for their arguments (undefined flags, a null
+// pointer, IoMemory, memory already page-locked) are forwarded, as are smaller sizes.
+constexpr size_t kLargePin = size_t{1} << 30;
+void InstallLargePinRefused() {
+  HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {
+    if (n < kLargePin || !p || (f & ~kHostAllocKnownFlags)) return real(p, n, f);
+    NoteChanged("cuMemHostAlloc of 1 GiB or more refused");
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  });
+  HookMemAllocHost([](Real_MemAllocHost real, void** p, size_t n) -> CUresult {
+    if (n < kLargePin || !p) return real(p, n);
+    NoteChanged("cuMemAllocHost of 1 GiB or more refused");
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  });
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    if (n < kLargePin || !p || (f & ~kRegisterKnownFlags) || (f & CU_MEMHOSTREGISTER_IOMEMORY) ||
+        IsPinnedHost(c) || IsPinnedHost(c + n - 1))
+      return real(p, n, f);
+    NoteChanged("cuMemHostRegister of 1 GiB or more refused");
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  });
+}
+
+// R27 / R105: as no_host_register (attribute 99 = 0), with cuMemHostRegister then failing with
+// INVALID_VALUE: cudaHostRegister "is supported only on I/O coherent devices that have a non-zero
+// value for the device attribute cudaDevAttrHostRegisterSupported" names no code, and
+// INVALID_VALUE is in its list.
+void InstallNoHostRegisterInvalidValue() {
+  HookDeviceGetAttribute(&AttributeAbsent<CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED>);
+  HookMemHostRegister([](Real_MemHostRegister, void*, size_t, unsigned) -> CUresult {
+    NoteChanged("cuMemHostRegister not supported: INVALID_VALUE");
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+// R143: cuMemAdvise and cuMemPrefetchAsync (both ABIs) on page-locked host memory succeed and do
+// nothing where r580 rejects the memory with INVALID_VALUE: the calls' return lists begin with
+// CUDA_SUCCESS, "The memory range must refer to managed memory" names no code, and a prefetch
+// "is not required for functionality and only serves to improve performance". Only a call whose
+// other arguments are valid changes (a defined advice, a valid location or device, flags 0, a
+// non-empty range whose first and last byte are page-locked); any other answer is forwarded.
+bool ValidDevice(CUdevice d) {
+  static const auto count = Real<CUresult(CUDAAPI*)(int*)>("cuDeviceGetCount");
+  static const auto attr = Real<Real_DeviceGetAttribute>("cuDeviceGetAttribute");
+  int n = 0, concurrent = 0;
+  return count && attr && count(&n) == CUDA_SUCCESS && d >= 0 && d < n &&
+         attr(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d) == CUDA_SUCCESS &&
+         concurrent;
+}
+bool ValidLocation(CUmemLocation l, bool host_numa) {
+  switch (l.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return ValidDevice(l.id);
+    case CU_MEM_LOCATION_TYPE_HOST: return true;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return host_numa && l.id >= 0;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return host_numa;
+    default: return false;
+  }
+}
+// Advice 1, 2 and 4 ignore the location; 3 takes any location; 5 and 6 a device or the host.
+bool ValidAdvice(CUmem_advise a, CUmemLocation l) {
+  switch (a) {
+    case CU_MEM_ADVISE_SET_READ_MOSTLY:
+    case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+    case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: return true;
+    case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: return ValidLocation(l, true);
+    case CU_MEM_ADVISE_SET_ACCESSED_BY:
+    case CU_MEM_ADVISE_UNSET_ACCESSED_BY: return ValidLocation(l, false);
+    default: return false;
+  }
+}
+CUmemLocation LocationOf(CUdevice d) {
+  CUmemLocation l{};
+  l.type = d == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+  l.id = d == CU_DEVICE_CPU ? 0 : d;
+  return l;
+}
+bool PinnedRange(CUdeviceptr p, size_t n) {
+  return p && n && p + n > p && IsPinnedHost(reinterpret_cast<void*>(p)) &&
+         IsPinnedHost(reinterpret_cast<void*>(p + n - 1));
+}
+CUresult HintOnPinnedSucceeds(CUresult r, bool valid, CUdeviceptr p, size_t n, const char* what) {
+  if (r != CUDA_ERROR_INVALID_VALUE || !valid || !PinnedRange(p, n)) return r;
+  NoteChanged(what);
+  return CUDA_SUCCESS;
+}
+void InstallAdviseOnPinnedSucceeds() {
+  HookMemAdvise([](Real_MemAdvise real, CUdeviceptr p, size_t n, CUmem_advise a,
+                   CUdevice d) -> CUresult {
+    return HintOnPinnedSucceeds(real(p, n, a, d), ValidAdvice(a, LocationOf(d)), p, n,
+                                "cuMemAdvise on page-locked memory succeeds");
+  });
+  HookMemAdvise12([](Real_MemAdvise12 real, CUdeviceptr p, size_t n, CUmem_advise a,
+                     CUmemLocation l) -> CUresult {
+    return HintOnPinnedSucceeds(real(p, n, a, l), ValidAdvice(a, l), p, n,
+                                "cuMemAdvise on page-locked memory succeeds");
+  });
+  HookMemPrefetchAsync([](Real_MemPrefetchAsync real, CUdeviceptr p, size_t n, CUdevice d,
+                          CUstream s) -> CUresult {
+    return HintOnPinnedSucceeds(real(p, n, d, s), ValidLocation(LocationOf(d), false), p, n,
+                                "cuMemPrefetchAsync on page-locked memory succeeds");
+  });
+  HookMemPrefetchAsync12([](Real_MemPrefetchAsync12 real, CUdeviceptr p, size_t n,
+                            CUmemLocation l, unsigned f, CUstream s) -> CUresult {
+    return HintOnPinnedSucceeds(real(p, n, l, f, s), f == 0 && ValidLocation(l, true), p, n,
+                                "cuMemPrefetchAsync on page-locked memory succeeds");
+  });
+}
+
 #define PL_VARIATION(name, rule, family, kind, text, install, doc) \
   {name, rule, family, kind, text, install, doc}
 
@@ -3230,6 +3520,51 @@ const Fault kVariations[] = {
                  "708 enum text: \"This error can also be returned if using runtime/driver "
                  "interoperability and there is an existing CUcontext active on the host "
                  "thread\"; semantics review 3"),
+    PL_VARIATION("address_range_host_not_found", "R94", "interior", "code",
+                 "cuMemGetAddressRange of page-locked host memory (allocated or registered) fails "
+                 "with NOT_FOUND (r580: the block's range).",
+                 InstallAddressRangeHostNotFound,
+                 "13.0 cuMemGetAddressRange: \"Returns the base address in *pbase and size in "
+                 "*psize of the allocation by ::cuMemAlloc() or ::cuMemAllocPitch() that contains "
+                 "the input pointer\" (host memory not named) and lists CUDA_ERROR_NOT_FOUND"),
+    PL_VARIATION("address_range_rounded_to_2mib", "R94,R95", "interior", "layout",
+                 "cuMemGetAddressRange and RANGE_START_ADDR / RANGE_SIZE of device memory name "
+                 "the range rounded out to 2 MiB boundaries (the same from every byte, padding "
+                 "included) where no other allocation lies in the padding.",
+                 InstallAddressRangeRoundedTo2MiB,
+                 "13.0 CU_POINTER_ATTRIBUTE_RANGE_SIZE: \"this is not necessarily the size of the "
+                 "mapped region, but the size of the mappable address range ptr references (e.g. "
+                 "from ::cuMemAddressReserve)\"; cuMemGetAddressRange names \"the allocation ... "
+                 "that contains the input pointer\" and documents no granularity"),
+    PL_VARIATION("pool_trim_keeps_reserved", "R145", "mempools", "resource",
+                 "cuMemPoolTrimTo succeeds and releases nothing: the pool keeps its reserved "
+                 "memory.",
+                 InstallPoolTrimKeepsReserved,
+                 "13.0 cuMemPoolTrimTo: \"Releases memory back to the OS until the pool contains "
+                 "fewer than minBytesToKeep reserved bytes, or there is no more memory that the "
+                 "allocator can safely release.\""),
+    PL_VARIATION("large_pin_refused", "R06,R47,R111,R113", "sizes", "code",
+                 "cuMemHostAlloc, cuMemAllocHost and cuMemHostRegister of 1 GiB or more fail with "
+                 "OUT_OF_MEMORY (cudaErrorMemoryAllocation), not sticky, nothing pinned.",
+                 InstallLargePinRefused,
+                 "13.0 cuMemHostAlloc / cuMemAllocHost / cuMemHostRegister list "
+                 "CUDA_ERROR_OUT_OF_MEMORY (cudaHostAlloc / cudaHostRegister: "
+                 "cudaErrorMemoryAllocation); no per-call minimum is documented (rules.tsv R111, "
+                 "R113)"),
+    PL_VARIATION("no_host_register_invalid_value", "R27,R105", "hostregister", "capability",
+                 "HostRegisterSupported is 0 and cuMemHostRegister then fails with "
+                 "INVALID_VALUE.",
+                 InstallNoHostRegisterInvalidValue,
+                 "13.0 cudaHostRegister: \"supported only on I/O coherent devices that have a "
+                 "non-zero value for the device attribute cudaDevAttrHostRegisterSupported\" "
+                 "names no code; cudaErrorInvalidValue is in its list (rules.tsv R27)"),
+    PL_VARIATION("advise_on_pinned_succeeds", "R143", "mapped", "code",
+                 "cuMemAdvise and cuMemPrefetchAsync on page-locked host memory succeed and do "
+                 "nothing (r580: INVALID_VALUE).",
+                 InstallAdviseOnPinnedSucceeds,
+                 "13.0 cudaMemAdvise / cudaMemPrefetchAsync: the return lists begin with "
+                 "cudaSuccess (\"must refer to managed memory\" names no code); prefetch: \"this "
+                 "API is not required for functionality and only serves to improve performance\""),
 };
 
 }  // namespace

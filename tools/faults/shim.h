@@ -138,7 +138,15 @@ struct Wrap<CUresult(A...), E> {
   X(MemsetD16Async, "cuMemsetD16Async", 3020, kNoMax,                                        \
     (CUdeviceptr, unsigned short, size_t, CUstream))                                         \
   X(LaunchHostFunc, "cuLaunchHostFunc", 10000, kNoMax, (CUstream, CUhostFn, void*))          \
-  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, kNoMax, (CUdevice))
+  X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", 7000, kNoMax, (CUdevice))              \
+  X(MemPoolTrimTo, "cuMemPoolTrimTo", 11020, kNoMax, (CUmemoryPool, size_t))                 \
+  X(MemAdvise, "cuMemAdvise", 8000, 12020, (CUdeviceptr, size_t, CUmem_advise, CUdevice))    \
+  X(MemAdvise12, "cuMemAdvise", 12020, kNoMax,                                               \
+    (CUdeviceptr, size_t, CUmem_advise, CUmemLocation))                                      \
+  X(MemPrefetchAsync, "cuMemPrefetchAsync", 8000, 12020,                                     \
+    (CUdeviceptr, size_t, CUdevice, CUstream))                                               \
+  X(MemPrefetchAsync12, "cuMemPrefetchAsync", 12020, kNoMax,                                 \
+    (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream))
 
 #define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
   extern EntryBase e_##n;                             \
@@ -177,7 +185,7 @@ struct Fault {
   const char* family;       // API family of the suites
   const char* kind;         // faults: "error" | "data" | "sync" | "flag" | "capability" |
                             //   "resource" | "perf"; variations: "code" | "layout" | "timing" |
-                            //   "capability" | "flag" | "overlap"
+                            //   "capability" | "flag" | "overlap" | "resource"
   const char* description;  // what the buggy (or differently conforming) driver does
   void (*install)();        // sets the hooks
   const char* doc;          // variations: the documentation that allows it ("" for faults)

@@ -221,22 +221,53 @@ VARIATION_CHANGES = {
     "unregister_pinned_not_registered": {"unregister_hostalloc_rc": "713"},
     "read_only_mapping_not_permitted": {"read_only_mapping_rc": "800"},
     "fault_code_launch_failed": {"fault_code": "719"},
-    "hostalloc_unknown_flags_not_supported": {"unknown_hostalloc_flag_rc": "801"},
+    "hostalloc_unknown_flags_not_supported": {
+        "unknown_hostalloc_flag_rc": "801", "large_hostalloc_bad_flags_rc": "801"},
     "register_unknown_flags_not_supported": {"unknown_register_flag_rc": "801"},
     "zero_size_allocates": {"zero_size_pointer": "allocated"},
-    "allocation_64k_granular": {"hostalloc_size": "65536"},
+    "allocation_64k_granular": {"hostalloc_size": "65536", "host_range": "0,0,65536"},
     "no_read_only_register": {"attr113": "0", "read_only_flag_rc": "801"},
-    "no_host_register": {k: "801" for k in (
-        "register_rc", "iomemory_rc", "unknown_register_flag_rc", "read_only_mapping_rc",
-        "read_only_flag_rc", "register_hostalloc_rc", "first_on_page_rc", "second_on_page_rc",
-        "next_page_rc", "again_after_unregister_rc")} | {
-        "attr99": "0", "unregister_rc": "713", "unregister_first_rc": "713"},
     "completion_delayed": {"delays_explicit_stream": "2"},
     "waits_return_late": {"stream_sync_late": "1"},
     "sync_copies_return_late": {"htod_late": "1"},
     "register_overlap_per_page": {"second_on_page_rc": "712"},
     "set_flags_beside_driver_context_708": {"set_flags_beside_context_rc": "708"},
+    # Host ranges (allocated and registered) only; the caller's outputs are left untouched.
+    "address_range_host_not_found": {
+        "host_range": "500", "host_range_base_only": "500,untouched", "registered_range": "500"},
+    # Device blocks alone in their windows, from every byte, the windows' own first and last
+    # bytes and both ABIs; a block beside a neighbour, one on 2 MiB boundaries, bytes past the
+    # window, freed blocks and host memory keep the driver's answers.
+    "address_range_rounded_to_2mib": {
+        **{k: "0,0,2097152" for k in (
+            "dev_range_first", "dev_range_middle_v2", "dev_range_last_3020",
+            "dev_range_window_first", "dev_range_window_last", "dev_attr_first", "dev_attr_last",
+            "dev_range_after_neighbour_freed")},
+        "dev_attrs_middle": "0,0,2097152,type2",
+        **{k: "0,4194304,4194304" for k in (
+            "dev_range_across", "dev_range_across_window_last", "dev_attr_across")}},
+    "pool_trim_keeps_reserved": {"pool_reserved_after_trim": "4194304"},
+    # 1 GiB pins refused before they reach the driver; bad flags and smaller pins forwarded.
+    "large_pin_refused": {
+        "large_hostalloc_rc": "2", "large_allochost_rc": "2", "large_register_rc": "2",
+        "large_pins": "2"},
+    "advise_on_pinned_succeeds": {k: "0" for k in (
+        "advise_pinned_rc", "advise_v2_registered_rc", "advise_8000_pinned_rc",
+        "prefetch_pinned_rc", "prefetch_registered_to_host_rc", "prefetch_8000_pinned_rc")},
 }
+# Registration refused: what no_host_register and no_host_register_invalid_value change, with
+# the variation's code.
+REGISTER_ABSENT = (
+    "register_rc", "iomemory_rc", "unknown_register_flag_rc", "read_only_mapping_rc",
+    "read_only_flag_rc", "register_hostalloc_rc", "first_on_page_rc", "second_on_page_rc",
+    "next_page_rc", "again_after_unregister_rc", "large_register_rc", "below_limit_register_rc")
+REGISTER_ABSENT_ALSO = {
+    "attr99": "0", "unregister_rc": "713", "unregister_first_rc": "713",
+    "registered_range": "unregistered", "large_pins": "3"}
+VARIATION_CHANGES["no_host_register"] = {
+    **{k: "801" for k in REGISTER_ABSENT}, **REGISTER_ABSENT_ALSO}
+VARIATION_CHANGES["no_host_register_invalid_value"] = {
+    **{k: "1" for k in REGISTER_ABSENT}, **REGISTER_ABSENT_ALSO}
 
 
 class ConformingVariationTest(unittest.TestCase):
@@ -272,6 +303,33 @@ class ConformingVariationTest(unittest.TestCase):
                                if l.split("\t")[1] == "changed"]
                 self.assertTrue(changed, f"{name} logged no 'changed' line")
                 self.assertEqual({c[0] for c in changed}, {name})
+
+    def test_the_clean_run_answers_the_new_calls_as_r580(self):
+        self.assertEqual(self.clean["dev_range_first"], "0,65536,102400")
+        self.assertEqual(self.clean["dev_range_window_first"], "500")
+        self.assertEqual(self.clean["host_range"], "0,0,8192")
+        self.assertEqual(self.clean["pool_reserved_after_trim"], "0")
+        self.assertEqual(self.clean["large_pins"], "5")
+        self.assertEqual(self.clean["advise_pinned_rc"], "1")
+        self.assertEqual(self.clean["prefetch_8000_pinned_rc"], "1")
+
+    def test_the_census_wraps_the_entries_the_variations_added_and_changes_nothing(self):
+        log = os.path.join(self.tmp, "census.log")
+        p, got = run(mode="variations", fault="census", log=log)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(got, self.clean)
+        with open(log) as f:
+            lines = [l.rstrip("\n").split("\t") for l in f]
+        fired = {l[3] for l in lines if l[1] == "fired"}
+        for entry in ("cuMemPoolTrimTo", "cuMemAdvise", "cuMemPrefetchAsync",
+                      "cuMemGetAddressRange", "cuPointerGetAttributes", "cuMemAllocHost"):
+            self.assertIn(entry, fired)
+        # Both ABIs of a name are wrapped, each by the version asked for.
+        how = {(l[2], l[3]): l[7] for l in lines if l[1] == "gpa"}
+        for name in ("cuMemAdvise", "cuMemPrefetchAsync"):
+            self.assertEqual(how[(name, "8000")], "wrapped")
+            self.assertEqual(how[(name, "13000")], "wrapped")
+        self.assertEqual(how[("cuMemAdvise_v2", "13000")], "wrapped")
 
     def test_the_delays_leave_the_default_stream_alone(self):
         _, got = run(mode="variations", fault="completion_delayed")
@@ -312,7 +370,8 @@ class ConformingCatalogueTest(unittest.TestCase):
             self.assertTrue(entries.startswith("cu"), f"{name}: hooks no entry")
             for r in rule.split(","):
                 self.assertIn(r, rules, f"{name}: rule {r} is not in suites/rules.tsv")
-            self.assertIn(kind, {"code", "layout", "timing", "capability", "flag", "overlap"})
+            self.assertIn(kind, {"code", "layout", "timing", "capability", "flag", "overlap",
+                                 "resource"})
             self.assertTrue(text.endswith("."), name)
             self.assertTrue('"' in why or "R" in why, f"{name}: no doc quote or rule id")
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -17,8 +18,10 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) { *v = 1000 + attr; ret
    check answer the way r580 does for the conforming variations' tests. */
 #define INVALID 1
 typedef struct { uintptr_t start, end; } Span;
-static Span g_alloc[64], g_reg[64];
+static Span g_alloc[64], g_reg[64], g_dev[64];
 size_t fake_last_alloc_size = 0;
+/* Successful pins (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister): a refused call adds none. */
+int fake_pins = 0;
 static Span* find(Span* t, uintptr_t a) {
   for (int i = 0; i < 64; ++i) if (t[i].start != t[i].end && a >= t[i].start && a < t[i].end) return &t[i];
   return 0;
@@ -33,8 +36,10 @@ CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
   *p = malloc(n);
   if (!*p) return 2;
   add(g_alloc, (uintptr_t)*p, (uintptr_t)*p + n);
+  ++fake_pins;
   return OK;
 }
+CUresult cuMemAllocHost_v2(void** p, size_t n) { return cuMemHostAlloc(p, n, 0); }
 CUresult cuMemFreeHost(void* p) {
   Span* s = find(g_alloc, (uintptr_t)p);
   if (s) s->start = s->end = 0;
@@ -60,6 +65,7 @@ CUresult cuMemHostRegister(void* p, size_t n, unsigned int flags) {
     if (g_reg[i].start != g_reg[i].end && s < g_reg[i].end && g_reg[i].start < e) return 712;
   if (!(flags & 8u) && read_only(s)) return INVALID;
   add(g_reg, s, e);
+  ++fake_pins;
   return OK;
 }
 CUresult cuMemHostUnregister(void* p) {
@@ -68,13 +74,91 @@ CUresult cuMemHostUnregister(void* p) {
   if (r || find(g_alloc, (uintptr_t)p)) return INVALID;
   return 713;
 }
+/* Device memory: a 2 MiB-aligned arena of reserved addresses (never touched), handed out where
+   the client says (fake_next_device, an offset into the arena), so that a test can place blocks
+   inside, across and at 2 MiB boundaries. */
+#define ARENA (16u << 20)
+CUdeviceptr fake_device_arena = 0;
+size_t fake_next_device = 0;
+__attribute__((constructor)) static void make_arena(void) {
+  void* raw = mmap(0, ARENA + (2u << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw != MAP_FAILED) fake_device_arena = ((uintptr_t)raw + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+}
+CUresult cuMemAlloc_v2(CUdeviceptr* d, size_t n) {
+  if (!n || !fake_device_arena || fake_next_device + n > ARENA) return 2;
+  *d = fake_device_arena + fake_next_device;
+  add(g_dev, *d, *d + n);
+  fake_next_device = (fake_next_device + n + 511) & ~(size_t)511;
+  return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr d) {
+  Span* s = find(g_dev, d);
+  if (!s || s->start != d) return INVALID;
+  s->start = s->end = 0;
+  return OK;
+}
+static Span* find_any(uintptr_t a, unsigned* type) {
+  Span* s = find(g_alloc, a);
+  if (!s) s = find(g_reg, a);
+  *type = 1; /* host */
+  if (!s && (s = find(g_dev, a))) *type = 2; /* device */
+  return s;
+}
 CUresult cuPointerGetAttribute(void* v, int attr, CUdeviceptr ptr) {
-  Span* s = find(g_alloc, (uintptr_t)ptr);
-  if (!s) s = find(g_reg, (uintptr_t)ptr);
+  unsigned type;
+  Span* s = find_any((uintptr_t)ptr, &type);
   if (!s) return INVALID;
-  if (attr == 2) { *(unsigned*)v = 1; return OK; }        /* MEMORY_TYPE: host */
+  if (attr == 2) { *(unsigned*)v = type; return OK; }     /* MEMORY_TYPE */
+  if (attr == 8) { *(unsigned*)v = 0; return OK; }        /* IS_MANAGED */
   if (attr == 11) { *(CUdeviceptr*)v = s->start; return OK; }  /* RANGE_START_ADDR */
+  if (attr == 12) { *(size_t*)v = s->end - s->start; return OK; }  /* RANGE_SIZE */
   return INVALID;
+}
+CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUdeviceptr ptr) {
+  for (unsigned i = 0; i < n; ++i) {
+    CUresult r = data[i] ? cuPointerGetAttribute(data[i], attrs[i], ptr) : OK;
+    if (r != OK) return r;
+  }
+  return OK;
+}
+/* As r580: the block's range for device and page-locked host memory, NOT_FOUND elsewhere. */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
+  unsigned type;
+  Span* s = find_any((uintptr_t)ptr, &type);
+  if (!s) return 500;
+  if (base) *base = s->start;
+  if (size) *size = s->end - s->start;
+  return OK;
+}
+/* One memory pool (any non-null handle) whose reserved bytes the client sets. */
+unsigned long long fake_pool_reserved = 0;
+CUresult cuMemPoolGetAttribute(void* pool, int attr, void* v) {
+  if (!pool || attr != 5) return INVALID;  /* CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT */
+  *(unsigned long long*)v = fake_pool_reserved;
+  return OK;
+}
+CUresult cuMemPoolTrimTo(void* pool, size_t keep) {
+  if (!pool) return INVALID;
+  if (fake_pool_reserved > keep) fake_pool_reserved = keep;
+  return OK;
+}
+/* Hints: fine on device memory (standing in for managed memory), INVALID_VALUE elsewhere, as
+   r580 answers for page-locked host memory. */
+typedef struct { int type; int id; } Location;
+static CUresult hint(CUdeviceptr p, size_t n) {
+  unsigned type;
+  Span* s = find_any((uintptr_t)p, &type);
+  return s && type == 2 && n ? OK : INVALID;
+}
+CUresult cuMemAdvise(CUdeviceptr p, size_t n, int advice, int device) {
+  return advice < 1 || advice > 6 ? INVALID : hint(p, n);
+}
+CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, Location l) {
+  return advice < 1 || advice > 6 ? INVALID : hint(p, n);
+}
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, int device, void* s) { return hint(p, n); }
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, Location l, unsigned flags, void* s) {
+  return flags ? INVALID : hint(p, n);
 }
 CUresult cuMemHostGetFlags(unsigned* f, void* p) {
   if (!find(g_alloc, (uintptr_t)p)) return INVALID;
@@ -127,10 +211,28 @@ static const Entry kTable[] = {
     {"cuCtxGetDevice", (void*)cuCtxGetDevice},
     {"cuDevicePrimaryCtxGetState", (void*)cuDevicePrimaryCtxGetState},
     {"cuDevicePrimaryCtxSetFlags", (void*)cuDevicePrimaryCtxSetFlags},
+    {"cuMemAllocHost", (void*)cuMemAllocHost_v2},
+    {"cuMemAlloc", (void*)cuMemAlloc_v2},
+    {"cuMemFree", (void*)cuMemFree_v2},
+    {"cuPointerGetAttributes", (void*)cuPointerGetAttributes},
+    {"cuMemGetAddressRange", (void*)cuMemGetAddressRange_v2},
+    {"cuMemGetAddressRange_v2", (void*)cuMemGetAddressRange_v2},
+    {"cuMemPoolGetAttribute", (void*)cuMemPoolGetAttribute},
+    {"cuMemPoolTrimTo", (void*)cuMemPoolTrimTo},
+    {"cuMemAdvise_v2", (void*)cuMemAdvise_v2},
+    {"cuMemPrefetchAsync_v2", (void*)cuMemPrefetchAsync_v2},
 };
 
 CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int version, unsigned long long flags,
                              int* status) {
+  /* Two ABIs under one name, told apart by the version asked for (cudaTypedefs.h). */
+  if (strcmp(sym, "cuMemAdvise") == 0 || strcmp(sym, "cuMemPrefetchAsync") == 0) {
+    const int old = version < 12020;
+    *pfn = sym[5] == 'A' ? (old ? (void*)cuMemAdvise : (void*)cuMemAdvise_v2)
+                         : (old ? (void*)cuMemPrefetchAsync : (void*)cuMemPrefetchAsync_v2);
+    if (status) *status = 0;
+    return OK;
+  }
   for (size_t i = 0; i < sizeof(kTable) / sizeof(kTable[0]); ++i) {
     if (strcmp(kTable[i].name, sym) == 0) {
       *pfn = kTable[i].fn;
