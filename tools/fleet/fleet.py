@@ -286,6 +286,8 @@ for d in "$out"/*/; do
   [ -f "$d/results.json" ] || continue
   dirs+=("${{d%/}}")
 done
+# --host: the run is filed under the roster's node name, whatever the machine calls itself
+# (a fully qualified hostname would leave the roster's node MISSING); the fingerprint keeps it.
 if [ ${{#dirs[@]}} -gt 0 ]; then
   imported=failed
   for try in 1 2 3; do

@@ -267,6 +267,21 @@ class ReportOnBackend:
         self.assertEqual(fleet_report.exit_code(d), 3)
         self.assertEqual(fleet_report.exit_code({"regressed_hosts": [], "missing": d["missing"]}), 5)
 
+    def test_a_node_whose_hostname_is_not_its_slurm_name_is_not_missing(self):
+        # The task imports with --host <its Slurm node name>; the machine calls itself by its
+        # fully qualified name, which the fingerprint keeps.
+        history.store_roster(self.db, "fqdn", "2026-11-30", [{"host": "n1", "sku": "nvidia-h200", "state": "expected"}])
+        d = os.path.join(self.tmp, "runs", "n1", "fqdn-run")
+        os.makedirs(d)
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump({"info": {"run_key": "fqdn-run", "started_at": "2026-11-30T01:00:00+00:00", "sku": "nvidia-h200",
+                                "label": "fqdn", "tier": "bat", "verdict": "QUALIFIED", "exit_code": 0},
+                       "run": run_of("n1.lab.example.org", "580.1", {"DriverBug": "PASS"}).to_json()}, f)
+        rc, out, err = call(history.main, ["--db", self.target, "import", "--host", "n1", "--night", "2026-11-30", d])
+        self.assertEqual(rc, 0, err)
+        d = fleet_report.fleet_data(self.db, label="fqdn")
+        self.assertEqual(([r["host"] for r in d["runs"]], d["missing"], fleet_report.exit_code(d)), (["n1"], [], 0))
+
     def test_a_requeued_attempt_supersedes_the_interrupted_one_and_the_night_counts_attempts(self):
         history.store_roster(self.db, "requeue", "2026-11-30", [{"host": "n9", "state": "expected"}])
         statuses = {X: "PASS", Y: "PASS"}
