@@ -393,9 +393,9 @@ class SelectionTest(unittest.TestCase):
     SINFO = ("n1|nvidia-h200|gpu:h200:1(S:0)|gpu*|idle|none\n"
              "n1|nvidia-h200|gpu:h200:1(S:0)|debug|idle|none\n"
              "n2|nvidia-h200|gpu:h200:1|gpu*|drained|bad fan\n"
-             "n3|nvidia-a100|gpu:a100:2|gpu*|mixed|none\n"
+             "n3|nvidia-a100,ib|gpu:a100:2|gpu*|mixed|none\n"
              "n4|nvidia-h200|gpu:h200:1|gpu*|down*|Not responding\n"
-             "n5|nvidia-h200|gpu:h200:4(S:0-1)|gpu*|allocated|none\n")
+             "n5|nvidia-h200,ib|gpu:h200:4(S:0-1)|gpu*|allocated|none\n")
 
     def select(self, **kw):
         return fleet.select_nodes(Args(**kw), run=FakeSinfo(self.SINFO))
@@ -405,6 +405,32 @@ class SelectionTest(unittest.TestCase):
         self.assertEqual([n["host"] for n in targets], ["n1", "n5"])  # n1 once, though in two partitions
         self.assertEqual([(n["host"], n["reason"]) for n in excluded],
                          [("n2", "drained (bad fan)"), ("n4", "down* (Not responding)")])
+
+    def test_a_constraint_expression_is_evaluated_over_each_nodes_features(self):
+        hosts = lambda c: [n["host"] for n in self.select(constraint=c)[0]]  # noqa: E731
+        self.assertEqual(hosts("nvidia-h200&ib"), ["n5"])  # not the A100 node with ib
+        self.assertEqual(hosts("nvidia-h200|nvidia-a100"), ["n1", "n3", "n5"])
+        self.assertEqual(hosts("ib"), ["n3", "n5"])
+        # Slurm evaluates left to right, without precedence: (a100 | h200) & ib.
+        self.assertEqual(hosts("nvidia-a100|nvidia-h200&ib"), ["n3", "n5"])
+        self.assertEqual(hosts("nvidia-h200&nvidia-a100"), [])
+        for bad in ("[nvidia-h200|ib]", "nvidia-h200*2", "(nvidia-h200|ib)&ib", "!ib", "nvidia-h200,ib",
+                    "nvidia-h200&&ib", "nvidia-h200&", "|ib", "nvidia h200"):
+            with self.assertRaises(fleet.UsageError, msg=bad) as e:
+                self.select(constraint=bad)
+            self.assertIn("--constraint", str(e.exception))
+            self.assertIn("features joined by & (and) or | (or)", str(e.exception))
+
+    def test_a_constraint_this_tool_cannot_evaluate_is_bad_usage_before_anything_is_submitted(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            f.write("{}")
+        rc, out, err = call(fleet.main, ["submit", "--bundle", tmp, "--shared", tmp, "--label", "x",
+                                         "--history", os.path.join(tmp, "h.sqlite"), "--constraint", "[a|b]*2"])
+        self.assertEqual(rc, fleet.EXIT_USAGE, err)
+        self.assertIn("--constraint '[a|b]*2'", err)
+        self.assertEqual(os.listdir(tmp), ["manifest.json"])  # nothing staged, no history
 
     def test_untyped_gres_and_the_gres_count_are_honoured(self):
         self.assertEqual([n["host"] for n in self.select(gres="gpu:1")[0]], ["n1", "n3", "n5"])
