@@ -282,6 +282,26 @@ class ReportOnBackend:
         d = fleet_report.fleet_data(self.db, label="fqdn")
         self.assertEqual(([r["host"] for r in d["runs"]], d["missing"], fleet_report.exit_code(d)), (["n1"], [], 0))
 
+    def test_the_night_merges_the_rosters_of_its_labels_per_host(self):
+        # n2 was drained for `nightly`, then resumed and qualified under `nightly-rerun-n2` the same
+        # night: the night has 2 hosts, none missing.
+        history.store_roster(self.db, "nightly", "2026-12-01", [
+            {"host": "n1", "sku": "nvidia-h200", "state": "expected", "job_id": "1"},
+            {"host": "n2", "sku": "nvidia-h200", "state": "excluded", "reason": "drained (bad fan)"}])
+        history.store_roster(self.db, "nightly-rerun-n2", "2026-12-01", [
+            {"host": "n2", "sku": "nvidia-h200", "state": "expected", "job_id": "2"}])
+        for host, label in (("n1", "nightly"), ("n2", "nightly-rerun-n2")):
+            self.store(f"1201_{host}", "2026-12-01T01:00:00", host, "580.1", {X: "PASS"}, "nvidia-h200", label)
+        d = fleet_report.fleet_data(self.db, night="2026-12-01")
+        self.assertEqual((d["roster"], d["missing"], fleet_report.exit_code(d)), (2, [], 0))
+        # Excluded under both labels of a night, and no run: missing, once.
+        for label in ("nightly-2", "nightly-2-rerun"):
+            history.store_roster(self.db, label, "2026-12-02", [
+                {"host": "n2", "sku": "nvidia-h200", "state": "excluded", "reason": "drained (bad fan)"}])
+        self.store("1202_n1", "2026-12-02T01:00:00", "n1", "580.1", {X: "PASS"}, "nvidia-h200", "nightly-2")
+        d = fleet_report.fleet_data(self.db, night="2026-12-02")
+        self.assertEqual((d["roster"], [m["host"] for m in d["missing"]]), (1, ["n2"]))
+
     def test_a_requeued_attempt_supersedes_the_interrupted_one_and_the_night_counts_attempts(self):
         history.store_roster(self.db, "requeue", "2026-11-30", [{"host": "n9", "state": "expected"}])
         statuses = {X: "PASS", Y: "PASS"}

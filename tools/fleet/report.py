@@ -128,25 +128,38 @@ def is_infra(verdict):
     return _verdict(verdict) == INFRA_ERROR
 
 
+def merge_roster(rows):
+    """One row per host. A night (--night) reads the rosters of all its labels, which may list a
+    host twice: excluded (drained) under `nightly`, expected under `nightly-rerun-n2`. "expected"
+    wins over "excluded" or "not submitted"; among equals, the later submission."""
+    best = {}
+    for h in rows:
+        rank = (h["state"] == "expected", h.get("submitted_at") or "")
+        if h["host"] not in best or rank >= best[h["host"]][0]:
+            best[h["host"]] = (rank, h)
+    return [best[host][1] for host in sorted(best)]
+
+
 def missing_hosts(roster, runs, reasons=None):
     """Hosts of the roster without a complete final run: [{host, sku, why, reason}]. `reasons`
-    {host: Slurm's word} comes from the caller (fleet status/report ask sacct/scontrol)."""
+    {host: Slurm's word} comes from the caller (fleet status/report ask sacct/scontrol). A
+    complete run counts whatever the roster said at submit (another label of the night ran it)."""
     reasons = reasons or {}
     final = {r["host"]: r for r in runs}
     out = []
-    for h in roster:
+    for h in merge_roster(roster):
         host = h["host"]
         r = final.get(host)
+        if r and not is_interrupted(r["verdict"]) and not is_infra(r["verdict"]):
+            continue
         if h["state"] != "expected":
             why = f"{h['state']} at submit" + (f": {h['reason']}" if h.get("reason") else "")
         elif r is None:
             why = "no run stored"
         elif is_interrupted(r["verdict"]):
             why = (f"interrupted after {r['n_cases'] or 0} cases (attempt {r['attempts']}, run {r['run_key']})")
-        elif is_infra(r["verdict"]):
-            why = f"run ended {r['verdict']} (run {r['run_key']})"
         else:
-            continue
+            why = f"run ended {r['verdict']} (run {r['run_key']})"
         slurm = reasons.get(host)
         out.append({"host": host, "sku": h.get("sku") or (r or {}).get("sku"), "why": why,
                     "slurm": slurm, "reason": why + (f"; Slurm: {slurm}" if slurm else ""),
@@ -178,7 +191,7 @@ def fleet_data(db, label=None, night=None, slurm_reasons=None, health_nights=HEA
     laps.lap("runs")
     by_id = {r["id"]: r for r in runs}
     ids = list(by_id)
-    roster = history.roster(db, label=label, night=night) if _has_rosters(db) else []
+    roster = merge_roster(history.roster(db, label=label, night=night)) if _has_rosters(db) else []
     laps.lap("roster")
     data = {"label": label, "night": night, "generated_at":
             datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
