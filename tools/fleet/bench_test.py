@@ -1,5 +1,8 @@
-"""The bench's own checks, without a database: its default size follows today's full tier."""
+"""The bench's own checks, without a database: its default size follows today's full tier, and a
+--cases too small for its scenarios is refused instead of quietly dropping them."""
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -23,6 +26,14 @@ class BenchSizeTest(unittest.TestCase):
         real = len(data["run"]["cases"])
         cases = bench._parser().parse_args([]).cases  # --full takes the same default
         self.assertLessEqual(abs(cases - real), real * 0.10, f"bench: {cases} cases, full tier: {real}")
+
+    def test_fewer_cases_than_the_scenarios_use_are_refused(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as e:
+            bench.main(["--cases", "500", "--history", "postgresql:///never-opened"])
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("--cases 500", err.getvalue())
+        self.assertIn("at least 716", err.getvalue())  # the known failures use cases 710-715
 
 
 if __name__ == "__main__":
