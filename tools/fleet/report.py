@@ -36,6 +36,7 @@ HEALTH_NIGHTS = 14       # per-host flakiness window
 DRAIN_AFTER = 3          # nights with the host's own failures in the window: recommend a drain
 KNOWN_COMPARISONS = ("EXPECTED_FAIL", "KNOWN_FLAKE", "KNOWN_COVERAGE_LOSS")
 MAX_ROWS_SHOWN = 500
+ONE_HOST_ROWS_SHOWN = MAX_ROWS_SHOWN // 2  # of a problem table's rows, kept for one-host groups
 
 
 def _marks(n):
@@ -541,8 +542,19 @@ def _href(report, out_dir):
     return href
 
 
+def shown_first(groups, cap=MAX_ROWS_SHOWN, own=ONE_HOST_ROWS_SHOWN):
+    """The problem groups in the order the page lists them. One-host groups (a bad board) sort
+    last, so a table cut at `cap` rows would cut them first: up to `own` of them move up into the
+    rows shown, after the SKU-wide groups that fit. The rest follow (the page counts them)."""
+    one = [g for g in groups if g["scope"] == "one host"]
+    rest = [g for g in groups if g["scope"] != "one host"]
+    n_rest = min(len(rest), cap - min(len(one), own))
+    return rest[:n_rest] + one + rest[n_rest:]
+
+
 def render_html(data, out_dir=None):
     """The page (templates/fleet.html.j2): links to the hosts' reports relative to out_dir."""
+    data = dict(data, new=shown_first(data.get("new", [])), known=shown_first(data.get("known", [])))
     state = ("REGRESSED" if data.get("regressed_hosts") else "MISSING HOSTS" if data.get("missing")
              else "QUALIFIED" if data["runs"] else "NO RUNS")
 
