@@ -167,9 +167,14 @@ class ReportOnBackend:
         x = b[(X, "nvidia-h200")]
         self.assertEqual((x["good"]["started_at"][:10], x["good"]["driver"]), ("2026-11-28", "575.1"))
         self.assertEqual((x["bad"]["started_at"][:10], x["bad"]["driver"]), ("2026-11-29", "580.1"))
-        y = b[(Y, "nvidia-h200")]
-        self.assertEqual(y["good"]["started_at"][:10], "2026-11-30")  # passed on other hosts tonight
-        self.assertEqual(y["bad"]["host"], "h200-b")
+
+    def test_the_bracket_of_a_one_host_problem_is_that_hosts_own(self):
+        # Y fails on h200-b alone tonight and passes on h200-a and h200-c: the pair to compare is
+        # h200-b's own last pass (the night before), not another host's pass tonight.
+        y = {(x["case"], x["sku"]): x for x in self.data()["brackets"]}[(Y, "nvidia-h200")]
+        self.assertEqual((y["good"]["host"], y["good"]["started_at"][:10], y["good"]["run_key"]),
+                         ("h200-b", "2026-11-29", "2026-11-29_h200-b"))
+        self.assertEqual((y["bad"]["host"], y["bad"]["run_key"]), ("h200-b", "2026-11-30_h200-b"))
 
     def test_html_is_self_contained_and_links_each_host_report(self):
         out = os.path.join(self.tmp, "fleet", "index.html")

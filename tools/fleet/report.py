@@ -12,7 +12,8 @@
   coverage lost per host: cases NotSupported, skipped or missing here that ran on another host of
       the same SKU that night, and cases absent here that the SKU's fullest run had
   the good/bad bracket per failing case per SKU: the last run of the SKU where the case passed
-      before tonight, and the first failing run after it (the driver/commit pair to bisect)
+      before tonight, and the first failing run after it (the driver/commit pair to bisect); for
+      a one-host problem, that host's own last pass and first failure
   links to each host's own report
 
 fleet_data() makes a handful of indexed queries (docs/fleet.md lists them with their indexes);
@@ -76,8 +77,28 @@ def _bracket(db, ref, sku, night, first_started):
     return tuple(dict(zip(BRACKET_KEYS, x)) if x else None for x in (good, bad))
 
 
-def _brackets(db, groups):
-    return [_bracket(db, g["case_ref"], g["sku"], g["night"], g["first_started"]) for g in groups]
+# A one-host problem (a board) is bracketed on its own host: the SKU's last pass is usually another
+# host tonight, which says nothing about this board. Walks the host's runs newest first
+# (runs_by_host (host, id), then the primary key of cases): at most the runs the host has kept.
+HOST_PASS_SQL = (f"SELECT {BRACKET_COLS}, r.id FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+                 " WHERE r.host = ? AND r.sku = ? AND r.id < ?"
+                 f" AND c.status IN {history._in(history.PASSING)} ORDER BY r.id DESC LIMIT 1")
+HOST_FAIL_SQL = (f"SELECT {BRACKET_COLS} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+                 " WHERE r.host = ? AND r.sku = ? AND r.id > ? AND r.id <= ?"
+                 f" AND c.status IN {history._in(history.FAILING)} ORDER BY r.id LIMIT 1")
+
+
+def _host_bracket(db, ref, host, sku, run_id):
+    """(the host's last pass before its run `run_id`, its first failure after that pass)."""
+    good = db.execute(HOST_PASS_SQL, (ref, host, sku, run_id)).fetchone()
+    bad = db.execute(HOST_FAIL_SQL, (ref, host, sku, good[-1] if good else 0, run_id)).fetchone()
+    return tuple(dict(zip(BRACKET_KEYS, x)) if x else None for x in (good, bad))
+
+
+def _brackets(db, groups, run_of_host):
+    return [_host_bracket(db, g["case_ref"], g["hosts"][0], g["sku"], run_of_host[g["hosts"][0]])
+            if g["scope"] == "one host" else _bracket(db, g["case_ref"], g["sku"], g["night"], g["first_started"])
+            for g in groups]
 
 
 def select_runs(db, label=None, night=None):
@@ -217,11 +238,11 @@ def fleet_data(db, label=None, night=None, slurm_reasons=None, health_nights=HEA
     data["regressed_hosts"] = sorted(h or "?" for h in regressed)
     data["per_sku"] = per_sku(runs, data["missing"], regressed)
     data["coverage_lost"] = coverage_lost(db, runs, by_id, hosts_per_sku, laps)
-    # Brackets: per failing case per SKU, the last pass before tonight and the first failure after
-    # it: two short index walks per case (runs_by_sku, then the primary key of cases).
-    # Only for new regressions: a known failure has no change to bisect.
+    # Brackets: per failing case per SKU (per host for a one-host problem), the last pass before
+    # tonight and the first failure after it. Only for new regressions: a known failure has no
+    # change to bisect.
     failing = [g for g in data["new"][:MAX_BRACKETS] if any(s in history.FAILING for s in g["statuses"])]
-    for g, (good, bad) in zip(failing, _brackets(db, failing)):
+    for g, (good, bad) in zip(failing, _brackets(db, failing, {r["host"]: r["id"] for r in runs})):
         data["brackets"].append({"case": g["case"], "sku": g["sku"], "good": good, "bad": bad})
     laps.lap("brackets")
     data["health"] = host_health(db, data, health_nights)
