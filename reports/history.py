@@ -40,7 +40,9 @@ CLI (tables on stdout, or one JSON object with --json; on a usage error that arg
   history.py [--db FILE|URL] [--sku SKU | --run KEY] [--json] runs | bracket CASE_ID | trend METRIC | metrics
   history.py [--db FILE|URL] import RUN_DIR...   store run directories (idempotent)
   history.py [--db FILE|URL] import [--host H] [--night D] RUN_DIR...
-                                                 store each folder it can; lists what it skipped
+                                                 store each folder it can; lists what it skipped;
+                                                 --host files the runs under H (the fleet's node
+                                                 name) instead of the fingerprint's host
   history.py [--db FILE|URL] version             schema version of the database
   history.py [--db FILE|URL] migrate             apply the pending schema migrations
   history.py [--db FILE|URL] prune --before YYYY-MM-DD   delete the runs of older nights
@@ -189,8 +191,10 @@ def stored_id(db, run_key):
 
 def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, verdict,
               label=None, tier=None, run_dir=None, report=None, host=None, night=None):
-    """(run id, True if this call stored it; False if the run key was already there). `host`
-    names the host when the run's fingerprint does not (a partial, interrupted run's may not);
+    """(run id, True if this call stored it; False if the run key was already there). `host`,
+    when given, is the host the run is filed under: a fleet task passes its Slurm node name, which
+    the roster knows, while the fingerprint keeps the machine's own hostname (often fully
+    qualified, or `vm`); a fingerprint without one (a partial, interrupted run) takes `host`.
     `night` overrides night_of(started_at) (fleet tasks pass their submission's night)."""
     existing = stored_id(db, run_key)
     if existing is not None:
@@ -201,7 +205,7 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
         fp["host"] = host
     night = night or night_of(started_at)
     refs = case_refs(db, [c[0] for c in cases] + [m[0] for m in metrics])
-    values = (run_key, started_at, fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
+    values = (run_key, started_at, host or fp.get("host"), sku, fp.get("gpu0_name"), fp.get("gpu0_uuid"),
               fp.get("nvidia_driver"), fp.get("cuda_driver_version"), fp.get("cuda_runtime_version"),
               commit, model.run_seed_of(fp), verdict, exit_code, json.dumps(fp, sort_keys=True),
               label, tier, night, run_dir, report, _now(), len(cases))
@@ -581,7 +585,8 @@ def _parser(argv=None):
     p.add_argument("--run", help="a run key: query the SKU of that run")
     p.add_argument("--limit", type=int, default=50, help="rows of runs/trend (default 50)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("--host", help="import: the host of runs whose fingerprint names none")
+    p.add_argument("--host", help="import: the host to file the runs under (a fleet task passes its Slurm node"
+                                  " name); default the fingerprint's host. The fingerprint keeps its own")
     p.add_argument("--night", help="import: the night (YYYY-MM-DD) to file the runs under")
     p.add_argument("--before", help="prune: delete runs of nights before this date (YYYY-MM-DD)")
     p.add_argument("--statement-timeout", type=float,

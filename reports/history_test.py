@@ -294,6 +294,20 @@ class Backend:
         self.assertEqual(rc, 0, err)
         self.assertEqual(tuple(self.db.execute("SELECT host, night FROM runs").fetchone()), ("n2", "2026-11-30"))
 
+    def test_the_host_given_files_the_run_and_the_fingerprint_keeps_the_machines_name(self):
+        # A node whose hostname is not its Slurm node name (a fully qualified name, or `vm`): the
+        # fleet files the run under the node name it passes; the fingerprint keeps what it saw.
+        d = write_run_dir(self.tmp, "fqdn", make_run(host="n1.lab.example.org"))
+        rc, out, err = self.cli("import", "--host", "n1", d)
+        self.assertEqual(rc, 0, err)
+        host, fp = self.db.execute("SELECT host, fingerprint_json FROM runs").fetchone()
+        self.assertEqual((host, json.loads(fp)["host"]), ("n1", "n1.lab.example.org"))
+        # Without --host the fingerprint's host is the host, as before.
+        d = write_run_dir(self.tmp, "plain", make_run(host="n2.lab.example.org"))
+        self.assertEqual(self.cli("import", d)[0], 0)
+        self.assertEqual(self.db.execute("SELECT host FROM runs WHERE run_key = 'plain'").fetchone()[0],
+                         "n2.lab.example.org")
+
     def test_the_night_is_taken_in_the_configured_time_zone(self):
         os.environ["PAGELOCK_NIGHT_TZ"] = "Europe/Berlin"
         os.environ["PAGELOCK_NIGHT_CUTOFF_HOURS"] = "12"

@@ -33,6 +33,7 @@ is refused (its WAL mode does not work there).
 
 Exit codes:
   submit  0 submitted (prints one job id per node); 1 sbatch or the history failed; 2 bad usage
+          (a --constraint other than features joined by & and | included)
   status  0 every host of the roster has a complete run in the history; 1 a host is MISSING
           (not run, lost, interrupted, not stored, drained/down at submit); 2 bad usage;
           6 tasks still pending or running (none missing for good yet)
@@ -155,6 +156,35 @@ def gres_matches(gres_field, want_type, want_count):
     return n >= want_count
 
 
+FEATURE_RE = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def parse_constraint(spec):
+    """'a&b|c' -> [('&', 'a'), ('&', 'b'), ('|', 'c')]: Slurm's AND and OR of node features. The
+    roster must hold only the nodes Slurm would run the jobs on, so what cannot be evaluated here
+    (brackets, counts, parentheses, NOT) is refused rather than passed through unfiltered."""
+    terms, op = [], "&"
+    for i, tok in enumerate(re.split(r"([&|])", spec or "")):
+        if i % 2:
+            op = tok
+        elif FEATURE_RE.fullmatch(tok):
+            terms.append((op, tok))
+        else:
+            raise UsageError(f"--constraint {spec!r}: this tool evaluates node features joined by & (and) or | "
+                             "(or), as Slurm writes them; brackets, counts (*N), parentheses and ! are not "
+                             "supported here (select with --partition or --gres, or one feature)")
+    return terms
+
+
+def constraint_matches(terms, features):
+    """Slurm's evaluation: left to right, without precedence ('a|b&c' is '(a|b)&c')."""
+    have = set((features or "").split(","))
+    ok = True
+    for op, feature in terms:
+        ok = (ok and feature in have) if op == "&" else (ok or feature in have)
+    return ok
+
+
 def sku_of_node(features, gres):
     for f in (features or "").split(","):
         if f.startswith("nvidia-"):
@@ -178,14 +208,13 @@ def select_nodes(args, run=run_cmd):
     if r.returncode != 0:
         raise UsageError(f"sinfo failed: {r.stderr.strip()}")
     want_type, want_count = parse_gres(args.gres) if args.gres else (None, 0)
-    feature = args.constraint
-    simple_feature = feature and re.fullmatch(r"[A-Za-z0-9_.-]+", feature)
+    terms = parse_constraint(args.constraint) if args.constraint else None
     nodes = {}
     for line in r.stdout.splitlines():
         name, feats, gres, _, state, reason = (line.split("|") + [""] * 5)[:6]
         if not name or name in nodes:
             continue  # a node in two partitions is listed twice
-        if simple_feature and feature not in feats.split(","):
+        if terms and not constraint_matches(terms, feats):
             continue
         if args.gres and not gres_matches(gres, want_type, want_count):
             continue
@@ -286,6 +315,8 @@ for d in "$out"/*/; do
   [ -f "$d/results.json" ] || continue
   dirs+=("${{d%/}}")
 done
+# --host: the run is filed under the roster's node name, whatever the machine calls itself
+# (a fully qualified hostname would leave the roster's node MISSING); the fingerprint keeps it.
 if [ ${{#dirs[@]}} -gt 0 ]; then
   imported=failed
   for try in 1 2 3; do
@@ -343,6 +374,8 @@ def check_submit_args(args):
         raise UsageError(f"--bundle {args.bundle}: no manifest.json (build one with tools/bundle.py)")
     if args.gres:
         parse_gres(args.gres)
+    if args.constraint:
+        parse_constraint(args.constraint)
     if args.tasks is not None:
         raise UsageError("--tasks is gone: a night has one task per node of the selection (the roster); "
                          "select nodes with --partition/--constraint/--gres")
@@ -692,7 +725,8 @@ def parser():
     s.add_argument("--seed", type=int)
     s.add_argument("--retries", type=int, default=2)
     s.add_argument("--partition")
-    s.add_argument("--constraint", help="Slurm node features, e.g. nvidia-h200")
+    s.add_argument("--constraint", help="Slurm node features, e.g. nvidia-h200 or nvidia-h200&ib"
+                                        " (& and |, evaluated left to right as Slurm does)")
     s.add_argument("--gres", help="gpu, gpu:<n>, gpu:<type> or gpu:<type>:<n>: nodes with at least that many")
     s.add_argument("--tasks", type=int, help=argparse.SUPPRESS)
     s.add_argument("--per-node", action="store_true", help="(the default now: one job per node of the selection)")

@@ -167,9 +167,14 @@ class ReportOnBackend:
         x = b[(X, "nvidia-h200")]
         self.assertEqual((x["good"]["started_at"][:10], x["good"]["driver"]), ("2026-11-28", "575.1"))
         self.assertEqual((x["bad"]["started_at"][:10], x["bad"]["driver"]), ("2026-11-29", "580.1"))
-        y = b[(Y, "nvidia-h200")]
-        self.assertEqual(y["good"]["started_at"][:10], "2026-11-30")  # passed on other hosts tonight
-        self.assertEqual(y["bad"]["host"], "h200-b")
+
+    def test_the_bracket_of_a_one_host_problem_is_that_hosts_own(self):
+        # Y fails on h200-b alone tonight and passes on h200-a and h200-c: the pair to compare is
+        # h200-b's own last pass (the night before), not another host's pass tonight.
+        y = {(x["case"], x["sku"]): x for x in self.data()["brackets"]}[(Y, "nvidia-h200")]
+        self.assertEqual((y["good"]["host"], y["good"]["started_at"][:10], y["good"]["run_key"]),
+                         ("h200-b", "2026-11-29", "2026-11-29_h200-b"))
+        self.assertEqual((y["bad"]["host"], y["bad"]["run_key"]), ("h200-b", "2026-11-30_h200-b"))
 
     def test_html_is_self_contained_and_links_each_host_report(self):
         out = os.path.join(self.tmp, "fleet", "index.html")
@@ -266,6 +271,41 @@ class ReportOnBackend:
         # Every H200 regressed too: 3 wins over 5.
         self.assertEqual(fleet_report.exit_code(d), 3)
         self.assertEqual(fleet_report.exit_code({"regressed_hosts": [], "missing": d["missing"]}), 5)
+
+    def test_a_node_whose_hostname_is_not_its_slurm_name_is_not_missing(self):
+        # The task imports with --host <its Slurm node name>; the machine calls itself by its
+        # fully qualified name, which the fingerprint keeps.
+        history.store_roster(self.db, "fqdn", "2026-11-30", [{"host": "n1", "sku": "nvidia-h200", "state": "expected"}])
+        d = os.path.join(self.tmp, "runs", "n1", "fqdn-run")
+        os.makedirs(d)
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump({"info": {"run_key": "fqdn-run", "started_at": "2026-11-30T01:00:00+00:00", "sku": "nvidia-h200",
+                                "label": "fqdn", "tier": "bat", "verdict": "QUALIFIED", "exit_code": 0},
+                       "run": run_of("n1.lab.example.org", "580.1", {"DriverBug": "PASS"}).to_json()}, f)
+        rc, out, err = call(history.main, ["--db", self.target, "import", "--host", "n1", "--night", "2026-11-30", d])
+        self.assertEqual(rc, 0, err)
+        d = fleet_report.fleet_data(self.db, label="fqdn")
+        self.assertEqual(([r["host"] for r in d["runs"]], d["missing"], fleet_report.exit_code(d)), (["n1"], [], 0))
+
+    def test_the_night_merges_the_rosters_of_its_labels_per_host(self):
+        # n2 was drained for `nightly`, then resumed and qualified under `nightly-rerun-n2` the same
+        # night: the night has 2 hosts, none missing.
+        history.store_roster(self.db, "nightly", "2026-12-01", [
+            {"host": "n1", "sku": "nvidia-h200", "state": "expected", "job_id": "1"},
+            {"host": "n2", "sku": "nvidia-h200", "state": "excluded", "reason": "drained (bad fan)"}])
+        history.store_roster(self.db, "nightly-rerun-n2", "2026-12-01", [
+            {"host": "n2", "sku": "nvidia-h200", "state": "expected", "job_id": "2"}])
+        for host, label in (("n1", "nightly"), ("n2", "nightly-rerun-n2")):
+            self.store(f"1201_{host}", "2026-12-01T01:00:00", host, "580.1", {X: "PASS"}, "nvidia-h200", label)
+        d = fleet_report.fleet_data(self.db, night="2026-12-01")
+        self.assertEqual((d["roster"], d["missing"], fleet_report.exit_code(d)), (2, [], 0))
+        # Excluded under both labels of a night, and no run: missing, once.
+        for label in ("nightly-2", "nightly-2-rerun"):
+            history.store_roster(self.db, label, "2026-12-02", [
+                {"host": "n2", "sku": "nvidia-h200", "state": "excluded", "reason": "drained (bad fan)"}])
+        self.store("1202_n1", "2026-12-02T01:00:00", "n1", "580.1", {X: "PASS"}, "nvidia-h200", "nightly-2")
+        d = fleet_report.fleet_data(self.db, night="2026-12-02")
+        self.assertEqual((d["roster"], [m["host"] for m in d["missing"]]), (1, ["n2"]))
 
     def test_a_requeued_attempt_supersedes_the_interrupted_one_and_the_night_counts_attempts(self):
         history.store_roster(self.db, "requeue", "2026-11-30", [{"host": "n9", "state": "expected"}])
@@ -378,9 +418,9 @@ class SelectionTest(unittest.TestCase):
     SINFO = ("n1|nvidia-h200|gpu:h200:1(S:0)|gpu*|idle|none\n"
              "n1|nvidia-h200|gpu:h200:1(S:0)|debug|idle|none\n"
              "n2|nvidia-h200|gpu:h200:1|gpu*|drained|bad fan\n"
-             "n3|nvidia-a100|gpu:a100:2|gpu*|mixed|none\n"
+             "n3|nvidia-a100,ib|gpu:a100:2|gpu*|mixed|none\n"
              "n4|nvidia-h200|gpu:h200:1|gpu*|down*|Not responding\n"
-             "n5|nvidia-h200|gpu:h200:4(S:0-1)|gpu*|allocated|none\n")
+             "n5|nvidia-h200,ib|gpu:h200:4(S:0-1)|gpu*|allocated|none\n")
 
     def select(self, **kw):
         return fleet.select_nodes(Args(**kw), run=FakeSinfo(self.SINFO))
@@ -390,6 +430,32 @@ class SelectionTest(unittest.TestCase):
         self.assertEqual([n["host"] for n in targets], ["n1", "n5"])  # n1 once, though in two partitions
         self.assertEqual([(n["host"], n["reason"]) for n in excluded],
                          [("n2", "drained (bad fan)"), ("n4", "down* (Not responding)")])
+
+    def test_a_constraint_expression_is_evaluated_over_each_nodes_features(self):
+        hosts = lambda c: [n["host"] for n in self.select(constraint=c)[0]]  # noqa: E731
+        self.assertEqual(hosts("nvidia-h200&ib"), ["n5"])  # not the A100 node with ib
+        self.assertEqual(hosts("nvidia-h200|nvidia-a100"), ["n1", "n3", "n5"])
+        self.assertEqual(hosts("ib"), ["n3", "n5"])
+        # Slurm evaluates left to right, without precedence: (a100 | h200) & ib.
+        self.assertEqual(hosts("nvidia-a100|nvidia-h200&ib"), ["n3", "n5"])
+        self.assertEqual(hosts("nvidia-h200&nvidia-a100"), [])
+        for bad in ("[nvidia-h200|ib]", "nvidia-h200*2", "(nvidia-h200|ib)&ib", "!ib", "nvidia-h200,ib",
+                    "nvidia-h200&&ib", "nvidia-h200&", "|ib", "nvidia h200"):
+            with self.assertRaises(fleet.UsageError, msg=bad) as e:
+                self.select(constraint=bad)
+            self.assertIn("--constraint", str(e.exception))
+            self.assertIn("features joined by & (and) or | (or)", str(e.exception))
+
+    def test_a_constraint_this_tool_cannot_evaluate_is_bad_usage_before_anything_is_submitted(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            f.write("{}")
+        rc, out, err = call(fleet.main, ["submit", "--bundle", tmp, "--shared", tmp, "--label", "x",
+                                         "--history", os.path.join(tmp, "h.sqlite"), "--constraint", "[a|b]*2"])
+        self.assertEqual(rc, fleet.EXIT_USAGE, err)
+        self.assertIn("--constraint '[a|b]*2'", err)
+        self.assertEqual(os.listdir(tmp), ["manifest.json"])  # nothing staged, no history
 
     def test_untyped_gres_and_the_gres_count_are_honoured(self):
         self.assertEqual([n["host"] for n in self.select(gres="gpu:1")[0]], ["n1", "n3", "n5"])

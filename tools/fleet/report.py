@@ -12,7 +12,8 @@
   coverage lost per host: cases NotSupported, skipped or missing here that ran on another host of
       the same SKU that night, and cases absent here that the SKU's fullest run had
   the good/bad bracket per failing case per SKU: the last run of the SKU where the case passed
-      before tonight, and the first failing run after it (the driver/commit pair to bisect)
+      before tonight, and the first failing run after it (the driver/commit pair to bisect); for
+      a one-host problem, that host's own last pass and first failure
   links to each host's own report
 
 fleet_data() makes a handful of indexed queries (docs/fleet.md lists them with their indexes);
@@ -36,6 +37,7 @@ HEALTH_NIGHTS = 14       # per-host flakiness window
 DRAIN_AFTER = 3          # nights with the host's own failures in the window: recommend a drain
 KNOWN_COMPARISONS = ("EXPECTED_FAIL", "KNOWN_FLAKE", "KNOWN_COVERAGE_LOSS")
 MAX_ROWS_SHOWN = 500
+ONE_HOST_ROWS_SHOWN = MAX_ROWS_SHOWN // 2  # of a problem table's rows, kept for one-host groups
 
 
 def _marks(n):
@@ -75,8 +77,28 @@ def _bracket(db, ref, sku, night, first_started):
     return tuple(dict(zip(BRACKET_KEYS, x)) if x else None for x in (good, bad))
 
 
-def _brackets(db, groups):
-    return [_bracket(db, g["case_ref"], g["sku"], g["night"], g["first_started"]) for g in groups]
+# A one-host problem (a board) is bracketed on its own host: the SKU's last pass is usually another
+# host tonight, which says nothing about this board. Walks the host's runs newest first
+# (runs_by_host (host, id), then the primary key of cases): at most the runs the host has kept.
+HOST_PASS_SQL = (f"SELECT {BRACKET_COLS}, r.id FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+                 " WHERE r.host = ? AND r.sku = ? AND r.id < ?"
+                 f" AND c.status IN {history._in(history.PASSING)} ORDER BY r.id DESC LIMIT 1")
+HOST_FAIL_SQL = (f"SELECT {BRACKET_COLS} FROM runs r JOIN cases c ON c.run_id = r.id AND c.case_ref = ?"
+                 " WHERE r.host = ? AND r.sku = ? AND r.id > ? AND r.id <= ?"
+                 f" AND c.status IN {history._in(history.FAILING)} ORDER BY r.id LIMIT 1")
+
+
+def _host_bracket(db, ref, host, sku, run_id):
+    """(the host's last pass before its run `run_id`, its first failure after that pass)."""
+    good = db.execute(HOST_PASS_SQL, (ref, host, sku, run_id)).fetchone()
+    bad = db.execute(HOST_FAIL_SQL, (ref, host, sku, good[-1] if good else 0, run_id)).fetchone()
+    return tuple(dict(zip(BRACKET_KEYS, x)) if x else None for x in (good, bad))
+
+
+def _brackets(db, groups, run_of_host):
+    return [_host_bracket(db, g["case_ref"], g["hosts"][0], g["sku"], run_of_host[g["hosts"][0]])
+            if g["scope"] == "one host" else _bracket(db, g["case_ref"], g["sku"], g["night"], g["first_started"])
+            for g in groups]
 
 
 def select_runs(db, label=None, night=None):
@@ -128,25 +150,38 @@ def is_infra(verdict):
     return _verdict(verdict) == INFRA_ERROR
 
 
+def merge_roster(rows):
+    """One row per host. A night (--night) reads the rosters of all its labels, which may list a
+    host twice: excluded (drained) under `nightly`, expected under `nightly-rerun-n2`. "expected"
+    wins over "excluded" or "not submitted"; among equals, the later submission."""
+    best = {}
+    for h in rows:
+        rank = (h["state"] == "expected", h.get("submitted_at") or "")
+        if h["host"] not in best or rank >= best[h["host"]][0]:
+            best[h["host"]] = (rank, h)
+    return [best[host][1] for host in sorted(best)]
+
+
 def missing_hosts(roster, runs, reasons=None):
     """Hosts of the roster without a complete final run: [{host, sku, why, reason}]. `reasons`
-    {host: Slurm's word} comes from the caller (fleet status/report ask sacct/scontrol)."""
+    {host: Slurm's word} comes from the caller (fleet status/report ask sacct/scontrol). A
+    complete run counts whatever the roster said at submit (another label of the night ran it)."""
     reasons = reasons or {}
     final = {r["host"]: r for r in runs}
     out = []
-    for h in roster:
+    for h in merge_roster(roster):
         host = h["host"]
         r = final.get(host)
+        if r and not is_interrupted(r["verdict"]) and not is_infra(r["verdict"]):
+            continue
         if h["state"] != "expected":
             why = f"{h['state']} at submit" + (f": {h['reason']}" if h.get("reason") else "")
         elif r is None:
             why = "no run stored"
         elif is_interrupted(r["verdict"]):
             why = (f"interrupted after {r['n_cases'] or 0} cases (attempt {r['attempts']}, run {r['run_key']})")
-        elif is_infra(r["verdict"]):
-            why = f"run ended {r['verdict']} (run {r['run_key']})"
         else:
-            continue
+            why = f"run ended {r['verdict']} (run {r['run_key']})"
         slurm = reasons.get(host)
         out.append({"host": host, "sku": h.get("sku") or (r or {}).get("sku"), "why": why,
                     "slurm": slurm, "reason": why + (f"; Slurm: {slurm}" if slurm else ""),
@@ -178,7 +213,7 @@ def fleet_data(db, label=None, night=None, slurm_reasons=None, health_nights=HEA
     laps.lap("runs")
     by_id = {r["id"]: r for r in runs}
     ids = list(by_id)
-    roster = history.roster(db, label=label, night=night) if _has_rosters(db) else []
+    roster = merge_roster(history.roster(db, label=label, night=night)) if _has_rosters(db) else []
     laps.lap("roster")
     data = {"label": label, "night": night, "generated_at":
             datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -203,11 +238,11 @@ def fleet_data(db, label=None, night=None, slurm_reasons=None, health_nights=HEA
     data["regressed_hosts"] = sorted(h or "?" for h in regressed)
     data["per_sku"] = per_sku(runs, data["missing"], regressed)
     data["coverage_lost"] = coverage_lost(db, runs, by_id, hosts_per_sku, laps)
-    # Brackets: per failing case per SKU, the last pass before tonight and the first failure after
-    # it: two short index walks per case (runs_by_sku, then the primary key of cases).
-    # Only for new regressions: a known failure has no change to bisect.
+    # Brackets: per failing case per SKU (per host for a one-host problem), the last pass before
+    # tonight and the first failure after it. Only for new regressions: a known failure has no
+    # change to bisect.
     failing = [g for g in data["new"][:MAX_BRACKETS] if any(s in history.FAILING for s in g["statuses"])]
-    for g, (good, bad) in zip(failing, _brackets(db, failing)):
+    for g, (good, bad) in zip(failing, _brackets(db, failing, {r["host"]: r["id"] for r in runs})):
         data["brackets"].append({"case": g["case"], "sku": g["sku"], "good": good, "bad": bad})
     laps.lap("brackets")
     data["health"] = host_health(db, data, health_nights)
@@ -528,8 +563,19 @@ def _href(report, out_dir):
     return href
 
 
+def shown_first(groups, cap=MAX_ROWS_SHOWN, own=ONE_HOST_ROWS_SHOWN):
+    """The problem groups in the order the page lists them. One-host groups (a bad board) sort
+    last, so a table cut at `cap` rows would cut them first: up to `own` of them move up into the
+    rows shown, after the SKU-wide groups that fit. The rest follow (the page counts them)."""
+    one = [g for g in groups if g["scope"] == "one host"]
+    rest = [g for g in groups if g["scope"] != "one host"]
+    n_rest = min(len(rest), cap - min(len(one), own))
+    return rest[:n_rest] + one + rest[n_rest:]
+
+
 def render_html(data, out_dir=None):
     """The page (templates/fleet.html.j2): links to the hosts' reports relative to out_dir."""
+    data = dict(data, new=shown_first(data.get("new", [])), known=shown_first(data.get("known", [])))
     state = ("REGRESSED" if data.get("regressed_hosts") else "MISSING HOSTS" if data.get("missing")
              else "QUALIFIED" if data["runs"] else "NO RUNS")
 

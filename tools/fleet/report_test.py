@@ -107,5 +107,22 @@ class FleetPageTest(unittest.TestCase):
         self.assertNotIn("<h2>Hosts</h2>", page)
 
 
+class CappedTableTest(unittest.TestCase):
+    def test_one_host_groups_keep_rows_of_their_own_under_the_cap(self):
+        # 520 SKU-wide groups sort first; the 5 one-host groups (bad boards) must not be the ones cut.
+        def group(case, scope, hosts):
+            return {"case": case, "sku": "nvidia-h200", "kind": "new", "scope": scope, "hosts": hosts,
+                    "hosts_of_sku": 4, "statuses": {"FAIL": len(hosts)}, "message": "", "links": []}
+        wide = [group(f"a:b/Wide.Case{i:03d}", "every host of the SKU", ["h1", "h2", "h3", "h4"]) for i in range(520)]
+        one = [group(f"a:b/Board.Case{i}", "one host", [f"h{i % 4 + 1}"]) for i in range(5)]
+        d = dict(data(), new=wide + one, problems=wide + one)
+        page = fleet_report.render_html(d)
+        for g in one:
+            self.assertTrue(f"<code>{g['case']}</code>" in page, f"{g['case']} is not on the page")
+        self.assertEqual(page.count("<code>a:b/Wide.Case"), fleet_report.MAX_ROWS_SHOWN - 5)
+        self.assertIn("25 more not shown here", page)
+        self.assertEqual(d["new"], wide + one)  # the data (--json) keeps its order
+
+
 if __name__ == "__main__":
     unittest.main()
