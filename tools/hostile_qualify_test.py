@@ -418,6 +418,14 @@ class BadInputsBeforeAnyTest(Base):
         self.assertIn("passes over", self.output)
         self.assertIn("run.cases[0].target", self.output)
 
+    def test_a_time_scale_the_runner_refuses_is_refused_before_the_run_folder(self):
+        # qualify checked only > 0: 1e-300 and 1e308 reached the runner, which said BAD_BUNDLE
+        # (exit 1) and left an empty run folder.
+        b = self.bundle()
+        for scale in ("1e-300", "1e308", "inf", "nan", "0", "-1"):
+            self.refused(self.qualify(b, "--baseline", "none", "--time-scale", scale), "--time-scale must be")
+        self.assertFalse(os.path.exists(self.out), "an empty --out was left")
+
     def run_limited(self, *args):
         """qualify in a child with 2 GB of address space and 60 s: a reader of /dev/zero would
         die of MemoryError, one of a FIFO would hang."""
