@@ -466,6 +466,43 @@ class BadInputsBeforeAnyTest(Base):
                      os.path.join(b, "manifest.json"))
 
 
+class HistoryOnAFullDisk(Base):
+    """Review row #19 / B23: a full disk while the history is opened is exit 1 (README: a full
+    disk is infrastructure, as history.py alone says), a bad history file stays exit 2."""
+
+    def assert_code(self, rc, code, needle):
+        self.assertEqual(rc, code, self.output)
+        self.assertIn(needle, self.output)
+        self.assertNotIn("Traceback", self.output)
+        self.assertEqual(self.run_dirs(), [], "a run folder was created")
+
+    def test_sqlite_full_while_opening_is_an_infrastructure_error(self):
+        full = sqlite3.OperationalError("database or disk is full")
+        full.sqlite_errorcode = 13  # SQLITE_FULL
+        b = self.bundle()
+        with mock.patch("sqlite3.connect", side_effect=full):
+            self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, "database or disk is full")
+
+    def test_enospc_while_opening_is_an_infrastructure_error(self):
+        b = self.bundle()
+        with mock.patch.object(history, "connect", side_effect=OSError(28, "No space left on device")):
+            self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, "No space left on device")
+
+    def test_a_malformed_or_newer_history_is_still_bad_configuration(self):
+        b = self.bundle()
+        os.makedirs(self.out)
+        path = os.path.join(self.out, "history.sqlite")
+        with open(path, "wb") as f:
+            f.write(b"this is not a database" * 100)
+        self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_CONFIG, "history")
+        os.remove(path)
+        history.connect(path).close()
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 999")
+        db.close()
+        self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_CONFIG, "newer than this pagelock")
+
+
 class BaselineAuto(Base):
     """Row #7 and §4c: the run stored last, whatever the clocks said; never silently none."""
 
