@@ -241,6 +241,24 @@ class WrongTypesTest(TmpDir):
             self.assertIn(shown.split(".")[-1], err.getvalue(), field)
             self.assertNotIn("Traceback", err.getvalue())
 
+    def test_compare_runs_reads_the_testlogs_of_a_killed_run_folder(self):
+        # A run folder killed before results.json holds only testlogs/: read as a testlogs tree
+        # itself, its ids began with testlogs/ and every case differed.
+        cases = [("P0", None), ("F0", "x.cc:1\nboom")]
+        run = model.Run(dict(FP), [case("P0", "PASS"), case("F0", "FAIL", "x.cc:1\nboom")])
+        os.makedirs(os.path.join(self.dir, "done"))
+        model.write_results(os.path.join(self.dir, "done", "results.json"), run)
+        self.write("killed/testlogs/suites/a/a_test/test.xml", gtest_xml(cases))
+        err, out = io.StringIO(), io.StringIO()
+        with redirect_stderr(err), mock.patch("sys.stdout", out):
+            code = compare_runs.main([os.path.join(self.dir, "done"), os.path.join(self.dir, "killed"),
+                                      "--html", os.path.join(self.dir, "c.html"), "--json"])
+        doc = json.loads(out.getvalue())
+        self.assertEqual((code, doc["cases"], doc["differing"]), (0, 2, []), err.getvalue())
+        self.assertEqual(doc["runs"][1], "killed")
+        self.assertIn(f"{os.path.join(self.dir, 'killed')}: no results.json; reading its testlogs/",
+                      err.getvalue())
+
     def test_a_baseline_with_an_int_target_is_a_results_error_before_any_run(self):
         path = self.write("bl.json", json.dumps(results_doc(**{"run.cases.0.target": 5})))
         with self.assertRaises(model.ResultsError) as ctx:
