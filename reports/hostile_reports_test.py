@@ -164,13 +164,25 @@ class LargeXmlTest(TmpDir):
         bomb = xml.replace("<testsuites", "<!DOCTYPE x [<!ENTITY a 'aaaa'>]><testsuites", 1)
         with mock.patch.object(testlogs, "XML_MAX_BYTES", 4096):
             run = testlogs.load_testlogs(self.tree(bomb))
-            self.assertTrue(any("DOCTYPE" in p for p in run.problems), run.problems)
-            self.assertEqual([c.status for c in run.cases], ["CRASH"])
+            self.assert_refused_doctype(run)
             run = testlogs.load_testlogs(self.tree(xml[:len(xml) // 2]))
             self.assertTrue(any("truncated" in p for p in run.problems), run.problems)
             cases_read, _, why = testlogs.read_gtest_xml(self.write("t2.xml", xml))
         self.assertIsNone(why)
         self.assertEqual(len(cases_read), 300)
+
+    def assert_refused_doctype(self, run):
+        # The texts once read "test.xml is has a DOCTYPE".
+        said = "test.xml has a DOCTYPE or ENTITY declaration, not read"
+        self.assertEqual(run.problems, [f"//suites/a:a_test: {said}"])
+        self.assertEqual([(str(c.status), c.message) for c in run.cases],
+                         [("CRASH", f"CRASH: {said}; no case could be blamed")])
+
+    def test_a_small_file_with_a_doctype_is_refused_in_words(self):
+        bomb = gtest_xml([("P0", None)]).replace("<testsuites", "<!DOCTYPE x [<!ENTITY a 'aaaa'>]><testsuites", 1)
+        self.assert_refused_doctype(testlogs.load_testlogs(self.tree(bomb)))
+        _, _, why = testlogs.read_gtest_xml(os.path.join(self.dir, "tl/suites/a/a_test/test.xml"))
+        self.assertEqual(why, "the XML has a DOCTYPE or ENTITY declaration, not read")
 
     def test_a_journal_line_over_1_mib_keeps_its_case_and_a_cut_message(self):
         """The binary died before its XML: the journal holds a 3 MB failure message."""
