@@ -607,6 +607,13 @@ class Newcomer(Base):
             self.assertEqual(rc, cmp.EXIT_CONFIG, (args, self.output))
             self.assertEqual(self.ran, [], (args, "installed before rejecting the arguments"))
 
+    def test_usage_names_the_command_the_readme_runs(self):
+        # It said "usage: qualify.py", a file the README never runs.
+        rc, _ = self.wrapper("--allow-no-gpu", "--bogus")
+        self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+        self.assertTrue(self.output.startswith("usage: tools/qualify "), self.output)
+        self.assertIn("tools/qualify: error: unrecognized arguments: --bogus", self.output)
+
     def test_tools_the_readme_runs_directly_are_executable(self):
         # Executable without '#!' is worse than not executable: the shell runs the Python file as
         # a script (history.py said "line 51: PRAGMA: command not found").
