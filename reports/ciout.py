@@ -31,7 +31,8 @@ failures.csv: `case,status`, no header, the *unexpected* results only, as deqp-r
 regressions (Fail, Crash, Timeout, Missing), unexpected passes (UnexpectedImprovement(Pass)),
 and lost coverage (Missing: exercised in the baseline, no result now). Expected failures and
 flakes are not in it, so a QUALIFIED run's failures.csv is empty. Without a comparison every
-failing case is unexpected. (expectations-update.txt proposes the entries to add.)
+failing case is unexpected. (expectations-update.txt proposes the entries to add.) Both have one
+line per case: a line break in a name is written as `\\n` (`\\r`, else `\\uXXXX`).
 """
 
 import csv
@@ -62,11 +63,23 @@ INFO_PROPERTIES = (("sku", "sku"), ("label", "label"), ("tier", "tier"), ("run_k
 
 
 def _csv_lines(rows):
-    """CSV text by the csv module (quoting ids with commas or quotes), '\\n' line ends."""
+    """CSV text by the csv module (quoting ids with commas or quotes), '\\n' line ends, one
+    line per row."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerows(rows)
+    w.writerows([_one_line(str(field)) for field in row] for row in rows)
     return buf.getvalue()
+
+
+# What str.splitlines() splits on. RFC quoting would keep a name with a line break in one field
+# but on two lines, and deqp-runner's readers (and grep, wc -l) are line-based.
+_LINE_BREAK = re.compile("[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _one_line(text):
+    """text with every line break written as an escape: '\\n', '\\r', else '\\uXXXX'."""
+    named = {"\r": "\\r", "\n": "\\n"}
+    return _LINE_BREAK.sub(lambda m: named.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
 
 
 def deqp_status(case, change=None):

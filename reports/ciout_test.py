@@ -185,6 +185,21 @@ class CsvTest(unittest.TestCase):
                              testsupport.case("Flaky", "PASS", attempts="FAIL PASS")])
         self.assertEqual(ciout.failures_csv(run), '"suites/hostregister:hostregister_test/HostRegisterTest.A,b",Fail\n')
 
+    def test_a_line_break_in_a_name_keeps_one_line_per_case(self):
+        # RFC quoting kept such a row on two lines: deqp-runner's readers are line-based.
+        run = model.Run({}, [testsupport.case("line1\nline2", "FAIL", "x"), testsupport.case("a\r\nb", "CRASH", "x"),
+                             testsupport.case("u\u2028v", "FAIL", "x"),
+                             testsupport.case("Ok", "PASS")])
+        for text, n in ((ciout.results_csv(run), 4), (ciout.failures_csv(run), 3)):
+            lines = text.split("\n")[:-1]
+            self.assertEqual(len(lines), n, text)
+            self.assertEqual(len(text.splitlines()), n, text)
+            self.assertNotIn("\r", text)
+        failures = ciout.failures_csv(run)
+        self.assertIn("HostRegisterTest.line1\\nline2,Fail\n", failures)
+        self.assertIn("HostRegisterTest.a\\r\\nb,Crash\n", failures)
+        self.assertIn("HostRegisterTest.u\\u2028v,Fail\n", failures)
+
     def test_expectations_update_entry_excuses_the_same_failure_and_no_other(self):
         from reports import compare as cmp
         from reports import expectations as expect

@@ -4,7 +4,8 @@ for example two drivers on one machine, or one driver on two machines.
 
   reports/compare_runs.py RUN [RUN ...] --html compare.html [--changes-only]
 
-RUN is a qualify run directory, a results.json, or a testlogs tree. Prints how many cases differ.
+RUN is a qualify run directory, a results.json, or a testlogs tree; a run directory without
+results.json (a killed run) is read from its testlogs/. Prints how many cases differ.
 Exit codes (the meanings the runner, report.py and qualify share):
   0  written; every case has the same status in every run
   1  infrastructure: the page could not be rendered (no Python here imports jinja2)
@@ -39,8 +40,18 @@ def load_any(path):
         run, info, _ = model.read_results(path)
         return info.get("run_key") or os.path.basename(os.path.dirname(os.path.abspath(path))), run, info
     if os.path.isdir(path):
-        return os.path.basename(os.path.abspath(path)), testlogs.load_testlogs(path), {}
+        return os.path.basename(os.path.abspath(path)), testlogs.load_testlogs(run_testlogs(path)), {}
     raise FileNotFoundError(f"{path}: not a run directory, results.json or testlogs tree")
+
+
+def run_testlogs(path):
+    """A run folder killed before its results.json holds only testlogs/: that is the tree to
+    read (read whole, every id began with testlogs/ and every case differed)."""
+    inner = os.path.join(path, "testlogs")
+    if os.path.isdir(inner) and not os.path.islink(inner):
+        print(f"compare_runs: {path}: no results.json; reading its testlogs/", file=sys.stderr)
+        return inner
+    return path
 
 
 def render(runs, changes_only=False):

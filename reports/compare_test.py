@@ -44,7 +44,10 @@ class ExpectationsTest(unittest.TestCase):
                              ("flake x bug=u driver=580", "f.txt:1: bad driver bound '580'"),
                              ("fail x bug=u colour=red", "f.txt:1: unknown key 'colour'"),
                              ("fail", "f.txt:1: 'fail' needs a case pattern"),
-                             ("fail x nokey", "f.txt:1: expected key=value")]:
+                             ("fail x nokey", "f.txt:1: expected key=value"),
+                             # once "status  is not a failing status"
+                             ("\n\nfail x status=FAIL, bug=u", "f.txt:3: status= is empty in 'status=FAIL,'"),
+                             ("fail x status=,, bug=u", "f.txt:1: status= is empty in 'status=,,'")]:
             with self.assertRaises(expect.ExpectationError) as ctx:
                 expect.parse(text, "f.txt")
             self.assertIn(needle, str(ctx.exception))

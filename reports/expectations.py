@@ -158,6 +158,8 @@ def parse(text, name):
                 raise ExpectationError(f"{where}: expected key=value, got '{f}'")
             if key == "status":
                 e.statuses = set(value.split(","))
+                if "" in e.statuses:  # a stray comma: said as such, not as status '' unknown
+                    raise ExpectationError(f"{where}: status= is empty in '{f}'")
                 bad = e.statuses - FAIL_STATUSES
                 if bad:
                     raise ExpectationError(f"{where}: status {','.join(sorted(bad))} is not a failing status")

@@ -164,13 +164,25 @@ class LargeXmlTest(TmpDir):
         bomb = xml.replace("<testsuites", "<!DOCTYPE x [<!ENTITY a 'aaaa'>]><testsuites", 1)
         with mock.patch.object(testlogs, "XML_MAX_BYTES", 4096):
             run = testlogs.load_testlogs(self.tree(bomb))
-            self.assertTrue(any("DOCTYPE" in p for p in run.problems), run.problems)
-            self.assertEqual([c.status for c in run.cases], ["CRASH"])
+            self.assert_refused_doctype(run)
             run = testlogs.load_testlogs(self.tree(xml[:len(xml) // 2]))
             self.assertTrue(any("truncated" in p for p in run.problems), run.problems)
             cases_read, _, why = testlogs.read_gtest_xml(self.write("t2.xml", xml))
         self.assertIsNone(why)
         self.assertEqual(len(cases_read), 300)
+
+    def assert_refused_doctype(self, run):
+        # The texts once read "test.xml is has a DOCTYPE".
+        said = "test.xml has a DOCTYPE or ENTITY declaration, not read"
+        self.assertEqual(run.problems, [f"//suites/a:a_test: {said}"])
+        self.assertEqual([(str(c.status), c.message) for c in run.cases],
+                         [("CRASH", f"CRASH: {said}; no case could be blamed")])
+
+    def test_a_small_file_with_a_doctype_is_refused_in_words(self):
+        bomb = gtest_xml([("P0", None)]).replace("<testsuites", "<!DOCTYPE x [<!ENTITY a 'aaaa'>]><testsuites", 1)
+        self.assert_refused_doctype(testlogs.load_testlogs(self.tree(bomb)))
+        _, _, why = testlogs.read_gtest_xml(os.path.join(self.dir, "tl/suites/a/a_test/test.xml"))
+        self.assertEqual(why, "the XML has a DOCTYPE or ENTITY declaration, not read")
 
     def test_a_journal_line_over_1_mib_keeps_its_case_and_a_cut_message(self):
         """The binary died before its XML: the journal holds a 3 MB failure message."""
@@ -240,6 +252,24 @@ class WrongTypesTest(TmpDir):
             shown = field.replace(".0.", "[0].").replace("run.cases.0", "run.cases[0]")
             self.assertIn(shown.split(".")[-1], err.getvalue(), field)
             self.assertNotIn("Traceback", err.getvalue())
+
+    def test_compare_runs_reads_the_testlogs_of_a_killed_run_folder(self):
+        # A run folder killed before results.json holds only testlogs/: read as a testlogs tree
+        # itself, its ids began with testlogs/ and every case differed.
+        cases = [("P0", None), ("F0", "x.cc:1\nboom")]
+        run = model.Run(dict(FP), [case("P0", "PASS"), case("F0", "FAIL", "x.cc:1\nboom")])
+        os.makedirs(os.path.join(self.dir, "done"))
+        model.write_results(os.path.join(self.dir, "done", "results.json"), run)
+        self.write("killed/testlogs/suites/a/a_test/test.xml", gtest_xml(cases))
+        err, out = io.StringIO(), io.StringIO()
+        with redirect_stderr(err), mock.patch("sys.stdout", out):
+            code = compare_runs.main([os.path.join(self.dir, "done"), os.path.join(self.dir, "killed"),
+                                      "--html", os.path.join(self.dir, "c.html"), "--json"])
+        doc = json.loads(out.getvalue())
+        self.assertEqual((code, doc["cases"], doc["differing"]), (0, 2, []), err.getvalue())
+        self.assertEqual(doc["runs"][1], "killed")
+        self.assertIn(f"{os.path.join(self.dir, 'killed')}: no results.json; reading its testlogs/",
+                      err.getvalue())
 
     def test_a_baseline_with_an_int_target_is_a_results_error_before_any_run(self):
         path = self.write("bl.json", json.dumps(results_doc(**{"run.cases.0.target": 5})))

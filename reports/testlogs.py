@@ -102,6 +102,12 @@ def parse_xml_file(path):
         return None, "nested too deeply"
 
 
+def _xml_said(what, why):
+    """'test.xml is truncated ...', 'test.xml has a DOCTYPE ...': every why reads after 'is'
+    but the DOCTYPE one, which says what the file has."""
+    return f"{what} {why}" if why.startswith("has ") else f"{what} is {why}"
+
+
 def _is_large(path):
     try:
         return os.path.getsize(path) > XML_MAX_BYTES
@@ -190,11 +196,11 @@ def read_gtest_xml(path):
         cases = {}
         attrs, why = stream_gtest_xml(path, lambda el: cases.__setitem__(_case_id(el), el))
         if why:
-            return None, {}, f"the XML is {why}"
+            return None, {}, _xml_said("the XML", why)
         return cases, attrs, None
     root, why = parse_xml_file(path)
     if root is None:
-        return None, {}, f"the XML is {why}"
+        return None, {}, _xml_said("the XML", why)
     if root.tag != "testsuites" or root.get("name") != "AllTests":
         return None, {}, "the XML is not GoogleTest's"
     cases = {}
@@ -564,8 +570,8 @@ def _load_target(run, label, dirpath, xml_path, bazel_status=None, has_xml=None)
         return
     xroot, why = parse_xml_file(xml_path)
     if xroot is None:
-        run.problems.append(f"{label}: test.xml {why}")
-        run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is {why}")
+        run.problems.append(f"{label}: {_xml_said('test.xml', why)}")
+        run.cases += _cases_without_gtest_xml(label, dirpath, _xml_said("test.xml", why))
         return
     if xroot.tag != "testsuites" or xroot.get("name") != "AllTests":
         # Bazel wrote this test.xml itself: the test is not a GoogleTest binary (a py_test), or
@@ -599,8 +605,8 @@ def _load_large_target(run, label, dirpath, xml_path, bazel_status):
     cases = []
     attrs, why = stream_gtest_xml(xml_path, lambda el: cases.append(case_from_element(label, el)))
     if why:
-        run.problems.append(f"{label}: test.xml is {why}")
-        run.cases += _cases_without_gtest_xml(label, dirpath, f"test.xml is {why}")
+        run.problems.append(f"{label}: {_xml_said('test.xml', why)}")
+        run.cases += _cases_without_gtest_xml(label, dirpath, _xml_said("test.xml", why))
         return
     for k, v in attrs.items():
         if k not in _ROOT_ATTRS and k != "pagelock_target" and v and k not in run.fingerprint:

@@ -418,6 +418,14 @@ class BadInputsBeforeAnyTest(Base):
         self.assertIn("passes over", self.output)
         self.assertIn("run.cases[0].target", self.output)
 
+    def test_a_time_scale_the_runner_refuses_is_refused_before_the_run_folder(self):
+        # qualify checked only > 0: 1e-300 and 1e308 reached the runner, which said BAD_BUNDLE
+        # (exit 1) and left an empty run folder.
+        b = self.bundle()
+        for scale in ("1e-300", "1e308", "inf", "nan", "0", "-1"):
+            self.refused(self.qualify(b, "--baseline", "none", "--time-scale", scale), "--time-scale must be")
+        self.assertFalse(os.path.exists(self.out), "an empty --out was left")
+
     def run_limited(self, *args):
         """qualify in a child with 2 GB of address space and 60 s: a reader of /dev/zero would
         die of MemoryError, one of a FIFO would hang."""
@@ -456,6 +464,43 @@ class BadInputsBeforeAnyTest(Base):
         os.mkfifo(os.path.join(b, "manifest.json"))
         self.refused(self.run_limited("--bundle", b, "--expectations", self.exp, "--baseline", "none"),
                      os.path.join(b, "manifest.json"))
+
+
+class HistoryOnAFullDisk(Base):
+    """Review row #19 / B23: a full disk while the history is opened is exit 1 (README: a full
+    disk is infrastructure, as history.py alone says), a bad history file stays exit 2."""
+
+    def assert_code(self, rc, code, needle):
+        self.assertEqual(rc, code, self.output)
+        self.assertIn(needle, self.output)
+        self.assertNotIn("Traceback", self.output)
+        self.assertEqual(self.run_dirs(), [], "a run folder was created")
+
+    def test_sqlite_full_while_opening_is_an_infrastructure_error(self):
+        full = sqlite3.OperationalError("database or disk is full")
+        full.sqlite_errorcode = 13  # SQLITE_FULL
+        b = self.bundle()
+        with mock.patch("sqlite3.connect", side_effect=full):
+            self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, "database or disk is full")
+
+    def test_enospc_while_opening_is_an_infrastructure_error(self):
+        b = self.bundle()
+        with mock.patch.object(history, "connect", side_effect=OSError(28, "No space left on device")):
+            self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, "No space left on device")
+
+    def test_a_malformed_or_newer_history_is_still_bad_configuration(self):
+        b = self.bundle()
+        os.makedirs(self.out)
+        path = os.path.join(self.out, "history.sqlite")
+        with open(path, "wb") as f:
+            f.write(b"this is not a database" * 100)
+        self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_CONFIG, "history")
+        os.remove(path)
+        history.connect(path).close()
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 999")
+        db.close()
+        self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_CONFIG, "newer than this pagelock")
 
 
 class BaselineAuto(Base):
@@ -561,6 +606,13 @@ class Newcomer(Base):
             rc, _ = self.wrapper("--allow-no-gpu", *args)
             self.assertEqual(rc, cmp.EXIT_CONFIG, (args, self.output))
             self.assertEqual(self.ran, [], (args, "installed before rejecting the arguments"))
+
+    def test_usage_names_the_command_the_readme_runs(self):
+        # It said "usage: qualify.py", a file the README never runs.
+        rc, _ = self.wrapper("--allow-no-gpu", "--bogus")
+        self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+        self.assertTrue(self.output.startswith("usage: tools/qualify "), self.output)
+        self.assertIn("tools/qualify: error: unrecognized arguments: --bogus", self.output)
 
     def test_tools_the_readme_runs_directly_are_executable(self):
         # Executable without '#!' is worse than not executable: the shell runs the Python file as

@@ -60,7 +60,9 @@ from tools.qualification.plan import TIERS  # noqa: E402
 
 
 def build_parser():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # prog: the command the README runs (tools/qualify runs this file), not "qualify.py".
+    p = argparse.ArgumentParser(prog="tools/qualify", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bundle", help="prebuilt bundle (default: build one into build/bundle)")
     p.add_argument("--archs", help="--//tools:cuda_archs for the build, e.g. sm_90")
     p.add_argument("--tier", default="full", choices=sorted(TIERS))

@@ -2,6 +2,7 @@
 bundle (built into build/bundle without --bundle), its fingerprint, the SKU's expectations, the
 baseline, the history, the tier's targets, the run seed, and the folder the run will write."""
 
+import errno
 import os
 import random
 import re
@@ -153,8 +154,19 @@ def open_history(args):
     try:
         return history.connect(path)
     except (sqlite3.Error, OSError) as e:
+        if disk_full(e):
+            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {path} cannot be written ({e}); "
+                                       "free some space, or run with --history OTHER.sqlite or --no-history")
         raise Stop(cmp.EXIT_CONFIG, f"history {path} is unusable ({e}); repair or move it, or "
                                     "run with --history OTHER.sqlite or --no-history")
+
+
+def disk_full(e):
+    """SQLITE_FULL or ENOSPC: the machine's fault (exit 1, as history.py says), not the history
+    file's; connect() re-raises SQLite's error as text, so its message counts too."""
+    sqlite_full = getattr(e, "sqlite_errorcode", None) == 13  # SQLITE_FULL (set by Python 3.11+)
+    return (sqlite_full or getattr(e, "errno", None) == errno.ENOSPC
+            or any(w in str(e) for w in ("database or disk is full", "No space left on device")))
 
 
 def path_part(text, default):

@@ -2,7 +2,6 @@
 input files qualify will read, and the fingerprint of the bundle's first GPU binary."""
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -72,8 +71,13 @@ def require_gpu_before_building(args):
 
 def check_arguments(args):
     """Every argument that can be checked without the bundle; raises Stop(EXIT_CONFIG)."""
-    if args.retries < 0 or not math.isfinite(args.time_scale) or args.time_scale <= 0:
-        raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0 and --time-scale a number > 0")
+    if args.retries < 0:
+        raise Stop(cmp.EXIT_CONFIG, "--retries must be >= 0")
+    # The runner's own check: one qualify let through (1e-300, 1e308) the runner refused as
+    # BAD_BUNDLE, exit 1, after the run folder was made.
+    why = runner.check_time_scale(args.time_scale)
+    if why:
+        raise Stop(cmp.EXIT_CONFIG, why)
     if args.mutation and (not args.mutation_budget > 0 or args.mutation_jobs < 1):
         raise Stop(cmp.EXIT_CONFIG, "--mutation-budget and --mutation-jobs must be positive")
     if not 1 <= args.jobs <= runner.MAX_JOBS:
