@@ -150,6 +150,15 @@ TEST_P(LateMapHostTest, MapHostAfterTheContextExistsFollowsTheProfile) {
   const cudaError_t expected = ByProfile(cudaErrorSetOnActiveProcess, cudaSuccess, cudaSuccess);
   EXPECT_EQ(r.Get("set_flags"), ErrName(expected));
   EXPECT_EQ(r.Get("device_pointer"), ErrName(cudaSuccess)) << "R54: mapping never needs the flag";
+  // A set that succeeded "Records flags as the flags for the current device. If the current
+  // device has been set and that device has already been initialized, the previous flags are
+  // overwritten" (13.0): the read-back carries the bit, whichever profile let the call succeed.
+  if (r.Get("set_flags") == ErrName(cudaSuccess)) {
+    ASSERT_EQ(r.Get("get_flags"), ErrName(cudaSuccess));
+    EXPECT_EQ(std::stoul(r.Get("get_flags_value")) & cudaDeviceMapHost, cudaDeviceMapHost)
+        << "cudaSetDeviceFlags(cudaDeviceMapHost) succeeded after " << GetParam()
+        << ", but cudaGetDeviceFlags reports 0x" << std::hex << std::stoul(r.Get("get_flags_value"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FirstCalls, LateMapHostTest,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
+#include "kernels/pattern.h"
 
 namespace pagelock {
 namespace {
@@ -181,18 +183,50 @@ INSTANTIATE_TEST_SUITE_P(AllFlagCombinations, HostAllocFlagsTest,
 
 class HostAllocTest : public GpuTest {};
 
+// R07: cudaMallocHost is cudaHostAlloc with cudaHostAllocDefault. The flags either reports are
+// left to the platform (a UVA system may report its allocations mapped), so the two are compared
+// with each other in one process: the same flags, the same memory type, a device pointer for both
+// or for neither, and both carry a copy's bytes to the device and back.
 TEST_F(HostAllocTest, MallocHostBehavesLikeHostAllocWithDefaultFlags) {
   PAGELOCK_RULE("R04,R07");
-  void* p = nullptr;
-  ASSERT_CUDA_OK(cudaMallocHost(&p, kSize));
-  unsigned got = 0xdeadbeef;
-  EXPECT_CUDA_OK(cudaHostGetFlags(&got, p));
+  PinnedBuffer by_malloc = PinnedBuffer::MallocHost(kSize);
+  ASSERT_CUDA_OK(by_malloc.status());
+  PinnedBuffer by_alloc(kSize, cudaHostAllocDefault);
+  ASSERT_CUDA_OK(by_alloc.status());
+  unsigned got = 0xdeadbeef, want = 0xdeadbeef;
+  EXPECT_CUDA_OK(cudaHostGetFlags(&got, by_malloc.host()));
+  EXPECT_CUDA_OK(cudaHostGetFlags(&want, by_alloc.host()));
   Observe("host_get_flags", got);
+  Observe("host_alloc_default_flags", want);
   EXPECT_EQ(got & (cudaHostAllocWriteCombined), 0u) << "cudaMallocHost memory is not write-combined";
-  cudaPointerAttributes a{};
-  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, p));
+  EXPECT_EQ(got, want) << "cudaMallocHost and cudaHostAlloc(cudaHostAllocDefault) report different flags";
+  cudaPointerAttributes a{}, b{};
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&a, by_malloc.host()));
+  EXPECT_CUDA_OK(cudaPointerGetAttributes(&b, by_alloc.host()));
   EXPECT_EQ(a.type, cudaMemoryTypeHost);
-  EXPECT_CUDA_OK(cudaFreeHost(p));
+  EXPECT_EQ(a.type, b.type);
+  EXPECT_EQ(a.devicePointer == nullptr, b.devicePointer == nullptr)
+      << "one allocation has a device pointer and the other not";
+  void* dev_a = nullptr;
+  void* dev_b = nullptr;
+  const cudaError_t ea = cudaHostGetDevicePointer(&dev_a, by_malloc.host(), 0);
+  const cudaError_t eb = cudaHostGetDevicePointer(&dev_b, by_alloc.host(), 0);
+  (void)cudaGetLastError();
+  Observe("malloc_host_device_pointer", cudaGetErrorName(ea));
+  EXPECT_EQ(ea, eb) << "cudaHostGetDevicePointer answers differ: " << cudaGetErrorName(ea) << " vs "
+                    << cudaGetErrorName(eb);
+  // Both carry bytes: cudaMallocHost memory to the device, back into cudaHostAlloc memory.
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  HostFillPattern(by_malloc.host(), kSize, seed);
+  std::memset(by_alloc.host(), 0, kSize);
+  DeviceBuffer dev(kSize);
+  ASSERT_CUDA_OK(dev.status());
+  ASSERT_CUDA_OK(cudaMemcpy(dev.as<void>(), by_malloc.host(), kSize, cudaMemcpyHostToDevice));
+  ASSERT_CUDA_OK(cudaMemcpy(by_alloc.host(), dev.as<void>(), kSize, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(HostCountPatternMismatches(by_alloc.host(), kSize, seed), 0u)
+      << "bytes wrong after cudaMallocHost -> device -> cudaHostAlloc memory";
+  EXPECT_CUDA_OK(by_malloc.Free());
+  EXPECT_CUDA_OK(by_alloc.Free());
 }
 
 TEST_F(HostAllocTest, GetDevicePointerRejectsNonZeroFlags) {
