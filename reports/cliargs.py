@@ -1,5 +1,5 @@
 """argparse for the commands whose --json promises one JSON object on stdout (report.py,
-compare_runs.py, history.py): a usage error (an unknown option, a missing or wrong argument)
+compare_runs.py, history.py, tools/qualify, the runner): a usage error (an unknown option, a missing or wrong argument)
 also prints one, {"tool": NAME, "exit_code": 2, "error": argparse's message}, before argparse's
 usage and message on stderr and exit 2. Plain argparse leaves a --json reader with an empty
 stdout to parse.
@@ -22,16 +22,21 @@ def wants_json(argv, value=None):
     return f"--json={value}" in argv or any(a == "--json" and b == value for a, b in zip(argv, argv[1:]))
 
 
+def json_error(tool, message, **extra):
+    """The one JSON object a --json reader gets for a usage error."""
+    return json.dumps(dict({"tool": tool, "exit_code": EXIT_USAGE, "error": message}, **extra))
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors also reach a --json reader as one JSON object on stdout.
     tool: the "tool" of the object; json_errors: whether this command line asked for JSON
-    (wants_json)."""
+    (wants_json); extra: more fields of the object (qualify's verdict)."""
 
-    def __init__(self, *args, tool="", json_errors=False, **kwargs):
+    def __init__(self, *args, tool="", json_errors=False, extra=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.tool, self.json_errors = tool, json_errors
+        self.tool, self.json_errors, self.extra = tool, json_errors, dict(extra or {})
 
     def error(self, message):
         if self.json_errors:
-            print(json.dumps({"tool": self.tool, "exit_code": EXIT_USAGE, "error": message}), flush=True)
+            print(json_error(self.tool, message, **self.extra), flush=True)
         super().error(message)

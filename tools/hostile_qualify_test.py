@@ -614,6 +614,19 @@ class Newcomer(Base):
         self.assertTrue(self.output.startswith("usage: tools/qualify "), self.output)
         self.assertIn("tools/qualify: error: unrecognized arguments: --bogus", self.output)
 
+    def test_with_json_a_usage_error_is_one_json_object_on_stdout(self):
+        # Through the wrapper, as the README runs it: stdout was empty for argparse's errors.
+        root = os.path.join(self.tmp, "tree")
+        if not os.path.isdir(root):
+            copy_tree_for_the_wrapper(root)
+        p = subprocess.run([os.path.join(root, "tools", "qualify"), "--allow-no-gpu", "--json", "--bogus"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, cmp.EXIT_CONFIG, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual((doc["tool"], doc["exit_code"], doc["verdict"]), ("qualify", 2, "BAD CONFIGURATION"))
+        self.assertIn("unrecognized arguments: --bogus", doc["error"])
+        self.assertIn("usage: tools/qualify", p.stderr)
+
     def test_tools_the_readme_runs_directly_are_executable(self):
         # Executable without '#!' is worse than not executable: the shell runs the Python file as
         # a script (history.py said "line 51: PRAGMA: command not found").

@@ -49,6 +49,7 @@ sys.path.insert(0, ROOT)
 # This file is the command; its steps live in tools/qualification/, one module each.
 
 from reports import ciout  # noqa: E402
+from reports import cliargs  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402
@@ -59,10 +60,12 @@ from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
 from tools.qualification.plan import TIERS  # noqa: E402
 
 
-def build_parser():
+def build_parser(json_errors=False):
     # prog: the command the README runs (tools/qualify runs this file), not "qualify.py".
-    p = argparse.ArgumentParser(prog="tools/qualify", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    # json_errors: --json was asked for, so a usage error is one JSON object on stdout too.
+    p = cliargs.Parser(prog="tools/qualify", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, tool="qualify",
+                       json_errors=json_errors, extra={"verdict": cmp.VERDICTS[cmp.EXIT_CONFIG][0]})
     p.add_argument("--bundle", help="prebuilt bundle (default: build one into build/bundle)")
     p.add_argument("--archs", help="--//tools:cuda_archs for the build, e.g. sm_90")
     p.add_argument("--tier", default="full", choices=sorted(TIERS))
@@ -109,7 +112,7 @@ def main(argv=None, restore_signals=True):
     """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
     done the signals are ignored until the process exits, so a second signal arriving after the
     run folder was marked cannot kill the process with 128+N instead of 7."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(cliargs.wants_json(argv)).parse_args(argv)
     common.HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
     common.SUMMARY.clear()
     common.INTERRUPT["by"] = None

@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 
+from reports import cliargs
 from tools.runner import session, summary
 from tools.runner.cases import max_cases_per_binary
 from tools.runner.config import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, KILL_GRACE_S, KMSG,
@@ -15,9 +16,10 @@ from tools.runner.config import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, KILL_GRACE_S,
 DEFAULT_BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
-def parser(description):
-    p = argparse.ArgumentParser(description=description,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(description, json_errors=False):
+    # json_errors: --json was asked for, so a usage error is one JSON object on stdout too.
+    p = cliargs.Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       tool="runner", json_errors=json_errors)
     p.add_argument("--bundle", default=DEFAULT_BUNDLE,
                    help="bundle folder (default: the bundle this runner is part of)")
     p.add_argument("--out", required=True, help="testlogs folder to write (new, empty, or an "
@@ -73,12 +75,14 @@ def config_from_args(args):
 
 def main(argv=None, description=None):
     try:
-        args = parser(description).parse_args(argv)
+        args = parser(description, cliargs.wants_json(argv)).parse_args(argv)
     except SystemExit as e:
         return EXIT_BAD_INPUT if e.code else 0
     try:
         cfg = config_from_args(args)
     except UsageError as e:
+        if args.json:
+            print(cliargs.json_error("runner", str(e)))
         print(f"runner: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

@@ -415,6 +415,18 @@ class TimeScale(Base):
             self.assertIn("--time-scale", err)
             self.assertFalse(os.path.exists(self.out))
 
+    def test_with_json_a_usage_error_is_one_json_object_on_stdout(self):
+        # A --json reader got an empty stdout for argparse's errors and for a bad value.
+        self.make_bundle({"t": {"cases": ["S.A"]}})
+        for args, says in ((["--bogus"], "unrecognized arguments: --bogus"),
+                           (["--time-scale", "inf"], "--time-scale")):
+            rc, out, err = self.run_runner("--json", *args, timeout=20)
+            self.assertEqual(rc, 2, err)
+            doc = json.loads(out)
+            self.assertEqual((doc["tool"], doc["exit_code"]), ("runner", 2))
+            self.assertIn(says, doc["error"])
+            self.assertIn(says, err)
+
     def test_the_api_refuses_them_too(self):
         self.make_bundle({"t": {"cases": ["S.A"]}})
         r = runner.run(runner.RunConfig(bundle=self.bundle, out=self.out,
