@@ -74,24 +74,7 @@ TEST_F(CapabilityConsistencyTest, HostRegisterSupportedAgreesWithARegistration) 
         << "cudaDevAttrHostRegisterSupported=1 but device writes to the registration are lost";
     EXPECT_CUDA_OK(reg.Free());
   } else {
-    // 13.0 cudaHostRegister: "supported only on I/O coherent devices that have a non-zero value
-    // for the device attribute cudaDevAttrHostRegisterSupported" names no code for the other
-    // devices. Its return list is "::cudaErrorInvalidValue, ::cudaErrorMemoryAllocation,
-    // ::cudaErrorHostMemoryAlreadyRegistered, ::cudaErrorNotSupported" besides cudaSuccess, so
-    // any of those four passes (recorded, R27); success contradicts the attribute and fails.
-    EXPECT_NE(e, cudaSuccess) << "cudaDevAttrHostRegisterSupported=" << attr << " but cudaHostRegister succeeded";
-    if (e == cudaSuccess) {
-      EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
-    } else {
-      EXPECT_DOCUMENTED_ONE_OF("register_without_support", e,
-                               (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorMemoryAllocation,
-                                                         cudaErrorHostMemoryAlreadyRegistered, cudaErrorNotSupported}),
-                               "13.0 cudaHostRegister: supported only where cudaDevAttrHostRegisterSupported is "
-                               "non-zero (no code given); its failure codes");
-    }
-    (void)cudaGetLastError();
-    // The refusal is an ordinary error, not sticky.
-    EXPECT_CUDA_OK(cudaDeviceSynchronize()) << "after cudaHostRegister=" << cudaGetErrorName(e);
+    ExpectRegistrationRefusedWithoutSupport(e, region->data(), attr);  // R27's documented refusal
   }
 }
 
