@@ -4,19 +4,30 @@
 // polling cudaEventQuery, polling cudaStreamQuery, cudaStreamWaitEvent (a second stream copies
 // the bytes once the event fired), cudaDeviceSynchronize, a cudaLaunchHostFunc callback, an
 // event with cudaEventBlockingSync, and each device scheduling flag (in a fresh child process).
-// Across devices: the same on every device, and an event of one device waited for by a stream
-// of every other. Every wait is bounded. Rule ids refer to suites/rules.tsv.
+// Each primitive also waits for the last operation queued before it, whatever it is (a kernel, a
+// runtime or driver memset, 1D or 2D, a device-to-host copy), and for the work ahead of it
+// (LastOperationTest): a driver that takes a wait's dependency from the stream's kernels and
+// copies only, as one whose host function ran at once after a memset did, passed the kernel-only
+// matrix. Across devices: the same on every device, and an event of one device waited for by a
+// stream of every other. Every wait is bounded. Rule ids refer to suites/rules.tsv.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <sstream>
+#include <string>
 #include <vector>
 #include <thread>
 #include <tuple>
 
 #include "fixtures/child_process.h"
+#include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/time_scale.h"
 #include "kernels/streams/stream_kernels.h"
@@ -54,17 +65,30 @@ std::string PrimitiveName(Primitive p) {
   return "Unknown";
 }
 
+// What the buffer must hold once a primitive says done, region by region: `sizes` bytes each
+// (SyncPrimitiveTest: the whole buffer; LastOperationTest: its two halves).
+//   on_host     counts the wrong bytes of each region in kBytes of host-readable memory. The host
+//               callback runs it too: it makes no CUDA call (R89) and captures values only (a
+//               callback that runs after the limit may outlive the case's locals).
+//   on_scratch  the same for the waiting stream's copy in device memory (kStreamWaitEvent).
+using HostCount = std::function<std::vector<size_t>(const unsigned char* p)>;
+struct Expectation {
+  std::vector<size_t> sizes;
+  HostCount on_host;
+  std::function<cudaError_t(const Buffer& scratch, Checker& check, std::vector<size_t>* bad)> on_scratch;
+};
+
 // What the host callback found: it counts the bytes itself (no CUDA call inside, R89).
 struct CallbackState {
   const unsigned char* p = nullptr;
-  uint32_t seed = 0;
-  size_t bad = 0;
+  HostCount count;
+  std::vector<size_t> bad;
   std::atomic<bool> done{false};
 };
 
 void CUDART_CB CountInCallback(void* arg) {
   auto* st = static_cast<CallbackState*>(arg);
-  st->bad = streams::HostCountPattern(st->p, kBytes, 0, st->seed);
+  st->bad = st->count(st->p);
   st->done.store(true, std::memory_order_release);
 }
 
@@ -78,15 +102,18 @@ bool AwaitFlag(const std::atomic<bool>& done) {
   return true;
 }
 
-// Runs the delayed fill on `s` into buf, waits with primitive p and returns the number of
-// pattern bytes the host (or, for kStreamWaitEvent, the waiting stream) did not see.
+// Zeroes buf, lets `queue` put the work on `s` (its ASSERTs end the run), records an event after
+// it, waits with primitive p and sets *bad to the wrong bytes of each region of `want` that the
+// host (or, for kStreamWaitEvent, the waiting stream) saw when the primitive said done.
 // `scratch` is device memory of kBytes for the waiting stream's copy.
 void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratch, Checker& check,
-                  uint32_t seed, size_t* bad) {
-  *bad = kBytes;
+                  const std::function<void(cudaStream_t)>& queue, const Expectation& want,
+                  std::vector<size_t>* bad) {
+  *bad = want.sizes;
   std::memset(buf.host(), 0, kBytes);
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
-  ASSERT_CUDA_OK(LaunchDelayThenFill(buf.dev(), kBytes, seed, streams::DelayNs(kDelayMs), s));
+  queue(s);
+  if (::testing::Test::HasFatalFailure()) return;
   cudaEvent_t ev = nullptr;
   const unsigned ev_flags = p == Primitive::kBlockingSyncEvent ? cudaEventBlockingSync | cudaEventDisableTiming
                                                                : cudaEventDisableTiming;
@@ -108,7 +135,7 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
       // Heap state: if the callback never runs within the limit, it may still run later.
       auto* cb = new CallbackState;
       cb->p = buf.host();
-      cb->seed = seed;
+      cb->count = want.on_host;
       ASSERT_CUDA_OK(cudaLaunchHostFunc(s, CountInCallback, cb));
       ASSERT_TRUE(AwaitFlag(cb->done)) << "the host callback did not run within the limit";
       *bad = cb->bad;
@@ -120,19 +147,28 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
       ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
       auto own_waiter = OwnedStream::Adopt(waiter);
       ASSERT_CUDA_OK(cudaStreamWaitEvent(waiter, ev, 0));
+      // copy-check: counted by want.on_scratch below
       ASSERT_CUDA_OK(cudaMemcpyAsync(scratch.dev(), buf.dev(), kBytes, cudaMemcpyDeviceToDevice, waiter));
       ASSERT_CUDA_OK(cudaStreamSynchronize(waiter));
       EXPECT_CUDA_OK(own_waiter.Free());
-      // What the waiting stream copied after the event; the checker's own sync comes later.
-      ASSERT_CUDA_OK(check.CountPattern(scratch, 0, kBytes, 0, seed, bad));
+      // What the waiting stream copied after the event; the count's own sync comes later.
+      ASSERT_CUDA_OK(want.on_scratch(scratch, check, bad));
       break;
     }
   }
-  if (p != Primitive::kHostFunc && p != Primitive::kStreamWaitEvent) {
-    *bad = streams::HostCountPattern(buf.host(), kBytes, 0, seed);
-  }
+  if (p != Primitive::kHostFunc && p != Primitive::kStreamWaitEvent) *bad = want.on_host(buf.host());
   EXPECT_CUDA_OK(own_ev.Free());
   ASSERT_CUDA_OK(cudaDeviceSynchronize());
+}
+
+// SyncPrimitiveTest's expectation: the delayed kernel's pattern (seed) in every byte, the waiting
+// stream's copy counted on the device.
+Expectation WholePattern(uint32_t seed) {
+  return {{kBytes},
+          [seed](const unsigned char* p) { return std::vector<size_t>{streams::HostCountPattern(p, kBytes, 0, seed)}; },
+          [seed](const Buffer& scratch, Checker& check, std::vector<size_t>* bad) {
+            return check.CountPattern(scratch, 0, kBytes, 0, seed, &(*bad)[0]);
+          }};
 }
 
 class SyncPrimitiveTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Primitive, Mem>> {};
@@ -153,12 +189,17 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
     Stream s(k);
     ASSERT_CUDA_OK(s.status());
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    size_t bad = 0;
-    WaitAndCount(p, s.get(), *buf, *scratch, check, seed, &bad);
+    std::vector<size_t> bad;
+    WaitAndCount(
+        p, s.get(), *buf, *scratch, check,
+        [&](cudaStream_t st) {
+          ASSERT_CUDA_OK(LaunchDelayThenFill(buf->dev(), kBytes, seed, streams::DelayNs(kDelayMs), st));
+        },
+        WholePattern(seed), &bad);
     if (HasFatalFailure()) return;
-    EXPECT_EQ(bad, 0u) << PrimitiveName(p) << " on a " << streams::StreamName(k) << " stream, " << MemName(m)
-                       << " memory: " << bad << " of " << kBytes
-                       << " bytes written by the kernel were not visible when the primitive said done";
+    EXPECT_EQ(bad[0], 0u) << PrimitiveName(p) << " on a " << streams::StreamName(k) << " stream, " << MemName(m)
+                          << " memory: " << bad[0] << " of " << kBytes
+                          << " bytes written by the kernel were not visible when the primitive said done";
   }
 }
 
@@ -171,6 +212,249 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Mem::kPinnedMapped, Mem::kWriteCombined, Mem::kRegisteredMalloc)),
     [](const auto& info) {
       return PrimitiveName(std::get<0>(info.param)) + "_" + MemName(std::get<1>(info.param));
+    });
+
+// The last operation queued before the wait, behind the delayed kernel that fills the first half:
+// it writes the second half. A primitive must wait for it whatever engine runs it, and for the
+// kernel ahead of it (S03: "after ... says the work is done"; cudaLaunchHostFunc: "The host
+// function will be called after currently enqueued work").
+enum class LastOp {
+  kKernel,                  // a second kernel, another seed
+  kMemsetAsync,             // cudaMemsetAsync
+  kMemset2DAsync,           // cudaMemset2DAsync, pitch wider than the rows
+  kDriverMemsetD16Async,    // cuMemsetD16Async
+  kDriverMemsetD32Async,    // cuMemsetD32Async
+  kDriverMemsetD2D8Async,   // cuMemsetD2D8Async, pitch wider than the rows
+  kCopyDeviceToHostAsync,   // cudaMemcpyAsync from device memory into the host pointer
+};
+
+std::string LastOpName(LastOp o) {
+  switch (o) {
+    case LastOp::kKernel: return "Kernel";
+    case LastOp::kMemsetAsync: return "MemsetAsync";
+    case LastOp::kMemset2DAsync: return "Memset2DAsync";
+    case LastOp::kDriverMemsetD16Async: return "DriverMemsetD16Async";
+    case LastOp::kDriverMemsetD32Async: return "DriverMemsetD32Async";
+    case LastOp::kDriverMemsetD2D8Async: return "DriverMemsetD2D8Async";
+    case LastOp::kCopyDeviceToHostAsync: return "CopyDeviceToHostAsync";
+  }
+  return "Unknown";
+}
+
+bool IsDriver(LastOp o) {
+  return o == LastOp::kDriverMemsetD16Async || o == LastOp::kDriverMemsetD32Async ||
+         o == LastOp::kDriverMemsetD2D8Async;
+}
+
+// The halves; the 2D memsets see the second as kRows rows kPitch bytes apart, kWidth bytes of
+// each written and the rest a gap that keeps the zero fill.
+constexpr size_t kHalf = kBytes / 2;
+constexpr size_t kPitch = 1024;
+constexpr size_t kWidth = kPitch - 64;
+constexpr size_t kRows = kHalf / kPitch;
+static_assert(kHalf % kPitch == 0, "the second half is whole rows");
+
+// Four element bytes from `draw`: none 0 (the zero fill would pass for it) and no two equal (a
+// 16- or 32-bit element written in the wrong byte order shows).
+std::array<unsigned char, 4> DistinctNonZeroBytes(uint64_t draw) {
+  std::array<unsigned char, 4> b{};
+  for (size_t i = 0; i < b.size(); ++i) {
+    unsigned v = 1 + static_cast<unsigned>((draw >> (8 * i)) & 0xff) % 255;
+    while (std::find(b.begin(), b.begin() + i, v) != b.begin() + i) v = v % 255 + 1;
+    b[i] = static_cast<unsigned char>(v);
+  }
+  return b;
+}
+
+// Bytes of p[0, n) that differ from the element elem[0, size) repeated: a 16- or 32-bit memset
+// checked element by element, the value in host byte order.
+size_t CountElementBytes(const unsigned char* p, size_t n, const unsigned char* elem, size_t size) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += p[i] != elem[i % size];
+  return bad;
+}
+
+// Bytes of the kRows rows at p that differ from a 2D memset of `value`: kWidth bytes of each row
+// hold it, the gap after them still holds the zero fill.
+size_t CountRowBytes(const unsigned char* p, unsigned char value) {
+  size_t bad = 0;
+  for (size_t r = 0; r < kRows; ++r) {
+    bad += streams::HostCountByteMismatches(p + r * kPitch, kWidth, value);
+    bad += streams::HostCountByteMismatches(p + r * kPitch + kWidth, kPitch - kWidth, 0);
+  }
+  return bad;
+}
+
+// The last operation of one stream kind's run: what it queues (ASSERTs inside) and how its half,
+// at p, is counted (no CUDA call, values captured).
+struct SecondHalf {
+  std::function<void(cudaStream_t)> queue;
+  std::function<size_t(const unsigned char* p)> count;
+};
+
+// Every value from `draw` (the case seed's generator); `source` is the copy's device memory,
+// filled here with its pattern and synchronised before anything is queued.
+void MakeSecondHalf(LastOp op, uint32_t kernel_seed, uint64_t draw, const Buffer& buf, const Buffer* source,
+                    Checker& check, SecondHalf* out) {
+  unsigned char* const dst = buf.dev() + kHalf;
+  const auto dp = reinterpret_cast<CUdeviceptr>(dst);
+  const std::array<unsigned char, 4> bytes = DistinctNonZeroBytes(draw);
+  uint32_t seed = static_cast<uint32_t>(draw >> 32);
+  if (seed == kernel_seed) seed ^= 1;  // another pattern than the first half's
+  const DriverApi* d = &Driver();
+  // cudaStreamLegacy and cudaStreamPerThread are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD.
+  switch (op) {
+    case LastOp::kKernel:
+      out->queue = [=](cudaStream_t s) { ASSERT_CUDA_OK(LaunchFillPatternFrom(dst, kHalf, kHalf, seed, s)); };
+      out->count = [=](const unsigned char* p) { return streams::HostCountPattern(p, kHalf, kHalf, seed); };
+      return;
+    case LastOp::kMemsetAsync: {
+      const unsigned char v = bytes[0];
+      out->queue = [=](cudaStream_t s) {
+        ASSERT_CUDA_OK(cudaMemsetAsync(dst, v, kHalf, s));  // copy-check: counted by out->count
+      };
+      out->count = [=](const unsigned char* p) { return streams::HostCountByteMismatches(p, kHalf, v); };
+      return;
+    }
+    case LastOp::kMemset2DAsync: {
+      const unsigned char v = bytes[0];
+      out->queue = [=](cudaStream_t s) {
+        ASSERT_CUDA_OK(cudaMemset2DAsync(dst, kPitch, v, kWidth, kRows, s));  // copy-check: counted by out->count
+      };
+      out->count = [=](const unsigned char* p) { return CountRowBytes(p, v); };
+      return;
+    }
+    case LastOp::kDriverMemsetD16Async: {
+      uint16_t v = 0;
+      std::memcpy(&v, bytes.data(), sizeof v);
+      out->queue = [=](cudaStream_t s) {
+        // copy-check: counted by out->count
+        ASSERT_CU_OK(d->cuMemsetD16Async(dp, v, kHalf / sizeof v, static_cast<CUstream>(s)));
+      };
+      out->count = [=](const unsigned char* p) { return CountElementBytes(p, kHalf, bytes.data(), sizeof v); };
+      return;
+    }
+    case LastOp::kDriverMemsetD32Async: {
+      uint32_t v = 0;
+      std::memcpy(&v, bytes.data(), sizeof v);
+      out->queue = [=](cudaStream_t s) {
+        // copy-check: counted by out->count
+        ASSERT_CU_OK(d->cuMemsetD32Async(dp, v, kHalf / sizeof v, static_cast<CUstream>(s)));
+      };
+      out->count = [=](const unsigned char* p) { return CountElementBytes(p, kHalf, bytes.data(), sizeof v); };
+      return;
+    }
+    case LastOp::kDriverMemsetD2D8Async: {
+      const unsigned char v = bytes[0];
+      out->queue = [=](cudaStream_t s) {
+        // copy-check: counted by out->count
+        ASSERT_CU_OK(d->cuMemsetD2D8Async(dp, kPitch, v, kWidth, kRows, static_cast<CUstream>(s)));
+      };
+      out->count = [=](const unsigned char* p) { return CountRowBytes(p, v); };
+      return;
+    }
+    case LastOp::kCopyDeviceToHostAsync: {
+      ASSERT_NE(source, nullptr);
+      ASSERT_CUDA_OK(check.FillPattern(*source, 0, kHalf, 0, seed));  // synchronises the device
+      unsigned char* const host = buf.host() + kHalf;
+      const unsigned char* const src = source->dev();
+      out->queue = [=](cudaStream_t s) {
+        // copy-check: counted by out->count
+        ASSERT_CUDA_OK(cudaMemcpyAsync(host, src, kHalf, cudaMemcpyDeviceToHost, s));
+      };
+      out->count = [=](const unsigned char* p) { return streams::HostCountPattern(p, kHalf, 0, seed); };
+      return;
+    }
+  }
+  FAIL() << "unknown last operation";
+}
+
+// LastOperationTest's expectation: the kernel's pattern in the first half, the last operation's
+// bytes in the second; the waiting stream's copy is read back and counted the same way.
+Expectation TwoHalves(uint32_t kernel_seed, const std::function<size_t(const unsigned char*)>& second) {
+  HostCount on_host = [kernel_seed, second](const unsigned char* p) {
+    return std::vector<size_t>{streams::HostCountPattern(p, kHalf, 0, kernel_seed), second(p + kHalf)};
+  };
+  return {{kHalf, kHalf}, on_host,
+          [on_host](const Buffer& scratch, Checker&, std::vector<size_t>* bad) {
+            cudaError_t e = cudaDeviceSynchronize();
+            if (e != cudaSuccess) return e;
+            std::vector<unsigned char> back(kBytes);
+            // copy-check: counted by on_host next
+            e = cudaMemcpy(back.data(), scratch.dev(), kBytes, cudaMemcpyDeviceToHost);
+            if (e == cudaSuccess) *bad = on_host(back.data());
+            return e;
+          }};
+}
+
+class LastOperationTest : public GpuTest,
+                          public ::testing::WithParamInterface<std::tuple<Primitive, LastOp>> {};
+
+// Pinned mapped memory only (SyncPrimitiveTest varies the memory). Faults (tools/faults) that fail
+// it: a host function after a memset that runs at once (host_func_after_memset_runs_early) the
+// LaunchHostFunc_After*Memset* cases, one that always runs at once (host_func_runs_early) every
+// LaunchHostFunc_*; a device-to-host copy whose bytes land after completion
+// (dtoh_async_bytes_arrive_late) every *_AfterCopyDeviceToHostAsync; a stream or event wait that
+// gives up after 2 ms (stream_sync_times_out, event_sync_times_out) the StreamSynchronize_*,
+// EventSynchronize_* and BlockingSyncEvent_* cases: the kernel ahead spins 5 ms.
+TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWorkAheadOfIt) {
+  const Primitive p = std::get<0>(GetParam());
+  const LastOp op = std::get<1>(GetParam());
+  PAGELOCK_RULE("R77,S03,S04");  // S04: the StreamWaitEvent cells
+  if (IsDriver(op)) PAGELOCK_REQUIRE(RequireDriverApi());
+  std::string why;
+  auto buf = Buffer::Make(Mem::kPinnedMapped, kBytes, &why);  // the runtime's context is current for cu* calls
+  ASSERT_NE(buf, nullptr) << why;
+  auto scratch = Buffer::Make(Mem::kDevice, kBytes, &why);
+  ASSERT_NE(scratch, nullptr) << why;
+  std::unique_ptr<Buffer> source;
+  if (op == LastOp::kCopyDeviceToHostAsync) {
+    source = Buffer::Make(Mem::kDevice, kHalf, &why);
+    ASSERT_NE(source, nullptr) << why;
+  }
+  Checker check;
+  ASSERT_CUDA_OK(check.status());
+  for (StreamKind k : {StreamKind::kLegacy, StreamKind::kPerThread, StreamKind::kNonBlocking}) {
+    Stream s(k);
+    ASSERT_CUDA_OK(s.status());
+    const uint32_t seed = static_cast<uint32_t>(CaseRng()());
+    SecondHalf second;
+    MakeSecondHalf(op, seed, CaseRng()(), *buf, source.get(), check, &second);
+    if (HasFatalFailure()) return;
+    std::vector<size_t> bad;
+    WaitAndCount(
+        p, s.get(), *buf, *scratch, check,
+        [&](cudaStream_t st) {
+          ASSERT_CUDA_OK(LaunchDelayThenFill(buf->dev(), kHalf, seed, streams::DelayNs(kDelayMs), st));
+          second.queue(st);
+        },
+        TwoHalves(seed, second.count), &bad);
+    if (HasFatalFailure()) return;
+    const std::string where = PrimitiveName(p) + " after " + LastOpName(op) + " on a " + streams::StreamName(k) +
+                              " stream: ";
+    EXPECT_EQ(bad[0], 0u) << where << bad[0] << " of " << kHalf
+                          << " bytes of the first half (the delayed kernel queued ahead of the last operation) "
+                             "were wrong when the primitive said done";
+    EXPECT_EQ(bad[1], 0u) << where << bad[1] << " of " << kHalf << " bytes of the second half (what "
+                          << LastOpName(op) << ", the last operation queued, wrote"
+                          << (op == LastOp::kMemset2DAsync || op == LastOp::kDriverMemsetD2D8Async
+                                  ? ", and the zero gaps between its rows"
+                                  : "")
+                          << ") were wrong when the primitive said done";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PrimitivesAndLastOperations, LastOperationTest,
+    ::testing::Combine(::testing::Values(Primitive::kStreamSynchronize, Primitive::kEventSynchronize,
+                                         Primitive::kEventQueryPolling, Primitive::kStreamQueryPolling,
+                                         Primitive::kStreamWaitEvent, Primitive::kDeviceSynchronize,
+                                         Primitive::kHostFunc, Primitive::kBlockingSyncEvent),
+                       ::testing::Values(LastOp::kKernel, LastOp::kMemsetAsync, LastOp::kMemset2DAsync,
+                                         LastOp::kDriverMemsetD16Async, LastOp::kDriverMemsetD32Async,
+                                         LastOp::kDriverMemsetD2D8Async, LastOp::kCopyDeviceToHostAsync)),
+    [](const auto& info) {
+      return PrimitiveName(std::get<0>(info.param)) + "_After" + LastOpName(std::get<1>(info.param));
     });
 
 // Device scheduling flags are process-global: each runs in a fresh child that sets the flag
