@@ -214,6 +214,24 @@ class HtmlTest(unittest.TestCase):
         page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one[1:]))
         self.assertIn("hostregister: 1 test &times; 1 parameter<", page)
 
+    def test_a_matrix_above_its_caps_says_so_and_the_page_script_gets_the_caps(self):
+        # The table itself is built by report.js (report_browser_test.MatrixCapTest opens it); the
+        # summary and the data the script reads come from here.
+        cases = [testsupport.case(f"T{i}/p{j}", "PASS") for i in range(4) for j in range(3)]
+        with mock.patch.object(htmlreport, "MATRIX_ROWS", 3), mock.patch.object(htmlreport, "MATRIX_COLUMNS", 2):
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases))
+            self.assertIn("hostregister: 4 tests &times; 3 parameters; the table shows the first 3 tests and "
+                          "2 parameters<", page)
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases[:9]))
+            self.assertIn("hostregister: 3 tests &times; 3 parameters; the table shows the first 2 parameters<", page)
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases[:6:3] + cases[1:6:3]))
+            self.assertIn("hostregister: 2 tests &times; 2 parameters<", page)
+            data = htmlreport.case_data(model.Run({}, cases), {}, 7, {})
+            self.assertEqual((data["matrixRows"], data["matrixColumns"]), (3, 2))
+        self.assertEqual((htmlreport.MATRIX_ROWS, htmlreport.MATRIX_COLUMNS), (500, 200))
+        with open(os.path.join(ROOT, "reports/templates/report.js"), encoding="utf-8") as f:
+            self.assertIn("var MATRIX_ROWS = D.matrixRows, MATRIX_COLUMNS = D.matrixColumns;", f.read())
+
     def test_case_links_are_url_encoded_and_read_back_as_the_page_reads_them(self):
         # Case ids hold '/', and may hold ' ', '#', '&', '+': every '#case=' link of the page's
         # sections (what changed, metrics, mutation) must give the id back through
