@@ -812,7 +812,7 @@ class InterpreterTest(unittest.TestCase):
         "sys.path.insert(0, sys.argv[1])\n"
         "from reports import interpreter\n"
         "if __name__ == '__main__':\n"
-        "    interpreter.reexec_if_missing(sys.argv[2], __file__, sys.argv[1])\n"
+        "    interpreter.reexec_if_missing(sys.argv[2].split(','), __file__, sys.argv[1])\n"
         "    try:\n"
         "        import pagelock_probe\n"
         "        print('found', pagelock_probe.WHERE, sys.argv[3:], os.environ.get(interpreter.NO_REEXEC))\n"
@@ -851,6 +851,21 @@ class InterpreterTest(unittest.TestCase):
 
     def test_a_module_present_here_runs_here(self):
         self.assertEqual(self.run_script("json", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")
+
+    def test_several_modules_reexecute_only_under_a_python_that_has_them_all(self):
+        # qualify and fleet.py ask for jinja2 and, for a postgresql:// history, psycopg2 at once.
+        self.assertEqual(self.run_script("json,pagelock_probe", PAGELOCK_PYTHON=self.wrapper),
+                         "found elsewhere ['a b', '--x'] 1")
+        self.assertEqual(self.run_script("pagelock_probe,pagelock_nowhere", PAGELOCK_PYTHON=self.wrapper),
+                         "ran here ['a b', '--x']")
+        self.assertEqual(self.run_script("", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")  # SQLite
+
+    def test_only_a_postgresql_history_needs_psycopg2(self):
+        from reports import interpreter
+        self.assertEqual(interpreter.history_modules("postgresql://h/db"), ["psycopg2"])
+        self.assertEqual(interpreter.history_modules("postgres:///db?service=lab"), ["psycopg2"])
+        for target in ("runs/history.sqlite", "/tmp/postgresql:/h.sqlite", "", None):
+            self.assertEqual(interpreter.history_modules(target), [], target)
 
 
 if __name__ == "__main__":
