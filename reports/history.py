@@ -47,6 +47,9 @@ CLI (tables on stdout, or one JSON object with --json; on a usage error that arg
   history.py [--db FILE|URL] migrate             apply the pending schema migrations
   history.py [--db FILE|URL] prune --before YYYY-MM-DD   delete the runs of older nights
 --db (a SQLite path or a postgresql:// URL) defaults to $PAGELOCK_HISTORY, else runs/history.sqlite.
+Started by a python3 that cannot import psycopg2, a postgresql:// history re-executes the command
+once, before any work, under $PAGELOCK_PYTHON, /usr/bin/python3 or python3 on PATH, the first that
+can (reports/interpreter.py); a SQLite history runs where it was started.
 The SKU comes from the runs (the run named by --run, else the latest run with the case or metric)
 unless --sku names it. Exit codes: 0 answered; 1 the database cannot be reached or failed (a
 full disk included); 2 bad usage, no such database/run/case/metric, a schema newer (or, on
@@ -661,4 +664,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # A postgresql:// history needs psycopg2 (Debian's python3-psycopg2, which a python3 installed
+    # apart may not see): re-execute under one that has it, before any work. SQLite needs nothing.
+    from reports import interpreter
+    _args = interpreter.quietly(lambda: _parser().parse_intermixed_args())
+    interpreter.reexec_if_missing(interpreter.history_modules(_args and (_args.db or default_target())), __file__,
+                                  os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.exit(main())

@@ -276,7 +276,7 @@ def _open(target):
             raise HistoryError(
                 f"{redact(target)}: a postgresql:// history needs psycopg2 (Debian package "
                 f"python3-psycopg2), which {sys.executable} cannot import; run the tool with "
-                "/usr/bin/python3") from None
+                "/usr/bin/python3, or set PAGELOCK_PYTHON to a python3 that has it") from None
         # Every statement and lock wait is bounded: an import behind a table lock gives up after
         # the lock timeout instead of holding a node until the Slurm time limit.
         options = f"-c statement_timeout={int(statement_s * 1000)} -c lock_timeout={int(lock_s * 1000)}"

@@ -25,6 +25,7 @@ if __name__ == "__main__":
 
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402
+from reports import testsupport  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
 
 # The schema and insert statements of the commit before schema versioning (731b4b0), verbatim:
@@ -583,6 +584,56 @@ class PostgresHistoryTest(Backend, unittest.TestCase):
         self.assertEqual(rc, 1, err)
         self.assertIn("lock timeout", err)
         self.assertLess(took, 10)
+
+
+class InterpreterTest(unittest.TestCase):
+    """history.py started by a python3 without psycopg2 (pyenv, a venv) re-executes itself, once,
+    before any work, under one that has it ($PAGELOCK_PYTHON here), when its history is a
+    postgresql:// URL (--db, --db=, --history, $PAGELOCK_HISTORY); a SQLite history looks for no
+    other interpreter. No server is needed: the stand-in psycopg2 cannot connect, and says so."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.env, self.log = testsupport.python_with_fake_psycopg2(self.tmp)
+
+    def history(self, *argv, **env):
+        import subprocess
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "reports", "history.py"), *argv],
+                           capture_output=True, text=True, env=dict(self.env, **env), timeout=120)
+        self.assertNotIn("Traceback", p.stderr)
+        return p.returncode, p.stderr
+
+    def starts(self):
+        """The wrapper's starts of history.py (its import probes left out)."""
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [line for line in f.read().splitlines() if not line.startswith("-c ")]
+
+    def test_a_postgresql_history_reexecutes_under_the_python_that_has_psycopg2(self):
+        url = "postgresql:///postgres?host=/nonexistent"
+        for argv, env in (((["--db", url, "runs"]), {}), ((["--db=" + url, "runs"]), {}),
+                          ((["runs", "--history", url]), {}), ((["runs"]), {"PAGELOCK_HISTORY": url})):
+            rc, err = self.history(*argv, **env)
+            self.assertEqual(rc, 1, (argv, env, err))
+            self.assertIn("cannot connect: fake psycopg2 of the test", err, (argv, env))
+        self.assertEqual(len(self.starts()), 4, self.starts())
+
+    def test_a_reexecuted_history_never_reexecutes_again(self):
+        rc, err = self.history("--db", "postgresql:///postgres?host=/nonexistent", "runs", PAGELOCK_NO_REEXEC="1")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("needs psycopg2", err)
+        self.assertEqual(self.starts(), [])
+
+    def test_a_sqlite_history_looks_for_no_other_python(self):
+        target = os.path.join(self.tmp, "h.sqlite")
+        history.connect(target).close()
+        rc, err = self.history("--db", target, "version")
+        self.assertEqual(rc, 0, err)
+        rc, err = self.history("version", PAGELOCK_HISTORY=target)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse(os.path.exists(self.log), "a SQLite history probed or started $PAGELOCK_PYTHON")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ PAGE_SIZE = 100  # case rows per page
 # Chromium (2 shared cores), 100,000 cases are ready in 0.9 s when parsed at load, 1,000,000 in
 # 8.2 s; lazily, the million-case page is ready in 0.9 s and its first filter takes 6-12 s.
 EAGER_CASES = 200000
+# A family's matrix table (report.js buildMatrix) shows at most this many tests (rows) and
+# parameters (columns); a note under it says what is left out and searches the case list for the
+# family. A fuzzing family or a huge matrix of a million cases otherwise never renders.
+MATRIX_ROWS = 500
+MATRIX_COLUMNS = 200
 MUTATION_CASES_SHOWN = 30  # cases listed per fault in the mutation section (all are in mutation.json)
 MUTATION_JSON = os.path.join("mutation", "mutation.json")  # in the run folder
 
@@ -413,7 +418,8 @@ _FAILING = frozenset(s for s in model.Status if s.is_fail)
 
 def matrix_context(cases):
     """Test x parameter (flag combination) matrix of worst status, one folded table per suite
-    family with only the columns that family uses (the page's JavaScript fills it when opened)."""
+    family with only the columns that family uses (the page's JavaScript fills it when opened,
+    MATRIX_ROWS x MATRIX_COLUMNS at most; the summary says when the table is cut)."""
     fams = {}
     for c in cases:
         cid = c.cid
@@ -429,7 +435,7 @@ def matrix_context(cases):
         f["bad"] += c.status in _FAILING
     return {"families": [{"name": fam, "rows": len(fams[fam]["rows"]), "params": len(fams[fam]["params"]),
                           "bad": fams[fam]["bad"]} for fam in sorted(fams)],
-            "short_labels": list(SHORT.items())}
+            "short_labels": list(SHORT.items()), "matrix_rows": MATRIX_ROWS, "matrix_columns": MATRIX_COLUMNS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,7 +575,8 @@ def case_data(run, comp_status, seed, rule_text):
     ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
     prefixes = {}
     rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
-    return {"pageSize": PAGE_SIZE, "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
+    return {"pageSize": PAGE_SIZE, "matrixRows": MATRIX_ROWS, "matrixColumns": MATRIX_COLUMNS,
+            "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
             "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
             "prefixes": list(prefixes), "rules": rule_text, "cases": rows}
 

@@ -4,10 +4,14 @@ A Debian Python package (python3-jinja2 for the HTML pages, python3-psycopg2 for
 history) is seen by Debian's /usr/bin/python3; a `python3` installed apart (pyenv, a venv, the
 one Bazel picks) may not see it. A command's `if __name__ == "__main__":` calls
 reexec_if_missing() first, before any work: the command then runs whole under one interpreter.
-Library code never picks an interpreter; without the module it raises (htmlreport and pages:
-pages.MissingDependency, an OSError).
+psycopg2 is asked for only when the command's history is a postgresql:// URL (history_modules;
+a SQLite history needs nothing beyond the standard library). Library code never picks an
+interpreter; without the module it raises (htmlreport and pages: pages.MissingDependency, an
+OSError; history_schema: HistoryError).
 """
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -28,28 +32,53 @@ def candidates():
     return out
 
 
-def imports(python, module):
-    """Whether `python` imports `module` (a child process; a minute at most)."""
+def _names(modules):
+    return [modules] if isinstance(modules, str) else [m for m in modules if m]
+
+
+def imports(python, modules):
+    """Whether `python` imports `modules` (a name or a list of names; a child process, a minute
+    at most)."""
     try:
-        return subprocess.run([python, "-c", f"import {module}"], capture_output=True,
+        return subprocess.run([python, "-c", "import " + ", ".join(_names(modules))], capture_output=True,
                               timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
-def reexec_if_missing(module, script, root):
-    """When `module` does not import here, re-executes `script` with this process's arguments
-    under the first of candidates() that imports it, once, with `root` and this process's path
-    first on PYTHONPATH. Returns when the module imports here, or when no interpreter has it:
-    the command then reports the missing module where it needs it."""
-    try:
-        __import__(module)
+def history_modules(target):
+    """The modules a history needs: ["psycopg2"] for a postgresql:// URL, [] for a SQLite file or
+    no history (None)."""
+    from reports.history_schema import is_url
+    return ["psycopg2"] if target and is_url(target) else []
+
+
+def quietly(parse):
+    """parse()'s result with its output swallowed, None when it exits: a command reads its own
+    command line to know what to re-execute for; its real parse, after, reports any error."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            return parse()
+        except SystemExit:
+            return None
+
+
+def reexec_if_missing(modules, script, root):
+    """When one of `modules` (a name or a list of names) does not import here, re-executes
+    `script` with this process's arguments under the first of candidates() that imports them
+    all, once, with `root` and this process's path first on PYTHONPATH. Returns when they all
+    import here, or when no interpreter has them all: the command then reports a missing
+    module where it needs it."""
+    names = _names(modules)
+    missing = []
+    for module in names:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if not missing or os.environ.get(NO_REEXEC):
         return
-    except ImportError:
-        pass
-    if os.environ.get(NO_REEXEC):
-        return
-    python = next((py for py in candidates() if imports(py, module)), None)
+    python = next((py for py in candidates() if imports(py, names)), None)
     if python is None:
         return
     os.environ[NO_REEXEC] = "1"

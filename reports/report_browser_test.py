@@ -300,6 +300,49 @@ class LazyCasesTest(unittest.TestCase):
         self.assertEqual(seen["matrix_cells"], 1000)
 
 
+class MatrixCapTest(unittest.TestCase):
+    """A family's matrix shows at most htmlreport.MATRIX_ROWS tests and MATRIX_COLUMNS parameters
+    (a fuzzing family of a million cases never rendered and hung the page); the note under the
+    table says how many tests, parameters and cases are left out, and its link searches the case
+    list for the family."""
+
+    def test_a_family_above_the_caps_shows_the_caps_and_says_what_is_left_out(self):
+        rows, cols = 500, 200  # htmlreport.MATRIX_ROWS, MATRIX_COLUMNS
+        from reports import model
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        n_tests = rows + 700  # 1,200 tests x 2 parameters; the last test fails: its row comes first
+        cases = [testsupport.case(f"T{i:04d}/p{j}", "FAIL" if (i, j) == (n_tests - 1, 1) else "PASS",
+                                  "x.cc:1\nboom" if (i, j) == (n_tests - 1, 1) else "", suite="BigTest",
+                                  target="//suites/big:big_test") for i in range(n_tests) for j in range(2)]
+        cases += [testsupport.case(f"Run/{k}", "PASS", suite="Seed/FuzzTest", target="//suites/fuzz:fuzz_test")
+                  for k in range(cols + 100)]  # one test x 300 parameters
+        cases += [testsupport.case(f"Small/p{j}", "PASS") for j in range(3)]  # under the caps: whole
+        page = os.path.join(tmp, "capped.html")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(htmlreport.render(model.Run(dict(testsupport.FP), cases), title="capped"))
+        seen, console, _ = open_page(page)
+        self.assertEqual(console, [])
+        self.assertEqual(seen["matrix_cells"], rows * 2 + cols + 3)  # the cells shown
+        mx = {m["family"]: m for m in seen["matrix"]}
+        big, fuzz, small = mx["big"], mx["fuzz"], mx["hostregister"]
+        self.assertEqual((big["rows"], big["columns"], big["cells"]), (rows, 2, rows * 2))
+        self.assertEqual(big["first_row"], "BigTest.T1199")  # the failing test's row is kept
+        self.assertEqual(big["note"], "This table shows 500 of 1,200 tests; 1,400 cases are left out "
+                                      "(the rows are in the order of their most serious case). The case list "
+                                      "below has every case: search it for suites/big:")
+        self.assertEqual(big["links"], ["#q=suites%2Fbig%3A"])
+        self.assertEqual((fuzz["rows"], fuzz["columns"], fuzz["cells"]), (1, cols, cols))
+        self.assertEqual(fuzz["note"], "This table shows 200 of 300 parameters; 100 cases are left out. The case "
+                                       "list below has every case: search it for suites/fuzz:")
+        self.assertEqual((small["rows"], small["columns"], small["cells"], small["note"]), (1, 3, 3, None))
+        # The note's link fills the case list's search: the family's every case, and no other.
+        self.assertEqual(seen["matrix_more"], {"query": "suites/big:", "shown": n_tests * 2})
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("big: 1200 tests &times; 2 parameters, 1 failing case; the table shows the first 500 tests<",
+                      text)
+
+
 class ScreenshotToolTest(unittest.TestCase):
     def test_writes_a_1440x900_png_of_the_first_screen_and_refuses_bad_input(self):
         chromium()

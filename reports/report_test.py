@@ -214,6 +214,24 @@ class HtmlTest(unittest.TestCase):
         page = pages.render("matrix.html.j2", **htmlreport.matrix_context(one[1:]))
         self.assertIn("hostregister: 1 test &times; 1 parameter<", page)
 
+    def test_a_matrix_above_its_caps_says_so_and_the_page_script_gets_the_caps(self):
+        # The table itself is built by report.js (report_browser_test.MatrixCapTest opens it); the
+        # summary and the data the script reads come from here.
+        cases = [testsupport.case(f"T{i}/p{j}", "PASS") for i in range(4) for j in range(3)]
+        with mock.patch.object(htmlreport, "MATRIX_ROWS", 3), mock.patch.object(htmlreport, "MATRIX_COLUMNS", 2):
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases))
+            self.assertIn("hostregister: 4 tests &times; 3 parameters; the table shows the first 3 tests and "
+                          "2 parameters<", page)
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases[:9]))
+            self.assertIn("hostregister: 3 tests &times; 3 parameters; the table shows the first 2 parameters<", page)
+            page = pages.render("matrix.html.j2", **htmlreport.matrix_context(cases[:6:3] + cases[1:6:3]))
+            self.assertIn("hostregister: 2 tests &times; 2 parameters<", page)
+            data = htmlreport.case_data(model.Run({}, cases), {}, 7, {})
+            self.assertEqual((data["matrixRows"], data["matrixColumns"]), (3, 2))
+        self.assertEqual((htmlreport.MATRIX_ROWS, htmlreport.MATRIX_COLUMNS), (500, 200))
+        with open(os.path.join(ROOT, "reports/templates/report.js"), encoding="utf-8") as f:
+            self.assertIn("var MATRIX_ROWS = D.matrixRows, MATRIX_COLUMNS = D.matrixColumns;", f.read())
+
     def test_case_links_are_url_encoded_and_read_back_as_the_page_reads_them(self):
         # Case ids hold '/', and may hold ' ', '#', '&', '+': every '#case=' link of the page's
         # sections (what changed, metrics, mutation) must give the id back through
@@ -794,7 +812,7 @@ class InterpreterTest(unittest.TestCase):
         "sys.path.insert(0, sys.argv[1])\n"
         "from reports import interpreter\n"
         "if __name__ == '__main__':\n"
-        "    interpreter.reexec_if_missing(sys.argv[2], __file__, sys.argv[1])\n"
+        "    interpreter.reexec_if_missing(sys.argv[2].split(','), __file__, sys.argv[1])\n"
         "    try:\n"
         "        import pagelock_probe\n"
         "        print('found', pagelock_probe.WHERE, sys.argv[3:], os.environ.get(interpreter.NO_REEXEC))\n"
@@ -833,6 +851,21 @@ class InterpreterTest(unittest.TestCase):
 
     def test_a_module_present_here_runs_here(self):
         self.assertEqual(self.run_script("json", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")
+
+    def test_several_modules_reexecute_only_under_a_python_that_has_them_all(self):
+        # qualify and fleet.py ask for jinja2 and, for a postgresql:// history, psycopg2 at once.
+        self.assertEqual(self.run_script("json,pagelock_probe", PAGELOCK_PYTHON=self.wrapper),
+                         "found elsewhere ['a b', '--x'] 1")
+        self.assertEqual(self.run_script("pagelock_probe,pagelock_nowhere", PAGELOCK_PYTHON=self.wrapper),
+                         "ran here ['a b', '--x']")
+        self.assertEqual(self.run_script("", PAGELOCK_PYTHON=self.wrapper), "ran here ['a b', '--x']")  # SQLite
+
+    def test_only_a_postgresql_history_needs_psycopg2(self):
+        from reports import interpreter
+        self.assertEqual(interpreter.history_modules("postgresql://h/db"), ["psycopg2"])
+        self.assertEqual(interpreter.history_modules("postgres:///db?service=lab"), ["psycopg2"])
+        for target in ("runs/history.sqlite", "/tmp/postgresql:/h.sqlite", "", None):
+            self.assertEqual(interpreter.history_modules(target), [], target)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """Runs for the report tests: a morning with one regression, one flake and one expected
 failure, and a 10,000-case run."""
 
+import os
+import sys
+
 from reports import compare as cmp
 from reports import expectations as expect
 from reports import model
@@ -53,3 +56,31 @@ def big(n=10000, failing_every=500):
                                  model.PROP_SEED: str(model.derive_case_seed(7, f"Flags/{fam.title()}Test.Case{i // 80}/flags{i % 8}"))}, 7)
         cases.append(c)
     return model.Run(dict(FP), cases)
+
+
+def python_with_fake_psycopg2(tmp):
+    """(env, log) for a command started in a child process: under `env` this interpreter cannot
+    import psycopg2 (a module first on PYTHONPATH refuses, whether or not Debian's is installed),
+    and $PAGELOCK_PYTHON is a wrapper of this interpreter that can: it puts a stand-in psycopg2
+    first on the path, whose connect() fails with 'fake psycopg2 of the test', and appends its
+    arguments to the file `log`, a line a start. A command that re-executed itself for psycopg2
+    says 'cannot connect: fake psycopg2 of the test'; one that did not, that it needs psycopg2."""
+    blocker, hidden = os.path.join(tmp, "without-psycopg2"), os.path.join(tmp, "fake-psycopg2")
+    os.makedirs(blocker, exist_ok=True)
+    os.makedirs(os.path.join(hidden, "psycopg2"), exist_ok=True)
+    with open(os.path.join(blocker, "psycopg2.py"), "w") as f:
+        f.write("raise ImportError('this interpreter has no psycopg2 (the test hides it)')\n")
+    with open(os.path.join(hidden, "psycopg2", "__init__.py"), "w") as f:
+        f.write("class Error(Exception):\n    pass\n\n\n"
+                "def connect(*args, **kwargs):\n    raise Error('fake psycopg2 of the test')\n")
+    log = os.path.join(tmp, "pagelock-python.log")
+    wrapper = os.path.join(tmp, "python-with-psycopg2")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\necho \"$@\" >> '{log}'\n"
+                f"PYTHONPATH='{hidden}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{sys.executable}' \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC", "PAGELOCK_HISTORY")}
+    env["PYTHONPATH"] = os.pathsep.join([blocker] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PAGELOCK_PYTHON"] = wrapper
+    return env, log

@@ -223,5 +223,9 @@ def _run_and_publish(plan, info, args, state):
 
 if __name__ == "__main__":
     from reports import interpreter
-    interpreter.reexec_if_missing("jinja2", __file__, ROOT)  # before any work: one interpreter
+    # Before any work, one interpreter: jinja2 for the report, psycopg2 too for a postgresql://
+    # --history (a SQLite one needs nothing more).
+    _args = interpreter.quietly(lambda: build_parser().parse_args())
+    interpreter.reexec_if_missing(
+        ["jinja2"] + interpreter.history_modules(_args and not _args.no_history and _args.history), __file__, ROOT)
     sys.exit(main(restore_signals=False))

@@ -19,6 +19,7 @@ from reports import compare as cmp
 from reports import compare_runs
 from reports import history
 from reports import model
+from reports import testsupport
 from tools import qualify
 from tools.qualification import baselines, common
 from tools.runner import runner_test
@@ -471,6 +472,25 @@ class VerdictTest(unittest.TestCase):
             self.assertEqual(compare_runs.main([self.runs()[-1], self.runs()[-1], "--html",
                                                 os.path.join(path, "c.html")]), 2)
         self.assertIn("expected a JSON object", err.getvalue())
+
+    def test_a_postgresql_history_reexecutes_under_a_python_that_has_psycopg2(self):
+        # Started by a python3 that has jinja2 but not psycopg2 (pyenv, a venv): a postgresql://
+        # --history re-executes qualify, before any work, under $PAGELOCK_PYTHON, which has both
+        # (its stand-in psycopg2 cannot connect, and says so); a SQLite history looks for no other.
+        env, log = testsupport.python_with_fake_psycopg2(self.tmp)
+        cmd = [sys.executable, qualify.__file__, "--bundle", self.bundle, "--out", self.out, "--expectations",
+               self.exp, "--baseline", "none"]
+        p = subprocess.run(cmd + ["--history", "postgresql:///postgres?host=/nonexistent"], capture_output=True,
+                           text=True, env=env, timeout=300)
+        self.assertIn("cannot connect: fake psycopg2 of the test", p.stdout + p.stderr)
+        self.assertNotIn("Traceback", p.stdout + p.stderr)
+        with open(log) as f:
+            self.assertEqual(len([l for l in f.read().splitlines() if not l.startswith("-c ")]), 1)
+        os.remove(log)
+        p = subprocess.run(cmd + ["--history", os.path.join(self.tmp, "h.sqlite"), "--preflight"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertFalse(os.path.exists(log), "a SQLite history probed or started $PAGELOCK_PYTHON")
 
     def test_sigterm_stops_the_test_and_marks_the_run_interrupted(self):
         pid_file = os.path.join(self.tmp, "pid")

@@ -169,18 +169,36 @@
   document.getElementById('next').addEventListener('click', function(){ ensureAll(); page++; update(true); });
   var SHORT = D.short, SEV = D.severity;
   function family(c){ var pkg = idOf(c).split(':')[0]; return pkg.slice(pkg.lastIndexOf('/') + 1); }
+  // A family's table shows its first D.matrixRows tests (rows, in the order of their most serious
+  // case) and D.matrixColumns parameters (htmlreport.MATRIX_ROWS, MATRIX_COLUMNS): a fuzzing
+  // family of a million cases would never render. The note under it says what is left out and
+  // searches the case list for the family's cases.
+  var MATRIX_ROWS = D.matrixRows, MATRIX_COLUMNS = D.matrixColumns;
+  function grouped(n){ return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+  function plural(n, what){ return grouped(n) + ' ' + what + (n === 1 ? '' : 's'); }
+  function searchCases(q){
+    active = {}; setButtons(); search.value = q; update();
+    document.getElementById('cases').scrollIntoView({block: 'start'});
+  }
   function buildMatrix(det){
     var box = det.querySelector('.scroll'); if (box.firstChild) return;
     ensureAll();
-    var fam = det.dataset.family, rows = [], params = [], cells = {};
+    var fam = det.dataset.family, rows = [], params = [], nRows = 0, nParams = 0, left = 0, pkgs = [];
+    var cells = Object.create(null), col = Object.create(null), cut = Object.create(null);  // any test or parameter name
     cases.forEach(function(c){
       if (family(c) !== fam) return;
       var ci = idOf(c), gname = ci.slice(ci.indexOf('/', ci.indexOf(':')) + 1);
       var di = gname.indexOf('.'), suite = gname.slice(0, di), name = gname.slice(di + 1);
       var ps = name.lastIndexOf('/'); if (ps < 0) return;
       var r = suite.slice(suite.lastIndexOf('/') + 1) + '.' + name.slice(0, ps), p = name.slice(ps + 1);
-      if (!(r in cells)) { cells[r] = {}; rows.push(r); }
-      if (params.indexOf(p) < 0) params.push(p);
+      if (!(p in col)) { col[p] = nParams++ < MATRIX_COLUMNS; if (col[p]) params.push(p); }
+      if (!(r in cells) && !(r in cut)) {
+        if (nRows++ < MATRIX_ROWS) { cells[r] = Object.create(null); rows.push(r); } else cut[r] = true;
+      }
+      if (!col[p] || cut[r]) {  // left out: the note links the case list's search for its package
+        left++; var pkg = ci.slice(0, ci.indexOf(':') + 1); if (pkgs.indexOf(pkg) < 0) pkgs.push(pkg);
+        return;
+      }
       var prev = cells[r][p];
       if (!prev || SEV[c.r] > SEV[prev.r]) cells[r][p] = c;
     });
@@ -197,6 +215,21 @@
       t.appendChild(tr);
     });
     box.appendChild(t);
+    if (!left) return;
+    var shows = [];
+    if (nRows > MATRIX_ROWS) shows.push(grouped(MATRIX_ROWS) + ' of ' + plural(nRows, 'test'));
+    if (nParams > MATRIX_COLUMNS) shows.push(grouped(MATRIX_COLUMNS) + ' of ' + plural(nParams, 'parameter'));
+    var note = el('p', 'small mx-more', 'This table shows ' + shows.join(' and ') + '; ' + plural(left, 'case') +
+                  (left === 1 ? ' is' : ' are') + ' left out' +
+                  (nRows > MATRIX_ROWS ? ' (the rows are in the order of their most serious case)' : '') +
+                  '. The case list below has every case: search it for ');
+    pkgs.forEach(function(q, i){
+      var a = el('a', 'mono', q); a.href = '#' + new URLSearchParams({q: q}).toString();
+      a.addEventListener('click', function(e){ e.preventDefault(); searchCases(q); });
+      if (i) note.appendChild(document.createTextNode(i === pkgs.length - 1 ? ' or ' : ', '));
+      note.appendChild(a);
+    });
+    box.after(note);
   }
   document.querySelectorAll('details.mx').forEach(function(d){
     d.addEventListener('toggle', function(){ if (d.open) buildMatrix(d); });
@@ -237,6 +270,16 @@
     });
     document.querySelectorAll('details.mx').forEach(function(d){ d.open = true; buildMatrix(d); });
     out.matrix_cells = document.querySelectorAll('table.matrix a').length;
+    out.matrix = [].map.call(document.querySelectorAll('details.mx'), function(d){
+      var t = d.querySelector('table.matrix'), n = d.querySelector('.mx-more'), r1 = t.querySelector('tr + tr td');
+      return {family: d.dataset.family, rows: t.rows.length - 1, columns: t.rows[0].cells.length - 1,
+              cells: t.querySelectorAll('a').length, first_row: r1 ? r1.textContent : null,
+              note: n ? n.textContent : null,
+              links: n ? [].map.call(n.querySelectorAll('a'), function(a){ return a.getAttribute('href'); }) : []};
+    });
+    var more = document.querySelector('.mx-more a');
+    if (more) { more.click(); out.matrix_more = {query: search.value, shown: +document.getElementById('shown').textContent};
+                document.getElementById('clear').click(); }
     out.scroll_width = document.documentElement.scrollWidth;
     out.inner_width = window.innerWidth;
     out.inner_height = window.innerHeight;

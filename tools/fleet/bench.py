@@ -400,4 +400,7 @@ def query_plans(db, last):
 
 
 if __name__ == "__main__":
+    # Always PostgreSQL: Debian's python3-psycopg2, which a python3 installed apart may not see.
+    from reports import interpreter
+    interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
     sys.exit(main())

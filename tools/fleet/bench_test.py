@@ -36,5 +36,24 @@ class BenchSizeTest(unittest.TestCase):
         self.assertIn("at least 716", err.getvalue())  # the known failures use cases 710-715
 
 
+class InterpreterTest(unittest.TestCase):
+    def test_started_without_psycopg2_it_reexecutes_under_a_python_that_has_it(self):
+        # The bench always uses PostgreSQL (its own server without --history); loading the lab
+        # opens it in the bench's own process. $PAGELOCK_PYTHON's stand-in psycopg2 cannot connect.
+        import shutil
+        import subprocess
+        import tempfile
+        from reports import testsupport
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        env, log = testsupport.python_with_fake_psycopg2(tmp)
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fleet", "bench.py"), "--hosts", "1",
+                            "--nights", "1", "--history", "postgresql:///postgres?host=/nonexistent",
+                            "--html", os.path.join(tmp, "b.html")],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("cannot connect: fake psycopg2 of the test", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -777,7 +777,22 @@ def main(argv=None):
         return EXIT_USAGE
 
 
+def history_target(args):
+    """The history a parsed command line opens: --history (submit and report: default
+    $PAGELOCK_HISTORY), else status's submission's own; None when that cannot be read."""
+    if args.history or args.command != "status":
+        return args.history
+    try:
+        return _history_of(os.path.join(os.path.abspath(args.shared), slug(args.label)))
+    except UsageError:
+        return None
+
+
 if __name__ == "__main__":
     from reports import interpreter
-    interpreter.reexec_if_missing("jinja2", __file__, ROOT)  # `fleet report` renders the page
+    # One interpreter, before any work: jinja2 (`fleet report` renders the page), and psycopg2
+    # when the history is a postgresql:// URL (a SQLite history needs nothing more).
+    _args = interpreter.quietly(lambda: parser().parse_args())
+    interpreter.reexec_if_missing(["jinja2"] + interpreter.history_modules(_args and history_target(_args)),
+                                  __file__, ROOT)
     sys.exit(main())

@@ -387,6 +387,56 @@ class PostgresReportTest(ReportOnBackend, unittest.TestCase):
         return new_pg_database()
 
 
+class InterpreterTest(unittest.TestCase):
+    """fleet.py started by a python3 with jinja2 but without psycopg2 (pyenv, a venv) re-executes
+    itself, before any work, under one that has both ($PAGELOCK_PYTHON here) when its history is
+    a postgresql:// URL: --history, $PAGELOCK_HISTORY, or status's SHARED/<label>/history.url. No
+    server is needed: the stand-in psycopg2 cannot connect, and says so."""
+
+    URL = "postgresql:///postgres?host=/nonexistent"
+
+    def setUp(self):
+        from reports import testsupport
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.env, self.log = testsupport.python_with_fake_psycopg2(self.tmp)
+
+    def fleet(self, *argv, **env):
+        import subprocess
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fleet", "fleet.py"), *argv],
+                           capture_output=True, text=True, env=dict(self.env, **env), timeout=120)
+        self.assertNotIn("Traceback", p.stderr)
+        return p.returncode, p.stderr
+
+    def starts(self):
+        if not os.path.exists(self.log):
+            return 0
+        with open(self.log) as f:
+            return len([line for line in f.read().splitlines() if not line.startswith("-c ")])
+
+    def test_a_postgresql_history_reexecutes_under_the_python_that_has_psycopg2(self):
+        shared = os.path.join(self.tmp, "shared")
+        os.makedirs(os.path.join(shared, "n1"))
+        with open(os.path.join(shared, "n1", "fleet.json"), "w") as f:
+            json.dump({"label": "n1"}, f)
+        with open(os.path.join(shared, "n1", "history.url"), "w") as f:
+            f.write(self.URL + "\n")
+        for argv, env in ((["report", "--history", self.URL, "--label", "n1"], {}),
+                          (["report", "--label", "n1"], {"PAGELOCK_HISTORY": self.URL}),
+                          (["status", "--shared", shared, "--label", "n1"], {})):
+            rc, err = self.fleet(*argv, **env)
+            self.assertEqual(rc, fleet.EXIT_FAIL, (argv, err))
+            self.assertIn("cannot connect: fake psycopg2 of the test", err, argv)
+        self.assertEqual(self.starts(), 3)
+
+    def test_a_sqlite_history_looks_for_no_other_python(self):
+        target = os.path.join(self.tmp, "h.sqlite")
+        history.connect(target).close()
+        rc, err = self.fleet("report", "--history", target, "--label", "n1")
+        self.assertEqual(rc, fleet.EXIT_EMPTY, err)
+        self.assertFalse(os.path.exists(self.log), "a SQLite history probed or started $PAGELOCK_PYTHON")
+
+
 def fake_binary():
     for cand in [os.environ.get("PAGELOCK_FAKE_GTEST", ""),
                  os.path.join(os.environ.get("TEST_SRCDIR", ""), "pagelock", "tools", "runner", "fake_gtest"),
