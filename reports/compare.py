@@ -43,7 +43,8 @@ EXIT_CODES = {
     EXIT_QUALIFIED: ("QUALIFIED", "#2e7d32", "every case passed or matched its expectation; "
                      "no coverage lost against the baseline"),
     EXIT_INFRA: ("INFRASTRUCTURE ERROR", "#37474f", "no usable GPU, a build or bundle binary "
-                 "that could not run, a status the harness does not know, a disk that filled up"),
+                 "that could not run, a status the harness does not know, a disk that filled up, a history "
+                 "server out of reach"),
     EXIT_CONFIG: ("BAD CONFIGURATION", "#37474f", "bad arguments, bundle, expectations, baseline, "
                   "history or --out (nothing was run, no run folder was created)"),
     EXIT_REGRESSION: ("REGRESSIONS", "#c62828", "some case failed that no expectation covers"),

@@ -488,6 +488,16 @@ class HistoryOnAFullDisk(Base):
         with mock.patch.object(history, "connect", side_effect=OSError(28, "No space left on device")):
             self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_INFRA, "No space left on device")
 
+    def test_an_unreachable_history_server_is_an_infrastructure_error(self):
+        # The server being down is the lab's fault, not the command line's: exit 1, as history.py
+        # and fleet say; the password in the URL is never printed.
+        b = self.bundle()
+        down = history.HistoryUnavailable("postgresql://u:***@db/h: cannot connect: connection refused")
+        with mock.patch.object(history, "connect", side_effect=down):
+            self.assert_code(self.qualify(b, "--baseline", "none", "--history", "postgresql://u:secret@db/h"),
+                             cmp.EXIT_INFRA, "unavailable")
+        self.assertNotIn("secret", self.output)
+
     def test_a_malformed_or_newer_history_is_still_bad_configuration(self):
         b = self.bundle()
         os.makedirs(self.out)

@@ -157,6 +157,10 @@ def open_history(args):
         if disk_full(e):
             raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {path} cannot be written ({e}); "
                                        "free some space, or run with --history OTHER.sqlite or --no-history")
+        if isinstance(e, history.HistoryUnavailable):
+            # The server or the disk failed, not the configuration: exit 1, as history.py and fleet say.
+            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {history.redact(path)} is unavailable ({e}); "
+                                       "retry when it is back, or run with --history OTHER.sqlite or --no-history")
         raise Stop(cmp.EXIT_CONFIG, f"history {path} is unusable ({e}); repair or move it, or "
                                     "run with --history OTHER.sqlite or --no-history")
 
