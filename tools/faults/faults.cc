@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tuple>
@@ -2317,6 +2318,438 @@ void InstallReadOnlyRegisterRefusedDespiteAttribute() {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Batch blind-10 (issue 22, session 10): written from suites/rules.tsv and this folder alone,
+// without sight of the tests. Each is listed in kFaults under the section of its shape.
+
+// The stream a real driver function (asked for with default, legacy flags) must be given for
+// work the caller queued on `s` through the entry `real`: the per-thread default stream by its
+// handle when the caller came through a _ptsz/_ptds entry with the null stream.
+template <typename R>
+CUstream RealStream(R real, CUstream s, const char* name) {
+  return OnPerThreadStream(real, s, name) ? CU_STREAM_PER_THREAD : s;
+}
+
+// Whether the stream a call is queued on is being captured into a graph.
+template <typename R>
+bool BeingCaptured(R real, CUstream s, const char* name) {
+  static const auto capturing =
+      Real<CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*)>("cuStreamIsCapturing");
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return capturing && capturing(RealStream(real, s, name), &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+// Size: R93. A 32-bit 2D memset (cuMemsetD2D32, sync or async) of two rows or more whose row
+// padding is narrower than the row (4 * Width < dstPitch < 8 * Width) is done as one linear fill
+// of dstPitch * (Height - 1) + 4 * Width bytes (a "padding too small to skip" shortcut): the
+// padding between the rows takes the value. Wider padding, one row, unpadded rows and the 8-bit
+// 2D memsets are exact. Done through the real 2D entry, in stream order: full-pitch rows, then
+// the last row.
+bool NarrowPadding32(size_t pitch, size_t w, size_t h) {
+  return h >= 2 && w && pitch % 4 == 0 && 4 * w < pitch && pitch < 8 * w;
+}
+void InstallMemset2D32NarrowPaddingOverwritten() {
+  HookMemsetD2D32([](Real_MemsetD2D32 real, CUdeviceptr d, size_t pitch, unsigned v, size_t w,
+                     size_t h) -> CUresult {
+    if (!NarrowPadding32(pitch, w, h)) return real(d, pitch, v, w, h);
+    CUresult r = real(d, pitch, v, pitch / 4, h - 1);
+    return r == CUDA_SUCCESS ? real(d + (h - 1) * pitch, pitch, v, w, 1) : r;
+  });
+  HookMemsetD2D32Async([](Real_MemsetD2D32Async real, CUdeviceptr d, size_t pitch, unsigned v,
+                          size_t w, size_t h, CUstream st) -> CUresult {
+    if (!NarrowPadding32(pitch, w, h)) return real(d, pitch, v, w, h, st);
+    CUresult r = real(d, pitch, v, pitch / 4, h - 1, st);
+    return r == CUDA_SUCCESS ? real(d + (h - 1) * pitch, pitch, v, w, 1, st) : r;
+  });
+}
+
+// Size and variant: S18. cuMemcpyAsync, the unified entry (cudaMemcpyAsync with
+// cudaMemcpyDefault infers the direction there), copying between host and device a byte count
+// of 4 or more that is not a multiple of 4 moves whole 4-byte words only: the last 1-3 bytes of
+// the window keep their old value. Counts that are multiples of 4 (and 1-3 bytes), the
+// direction-specific entries (cuMemcpyHtoDAsync, ...), host-to-host and device-to-device copies
+// are exact.
+void InstallUnifiedAsyncCopyDropsPartialWord() {
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    if (n < 4 || n % 4 == 0 || !(IsHtoD(d, s) || IsDtoH(d, s))) return real(d, s, n, st);
+    return real(d, s, n & ~size_t{3}, st);
+  });
+}
+
+// Size: R114. A copy (synchronous or asynchronous, any host-device entry) whose host address
+// lies 4 GiB or more into its page-locked block (allocated or registered) uses the offset modulo
+// 4 GiB (a 32-bit offset field in the DMA descriptor): the bytes are read from, or written to,
+// the same offset 4 GiB (or a multiple) lower in the block. Host addresses in the first 4 GiB
+// of a block, pageable memory and device addresses are exact.
+constexpr uint64_t k4GiB = uint64_t{1} << 32;
+CUdeviceptr HostOffsetWrapped(CUdeviceptr a) {
+  static const auto attr = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  unsigned type = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (!attr || attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) != CUDA_SUCCESS ||
+      type != CU_MEMORYTYPE_HOST ||
+      attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, a) != CUDA_SUCCESS ||
+      attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, a) != CUDA_SUCCESS || a < start ||
+      a - start < k4GiB || a - start >= size)
+    return a;
+  return start + (a - start) % k4GiB;
+}
+void InstallCopyPast4GiBHostOffsetWraps() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    return real(d, reinterpret_cast<const void*>(n ? HostOffsetWrapped(Ptr(s)) : Ptr(s)), n);
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    return real(reinterpret_cast<void*>(n ? HostOffsetWrapped(Ptr(d)) : Ptr(d)), s, n);
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(d, reinterpret_cast<const void*>(n ? HostOffsetWrapped(Ptr(s)) : Ptr(s)), n, st);
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(reinterpret_cast<void*>(n ? HostOffsetWrapped(Ptr(d)) : Ptr(d)), s, n, st);
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    if (n && IsHtoD(d, s)) return real(d, HostOffsetWrapped(s), n);
+    if (n && IsDtoH(d, s)) return real(HostOffsetWrapped(d), s, n);
+    return real(d, s, n);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    if (n && IsHtoD(d, s)) return real(d, HostOffsetWrapped(s), n, st);
+    if (n && IsDtoH(d, s)) return real(HostOffsetWrapped(d), s, n, st);
+    return real(d, s, n, st);
+  });
+}
+
+// Variant: R98. cuStreamWaitValue64 with CU_STREAM_WAIT_VALUE_EQ compares the low 32 bits only
+// (the 64-bit EQ wait is emitted as a 32-bit semaphore acquire on the word's low half): a wait
+// whose low word already matches is released although the high word differs. It is queued as a
+// real cuStreamWaitValue32 on the same stream. GEQ, AND and NOR 64-bit waits, the 32-bit waits
+// and cuStreamBatchMemOp are exact.
+void InstallWaitValue64EqComparesLowWord() {
+  HookStreamWaitValue64([](Real_StreamWaitValue64 real, CUstream s, CUdeviceptr addr,
+                           cuuint64_t value, unsigned flags) -> CUresult {
+    using Wait32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+    static const auto wait32 = Real<Wait32>("cuStreamWaitValue32");
+    if ((flags & 0x3u) != CU_STREAM_WAIT_VALUE_EQ || !wait32) return real(s, addr, value, flags);
+    return wait32(RealStream(real, s, "cuStreamWaitValue64"), addr,
+                  static_cast<cuuint32_t>(value), flags);
+  });
+}
+
+// Variant: S11. An asynchronous 1D copy queued on a stream that is being captured becomes a
+// graph memcpy node one byte short (the node's extent is computed as the last byte's offset):
+// every launch of the graph leaves the destination's last byte as it was. The same copies run
+// eagerly, outside a capture, are exact.
+template <typename R>
+size_t CapturedSize(R real, CUstream st, const char* name, size_t n) {
+  return n > 1 && BeingCaptured(real, st, name) ? n - 1 : n;
+}
+void InstallCapturedCopyNodeShort() {
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    return real(d, s, CapturedSize(real, st, "cuMemcpyAsync", n), st);
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(d, s, CapturedSize(real, st, "cuMemcpyHtoDAsync", n), st);
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(d, s, CapturedSize(real, st, "cuMemcpyDtoHAsync", n), st);
+  });
+  HookMemcpyDtoDAsync([](Real_MemcpyDtoDAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    return real(d, s, CapturedSize(real, st, "cuMemcpyDtoDAsync", n), st);
+  });
+}
+
+// Pinned blocks with the context that was current when they were made (a fixed table; when it
+// is full, new blocks are not tracked and the faults below leave them alone).
+struct OwnedBlock {
+  uintptr_t start, end;
+  unsigned flags;
+  int tag;  // kTagRegistered, kTagHostAlloc, kTagAllocHost
+  CUcontext ctx;
+  bool live;
+};
+OwnedBlock g_owned[1024];
+pthread_mutex_t g_owned_mu = PTHREAD_MUTEX_INITIALIZER;
+void AddOwned(const void* p, size_t n, unsigned flags, int tag) {
+  const CUcontext ctx = CurrentContext();
+  pthread_mutex_lock(&g_owned_mu);
+  for (OwnedBlock& b : g_owned)
+    if (!b.live) {
+      const uintptr_t s = reinterpret_cast<uintptr_t>(p);
+      b = {s, s + (n ? n : 1), flags, tag, ctx, true};
+      break;
+    }
+  pthread_mutex_unlock(&g_owned_mu);
+}
+void DropOwned(const void* p) {
+  pthread_mutex_lock(&g_owned_mu);
+  for (OwnedBlock& b : g_owned)
+    if (b.live && b.start == reinterpret_cast<uintptr_t>(p)) b.live = false;
+  pthread_mutex_unlock(&g_owned_mu);
+}
+bool FindOwned(const void* p, OwnedBlock* out) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  bool found = false;
+  pthread_mutex_lock(&g_owned_mu);
+  for (const OwnedBlock& b : g_owned)
+    if (b.live && a >= b.start && a < b.end) {
+      *out = b;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&g_owned_mu);
+  return found;
+}
+bool ContextHoldsPins(CUcontext ctx) {
+  bool found = false;
+  pthread_mutex_lock(&g_owned_mu);
+  for (const OwnedBlock& b : g_owned) found = found || (b.live && b.ctx == ctx);
+  pthread_mutex_unlock(&g_owned_mu);
+  return found;
+}
+void TrackOwnedAllocations() {
+  HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {
+    CUresult r = real(p, n, f);
+    if (r == CUDA_SUCCESS && p && *p) AddOwned(*p, n, f, kTagHostAlloc);
+    return r;
+  });
+  HookMemAllocHost([](Real_MemAllocHost real, void** p, size_t n) -> CUresult {
+    CUresult r = real(p, n);
+    if (r == CUDA_SUCCESS && p && *p) AddOwned(*p, n, 0, kTagAllocHost);
+    return r;
+  });
+  HookMemFreeHost([](Real_MemFreeHost real, void* p) -> CUresult {
+    CUresult r = real(p);
+    if (r == CUDA_SUCCESS && p) DropOwned(p);
+    return r;
+  });
+}
+
+// Variant: R18. cuMemHostGetDevicePointer of a cuMemHostAlloc block allocated Mapped but not
+// Portable fails with INVALID_VALUE while a context other than the allocating one is current
+// (the pre-UVA rule that such memory is mapped only into its own context). Portable blocks, any
+// block asked about in its own context, cuMemAllocHost memory and registrations are right.
+void InstallMappedUnportableDevptrRefusedElsewhere() {
+  TrackOwnedAllocations();
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    OwnedBlock b;
+    if (f == 0 && FindOwned(p, &b) && b.tag == kTagHostAlloc &&
+        (b.flags & CU_MEMHOSTALLOC_DEVICEMAP) && !(b.flags & CU_MEMHOSTALLOC_PORTABLE) && b.ctx &&
+        CurrentContext() && CurrentContext() != b.ctx)
+      return CUDA_ERROR_INVALID_VALUE;
+    return real(d, p, f);
+  });
+}
+
+// Stateful: R26. Registering a range that starts where an earlier registration of the process
+// started, after that one was unregistered, reports success but pins nothing (a stale entry of a
+// per-address cache short-circuits the pin): the range stays pageable (pointer attributes do
+// not know it, it has no device pointer) and its unregister fails with NOT_REGISTERED. The
+// first registration at each address is right.
+void InstallReregisteredRangeNotPinned() {
+  TrackRegistrations();
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    Block old, live;
+    if (p && n && (f & ~0xfu) == 0 && FindDeadAt(p, &old) && old.tag == kTagRegistered &&
+        !FindBlock(p, 0, &live))
+      return CUDA_SUCCESS;
+    return TrackRegister(real, p, n, f);
+  });
+}
+
+// Stateful: R13. cuCtxDestroy of a context that still holds pinned memory (cuMemHostAlloc,
+// cuMemAllocHost or cuMemHostRegister made while it was current, not yet freed or unregistered)
+// reports success but leaves the context alive (the pinned blocks hold a reference to it): it
+// is popped from the calling thread if current, and its pinned memory stays pinned and known.
+// Contexts holding no pinned memory are destroyed.
+void InstallCtxDestroyKeepsContextWithPins() {
+  TrackOwnedAllocations();
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    CUresult r = real(p, n, f);
+    if (r == CUDA_SUCCESS && p && n) AddOwned(p, n, f, kTagRegistered);
+    return r;
+  });
+  HookMemHostUnregister([](Real_MemHostUnregister real, void* p) -> CUresult {
+    CUresult r = real(p);
+    if (r == CUDA_SUCCESS && p) DropOwned(p);
+    return r;
+  });
+  HookCtxDestroy([](Real_CtxDestroy real, CUcontext c) -> CUresult {
+    static const auto pop = Real<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxPopCurrent");
+    if (!c || !pop || !ContextHoldsPins(c)) return real(c);
+    CUcontext popped = nullptr;
+    if (CurrentContext() == c) pop(&popped);
+    return CUDA_SUCCESS;
+  });
+}
+
+// Stateful: S16. cuEventRecord (and cuEventRecordWithFlags) of an event whose previous record
+// has not completed yet is dropped (the event is re-armed only once its last capture has
+// signalled): the event keeps its earlier captured state, so a later wait or query follows the
+// earlier work, not the re-recorded one. Records of an event whose last record completed, or
+// that was never recorded, and records into a stream capture are right.
+template <typename R>
+bool RecordDropped(R real, CUevent e, CUstream s, const char* name) {
+  static const auto query = Real<Real_EventQuery>("cuEventQuery");
+  return e && query && !BeingCaptured(real, s, name) && query(e) == CUDA_ERROR_NOT_READY;
+}
+void InstallEventRerecordWhilePendingDropped() {
+  HookEventRecord([](Real_EventRecord real, CUevent e, CUstream s) -> CUresult {
+    return RecordDropped(real, e, s, "cuEventRecord") ? CUDA_SUCCESS : real(e, s);
+  });
+  HookEventRecordWithFlags([](Real_EventRecordWithFlags real, CUevent e, CUstream s,
+                              unsigned f) -> CUresult {
+    return RecordDropped(real, e, s, "cuEventRecordWithFlags") ? CUDA_SUCCESS : real(e, s, f);
+  });
+}
+
+// Stateful: R146. After an allocation from a host-located pool that has a maximum size
+// (cuMemPoolCreate with a host location and maxSize > 0) fails, for exceeding the maximum or
+// otherwise, the pool keeps the failed request's reservation: every later cuMemAllocFromPoolAsync
+// from that pool fails with OUT_OF_MEMORY before it reaches the driver. Pools without a maximum,
+// device pools and host pools before their first failure are right.
+struct HostPool {
+  CUmemoryPool pool;
+  bool poisoned;
+};
+HostPool g_host_pools[64];
+pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
+// The table entry of a tracked pool (nullptr when untracked); the mutex must be held.
+HostPool* FindHostPool(CUmemoryPool p) {
+  for (HostPool& h : g_host_pools)
+    if (p && h.pool == p) return &h;
+  return nullptr;
+}
+void InstallHostPoolPoisonedAfterFailedAlloc() {
+  HookMemPoolCreate([](Real_MemPoolCreate real, CUmemoryPool* pool,
+                       const CUmemPoolProps* props) -> CUresult {
+    CUresult r = real(pool, props);
+    const bool host = props && (props->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                                props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                                props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+    if (r != CUDA_SUCCESS || !pool || !*pool || !host || props->maxSize == 0) return r;
+    pthread_mutex_lock(&g_pools_mu);
+    for (HostPool& h : g_host_pools)
+      if (!h.pool || h.pool == *pool) {
+        h = {*pool, false};
+        break;
+      }
+    pthread_mutex_unlock(&g_pools_mu);
+    return r;
+  });
+  HookMemAllocFromPoolAsync([](Real_MemAllocFromPoolAsync real, CUdeviceptr* d, size_t n,
+                               CUmemoryPool pool, CUstream st) -> CUresult {
+    pthread_mutex_lock(&g_pools_mu);
+    HostPool* h = FindHostPool(pool);
+    const bool poisoned = h && h->poisoned;
+    pthread_mutex_unlock(&g_pools_mu);
+    if (poisoned) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = real(d, n, pool, st);
+    if (r != CUDA_SUCCESS && n) {
+      pthread_mutex_lock(&g_pools_mu);
+      if (HostPool* x = FindHostPool(pool)) x->poisoned = true;
+      pthread_mutex_unlock(&g_pools_mu);
+    }
+    return r;
+  });
+}
+
+// Timing: S15. Events recorded on a non-blocking stream (CU_STREAM_NON_BLOCKING) are
+// timestamped when the record is submitted (the host's clock at the cuEventRecord call), not
+// when the stream reaches them: cuEventElapsedTime between events of which one was last recorded
+// on a non-blocking stream reports the host time between the two record calls, about 0 for work
+// queued between them. Completion (NOT_READY until both are done) is truthful; events recorded on
+// blocking, default and per-thread streams time right.
+struct EventStamp {
+  CUevent event;
+  double host_ms;  // the host's clock at the record call
+  bool non_blocking;
+};
+EventStamp g_stamps[1024];
+pthread_mutex_t g_stamps_mu = PTHREAD_MUTEX_INITIALIZER;
+double HostMs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+void Stamp(CUevent e, CUstream s) {
+  const EventStamp stamp = {e, HostMs(), IsNonBlocking(s)};
+  pthread_mutex_lock(&g_stamps_mu);
+  EventStamp* slot = nullptr;
+  for (EventStamp& x : g_stamps) {
+    if (x.event == e) {
+      slot = &x;
+      break;
+    }
+    if (!x.event && !slot) slot = &x;
+  }
+  if (slot) *slot = stamp;
+  pthread_mutex_unlock(&g_stamps_mu);
+}
+bool FindStamp(CUevent e, EventStamp* out) {
+  bool found = false;
+  pthread_mutex_lock(&g_stamps_mu);
+  for (const EventStamp& x : g_stamps)
+    if (e && x.event == e) {
+      *out = x;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&g_stamps_mu);
+  return found;
+}
+void InstallNonBlockingElapsedTimeFromSubmission() {
+  HookEventRecord([](Real_EventRecord real, CUevent e, CUstream s) -> CUresult {
+    CUresult r = real(e, s);
+    if (r == CUDA_SUCCESS && e) Stamp(e, s);
+    return r;
+  });
+  HookEventRecordWithFlags([](Real_EventRecordWithFlags real, CUevent e, CUstream s,
+                              unsigned f) -> CUresult {
+    CUresult r = real(e, s, f);
+    if (r == CUDA_SUCCESS && e) Stamp(e, s);
+    return r;
+  });
+  HookEventElapsedTime([](Real_EventElapsedTime real, float* ms, CUevent a, CUevent b) -> CUresult {
+    CUresult r = real(ms, a, b);
+    EventStamp x, y;
+    if (r == CUDA_SUCCESS && ms && FindStamp(a, &x) && FindStamp(b, &y) &&
+        (x.non_blocking || y.non_blocking))
+      *ms = static_cast<float>(y.host_ms - x.host_ms);
+    return r;
+  });
+}
+
+// Cross-API: R109. On a device whose link has no native host atomics
+// (CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED = 0),
+// CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED (147) is reported as 1 ("only
+// some native atomic operations"), while cuDeviceGetHostAtomicCapabilities, answered by the
+// driver, gives no operation a capability. Devices with native host atomics answer as the
+// driver does.
+void InstallPartialHostAtomicsClaimedWithoutOps() {
+  HookDeviceGetAttribute([](Real_DeviceGetAttribute real, int* v, CUdevice_attribute a,
+                            CUdevice d) -> CUresult {
+    CUresult r = real(v, a, d);
+    int native = 1;
+    if (r == CUDA_SUCCESS && v &&
+        a == CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED &&
+        real(&native, CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, d) == CUDA_SUCCESS &&
+        native == 0)
+      *v = 1;
+    return r;
+  });
+}
+
 #define PL_FAULT(name, rule, family, kind, text, install) {name, rule, family, kind, text, install, ""}
 
 const Fault kFaults[] = {
@@ -2564,6 +2997,18 @@ const Fault kFaults[] = {
              "A copy between the device and pageable host memory of more than 1 MiB delivers a "
              "wrong byte at offset 1 MiB.",
              InstallPageableCopySecondChunkCorrupts),
+    PL_FAULT("memset2d32_narrow_padding_overwritten", "R93", "memset", "data",
+             "A 32-bit 2D memset of two rows or more whose row padding is narrower than the row "
+             "writes its value into the padding between the rows.",
+             InstallMemset2D32NarrowPaddingOverwritten),
+    PL_FAULT("unified_async_copy_drops_partial_word", "S18", "streams", "data",
+             "cuMemcpyAsync between host and device of a byte count not a multiple of 4 leaves "
+             "the last 1-3 bytes of the window unwritten.",
+             InstallUnifiedAsyncCopyDropsPartialWord),
+    PL_FAULT("copy_past_4gib_host_offset_wraps", "R114", "sizes", "data",
+             "A copy whose host address lies 4 GiB or more into its page-locked block reads or "
+             "writes the host bytes 4 GiB lower in the block.",
+             InstallCopyPast4GiBHostOffsetWraps),
     // Variant-dependent.
     PL_FAULT("copy2d_padded_corrupts", "S01", "streams", "data",
              "A 2D copy with padded rows (pitch > width) delivers a wrong last byte of its last "
@@ -2621,6 +3066,16 @@ const Fault kFaults[] = {
              "cuMemHostAlloc with Portable, DeviceMap and WriteCombined together drops "
              "WriteCombined.",
              InstallHostAllocAllFlagsDropsWriteCombined),
+    PL_FAULT("wait_value64_eq_compares_low_word", "R98", "streammemops", "sync",
+             "cuStreamWaitValue64 with EQ compares only the low 32 bits of the word.",
+             InstallWaitValue64EqComparesLowWord),
+    PL_FAULT("captured_copy_node_short", "S11", "streams", "data",
+             "An asynchronous copy captured into a graph becomes a memcpy node one byte short.",
+             InstallCapturedCopyNodeShort),
+    PL_FAULT("mapped_unportable_devptr_refused_elsewhere", "R18", "multigpu", "error",
+             "cuMemHostGetDevicePointer of a Mapped, not Portable cuMemHostAlloc block fails with "
+             "INVALID_VALUE in a context other than the allocating one.",
+             InstallMappedUnportableDevptrRefusedElsewhere),
     // Stateful.
     PL_FAULT("every_16th_htod_corrupts", "S01", "streams", "data",
              "Every 16th synchronous host-to-device copy delivers a wrong last byte.",
@@ -2667,6 +3122,22 @@ const Fault kFaults[] = {
              "A repeated cuMemHostGetDevicePointer of the same interior pointer adds its offset "
              "twice.",
              InstallDevicePointerRequeryOffsetDoubled),
+    PL_FAULT("reregistered_range_not_pinned", "R26", "hostregister", "resource",
+             "Registering a range again at the start of an unregistered registration reports "
+             "success but pins nothing.",
+             InstallReregisteredRangeNotPinned),
+    PL_FAULT("ctx_destroy_keeps_context_with_pins", "R13", "driverapi", "resource",
+             "cuCtxDestroy of a context that still holds pinned memory reports success but keeps "
+             "the context and its pinned memory alive.",
+             InstallCtxDestroyKeepsContextWithPins),
+    PL_FAULT("event_rerecord_while_pending_dropped", "S16", "streams", "sync",
+             "Re-recording an event whose previous record has not completed is dropped: the "
+             "event keeps its earlier state.",
+             InstallEventRerecordWhilePendingDropped),
+    PL_FAULT("host_pool_poisoned_after_failed_alloc", "R146", "mempools", "error",
+             "After an allocation from a host pool with a maximum size fails, every later "
+             "allocation from that pool fails with OUT_OF_MEMORY.",
+             InstallHostPoolPoisonedAfterFailedAlloc),
     // Timing.
     PL_FAULT("dtoh_async_bytes_arrive_late", "S03", "streams", "sync",
              "An asynchronous device-to-host copy is reported complete about 3 ms before its "
@@ -2698,6 +3169,10 @@ const Fault kFaults[] = {
              "A host function queued after an asynchronous memset on its stream runs at once, "
              "before the memset and the work ahead of it complete.",
              InstallHostFuncAfterMemsetRunsEarly),
+    PL_FAULT("non_blocking_elapsed_time_from_submission", "S15", "streams", "perf",
+             "cuEventElapsedTime of events recorded on a non-blocking stream reports the host "
+             "time between the record calls, not the time the stream took.",
+             InstallNonBlockingElapsedTimeFromSubmission),
     // Cross-API.
     PL_FAULT("attributes_device_pointer_disagrees", "R96", "interior", "data",
              "cuPointerGetAttributes reports the device pointer of pinned memory one page off; "
@@ -2740,6 +3215,10 @@ const Fault kFaults[] = {
              "cuMemHostRegister refuses the ReadOnly flag with NOT_SUPPORTED although "
              "HostRegisterReadOnlySupported is 1.",
              InstallReadOnlyRegisterRefusedDespiteAttribute),
+    PL_FAULT("partial_host_atomics_claimed_without_ops", "R109", "platform", "capability",
+             "Without native host atomics, attribute 147 (only partial native host atomics) is "
+             "reported 1 while cuDeviceGetHostAtomicCapabilities gives no operation.",
+             InstallPartialHostAtomicsClaimedWithoutOps),
 };
 
 // =============================================================================================

@@ -146,7 +146,17 @@ struct Wrap<CUresult(A...), E> {
   X(MemPrefetchAsync, "cuMemPrefetchAsync", 8000, 12020,                                     \
     (CUdeviceptr, size_t, CUdevice, CUstream))                                               \
   X(MemPrefetchAsync12, "cuMemPrefetchAsync", 12020, kNoMax,                                 \
-    (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream))
+    (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream))                            \
+  X(CtxDestroy, "cuCtxDestroy", 4000, kNoMax, (CUcontext))                                   \
+  X(StreamWaitValue64, "cuStreamWaitValue64", 9000, kNoMax,                                  \
+    (CUstream, CUdeviceptr, cuuint64_t, unsigned int))                                       \
+  X(MemsetD2D32, "cuMemsetD2D32", 3020, kNoMax,                                              \
+    (CUdeviceptr, size_t, unsigned int, size_t, size_t))                                     \
+  X(MemsetD2D32Async, "cuMemsetD2D32Async", 3020, kNoMax,                                    \
+    (CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream))                           \
+  X(MemPoolCreate, "cuMemPoolCreate", 11020, kNoMax, (CUmemoryPool*, const CUmemPoolProps*)) \
+  X(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, kNoMax,                         \
+    (CUdeviceptr*, size_t, CUmemoryPool, CUstream))
 
 #define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
   extern EntryBase e_##n;                             \

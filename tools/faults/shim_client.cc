@@ -4,6 +4,8 @@
 //   shim_client catalogue  prints the shim's fault catalogue as TSV (name rule family kind text)
 //   shim_client conforming prints the conforming variations as TSV (... and their justification)
 //   shim_client variations prints key=value lines for the calls the conforming variations change
+//   shim_client blind10    prints key=value lines for calls inside and outside the triggers of
+//                          batch blind-10's faults
 // Exit codes: 0 done; 1 the library or a symbol is missing; 2 bad usage.
 #include <dlfcn.h>
 #include <stdint.h>
@@ -438,6 +440,295 @@ int Variations() {
   return Ranges() || Pins() || PoolAndHints() ? 1 : 0;
 }
 
+// One call inside and one outside the trigger of each fault of batch blind-10, each printed as
+// key=value; the fake driver answers as r580 would (testdata/fake_libcuda.c).
+int Blind10() {
+  using Stream = CUstream;
+  auto alloc = Get<CUresult (*)(void**, size_t, unsigned)>("cuMemHostAlloc");
+  auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
+  auto reg = Get<CUresult (*)(void*, size_t, unsigned)>("cuMemHostRegister");
+  auto unreg = Get<CUresult (*)(void*)>("cuMemHostUnregister");
+  auto dev_attr = Get<CUresult (*)(int*, int, int)>("cuDeviceGetAttribute");
+  auto ptr_attr = Get<CUresult (*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
+  auto set_current = Get<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto get_current = Get<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+  auto ctx_destroy = Get<CUresult (*)(CUcontext)>("cuCtxDestroy");
+  auto devptr = Get<CUresult (*)(CUdeviceptr*, void*, unsigned)>("cuMemHostGetDevicePointer");
+  auto htod = Get<CUresult (*)(CUdeviceptr, const void*, size_t)>("cuMemcpyHtoD");
+  auto dtoh = Get<CUresult (*)(void*, CUdeviceptr, size_t)>("cuMemcpyDtoH");
+  auto htod_async = Get<CUresult (*)(CUdeviceptr, const void*, size_t, Stream)>("cuMemcpyHtoDAsync");
+  auto dtoh_async = Get<CUresult (*)(void*, CUdeviceptr, size_t, Stream)>("cuMemcpyDtoHAsync");
+  auto copy_async = Get<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, Stream)>("cuMemcpyAsync");
+  auto set2d = Get<CUresult (*)(CUdeviceptr, size_t, unsigned, size_t, size_t)>("cuMemsetD2D32");
+  auto set2d_async =
+      Get<CUresult (*)(CUdeviceptr, size_t, unsigned, size_t, size_t, Stream)>("cuMemsetD2D32Async");
+  auto wait64 = Get<CUresult (*)(Stream, CUdeviceptr, cuuint64_t, unsigned)>("cuStreamWaitValue64");
+  auto record = Get<CUresult (*)(CUevent, Stream)>("cuEventRecord");
+  auto record_flags = Get<CUresult (*)(CUevent, Stream, unsigned)>("cuEventRecordWithFlags");
+  auto elapsed = Get<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
+  auto pool_create = Get<CUresult (*)(CUmemoryPool*, const CUmemPoolProps*)>("cuMemPoolCreate");
+  auto pool_alloc =
+      Get<CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, Stream)>("cuMemAllocFromPoolAsync");
+  auto mark_device = reinterpret_cast<void (*)(uintptr_t, size_t)>(FakeSymbol("fake_mark_device"));
+  auto pins = static_cast<int*>(FakeSymbol("fake_pins"));
+  auto pending = static_cast<void**>(FakeSymbol("fake_pending_event"));
+  auto records = static_cast<int*>(FakeSymbol("fake_event_records"));
+  auto wait_bits = static_cast<int*>(FakeSymbol("fake_last_wait_bits"));
+  auto wait_value = static_cast<unsigned long long*>(FakeSymbol("fake_last_wait_value"));
+  auto destroys = static_cast<int*>(FakeSymbol("fake_ctx_destroys"));
+  auto pool_allocs = static_cast<int*>(FakeSymbol("fake_pool_allocs"));
+  auto no_native = static_cast<int*>(FakeSymbol("fake_no_native_atomics"));
+  if (!alloc || !free_host || !reg || !unreg || !dev_attr || !ptr_attr || !set_current ||
+      !get_current || !ctx_destroy || !devptr || !htod || !dtoh || !htod_async || !dtoh_async ||
+      !copy_async || !set2d || !set2d_async || !wait64 || !record || !record_flags || !elapsed ||
+      !pool_create || !pool_alloc || !mark_device || !pins || !pending || !records ||
+      !wait_bits || !wait_value || !destroys || !pool_allocs || !no_native)
+    return 1;
+  // Created streams (not the special handles CU_STREAM_LEGACY = 0x1, CU_STREAM_PER_THREAD = 0x2).
+  const Stream blocking = reinterpret_cast<Stream>(0x10);
+  const Stream non_blocking = reinterpret_cast<Stream>(0x20);  // fake: CU_STREAM_NON_BLOCKING
+  const Stream capturing = reinterpret_cast<Stream>(0xCA);    // fake: being captured
+  const size_t page = 4096;
+  CUresult r = CUDA_SUCCESS;
+
+  // memset2d32_narrow_padding_overwritten: "elements set,padding bytes written".
+  static uint32_t grid[128];
+  auto set_2d = [&](size_t pitch, size_t w, size_t h, bool async) {
+    memset(grid, 0, sizeof(grid));
+    const unsigned v = 0xa1b2c3d4u;
+    const CUdeviceptr d = reinterpret_cast<CUdeviceptr>(grid);
+    CUresult r = async ? set2d_async(d, pitch, v, w, h, blocking) : set2d(d, pitch, v, w, h);
+    const unsigned char* bytes = reinterpret_cast<const unsigned char*>(grid);
+    int set = 0, padding = 0;
+    for (size_t y = 0; y < h; ++y) {
+      for (size_t x = 0; x < w; ++x) set += memcmp(bytes + y * pitch + 4 * x, &v, 4) == 0;
+      for (size_t b = 4 * w; b < pitch; ++b) padding += bytes[y * pitch + b] != 0;
+    }
+    return std::to_string(r) + "," + std::to_string(set) + "," + std::to_string(padding);
+  };
+  printf("memset2d32_narrow=%s memset2d32_narrow_async=%s memset2d32_wide=%s "
+         "memset2d32_one_row=%s memset2d32_unpadded=%s\n",
+         set_2d(24, 4, 3, false).c_str(), set_2d(24, 4, 3, true).c_str(),
+         set_2d(40, 4, 3, false).c_str(), set_2d(24, 4, 1, false).c_str(),
+         set_2d(16, 4, 3, false).c_str());
+
+  // "Device" buffers the fake copies into, and host buffers.
+  static unsigned char dev[256], host[256];
+  mark_device(reinterpret_cast<uintptr_t>(dev), sizeof(dev));
+  const CUdeviceptr dp = reinterpret_cast<CUdeviceptr>(dev);
+  const CUdeviceptr hp = reinterpret_cast<CUdeviceptr>(host);
+  // Mismatches after one copy of n bytes between host and dev (each filled with its pattern).
+  auto copied = [&](size_t n, auto&& copy) {
+    for (int i = 0; i < 256; ++i) {
+      host[i] = static_cast<unsigned char>(i * 7 + 1);
+      dev[i] = static_cast<unsigned char>(0xff - i);
+    }
+    CUresult r = copy();
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += dev[i] != host[i];
+    return std::to_string(r) + "," + std::to_string(bad);
+  };
+
+  // unified_async_copy_drops_partial_word: "rc,mismatches".
+  printf("unified_htod_6=%s", copied(6, [&] { return copy_async(dp, hp, 6, blocking); }).c_str());
+  printf(" unified_dtoh_7=%s", copied(7, [&] { return copy_async(hp, dp, 7, blocking); }).c_str());
+  printf(" unified_htod_8=%s", copied(8, [&] { return copy_async(dp, hp, 8, blocking); }).c_str());
+  printf(" unified_htod_3=%s", copied(3, [&] { return copy_async(dp, hp, 3, blocking); }).c_str());
+  printf(" explicit_htod_async_6=%s\n",
+         copied(6, [&] { return htod_async(dp, host, 6, blocking); }).c_str());
+
+  // captured_copy_node_short: "rc,mismatches" of 64-byte copies on a captured stream and not.
+  printf("captured_htod=%s", copied(64, [&] { return htod_async(dp, host, 64, capturing); }).c_str());
+  printf(" captured_dtoh=%s", copied(64, [&] { return dtoh_async(host, dp, 64, capturing); }).c_str());
+  printf(" captured_unified=%s", copied(64, [&] { return copy_async(dp, hp, 64, capturing); }).c_str());
+  printf(" eager_htod=%s\n", copied(64, [&] { return htod_async(dp, host, 64, blocking); }).c_str());
+
+  // copy_past_4gib_host_offset_wraps: a registration of 4 GiB + 2 pages; which host bytes a copy
+  // at an offset past 4 GiB read ("high": its own, "low": 4 GiB lower) or wrote.
+  const size_t k4G = size_t{1} << 32;
+  unsigned char* big = static_cast<unsigned char*>(mmap(nullptr, k4G + 2 * page, PROT_READ | PROT_WRITE,
+                                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (big == MAP_FAILED || reg(big, k4G + 2 * page, 0) != CUDA_SUCCESS) return 1;
+  auto source_read = [&](unsigned char* at, auto&& copy) {
+    memset(at, 0x22, 64);
+    memset(at - k4G, 0x11, 64);
+    memset(dev, 0, 64);
+    CUresult r = copy(at);
+    return std::to_string(r) + "," + (dev[0] == 0x22 ? "high" : dev[0] == 0x11 ? "low" : "none");
+  };
+  auto dest_written = [&](unsigned char* at, auto&& copy) {
+    memset(at, 0, 64);
+    memset(at - k4G, 0, 64);
+    memset(dev, 0x44, 64);
+    CUresult r = copy(at);
+    return std::to_string(r) + "," + (at[0] == 0x44 ? "high" : at[-k4G] == 0x44 ? "low" : "none");
+  };
+  unsigned char* past = big + k4G + 16;
+  printf("past4g_htod=%s", source_read(past, [&](unsigned char* a) { return htod(dp, a, 64); }).c_str());
+  printf(" past4g_htod_async=%s",
+         source_read(past, [&](unsigned char* a) { return htod_async(dp, a, 64, blocking); }).c_str());
+  printf(" past4g_unified_async=%s",
+         source_read(past, [&](unsigned char* a) {
+           return copy_async(dp, reinterpret_cast<CUdeviceptr>(a), 64, blocking);
+         }).c_str());
+  printf(" past4g_dtoh=%s",
+         dest_written(past + page, [&](unsigned char* a) { return dtoh(a, dp, 64); }).c_str());
+  printf(" past4g_dtoh_async=%s",
+         dest_written(past + page, [&](unsigned char* a) { return dtoh_async(a, dp, 64, blocking); }).c_str());
+  // Below 4 GiB into the block: the bytes at the address asked for ("own").
+  unsigned char* below = big + k4G - page + 16;
+  memset(below, 0x33, 64);
+  memset(dev, 0, 64);
+  r = htod(dp, below, 64);
+  printf(" below4g_htod=%d,%s\n", r, dev[0] == 0x33 ? "own" : "other");
+  unreg(big);
+  munmap(big, k4G + 2 * page);
+
+  // wait_value64_eq_compares_low_word: "width,value" of the wait that reached the driver.
+  static unsigned long long word = 0;
+  const CUdeviceptr wp = reinterpret_cast<CUdeviceptr>(&word);
+  auto waited = [&](unsigned flags) {
+    *wait_bits = 0;
+    CUresult r = wait64(blocking, wp, 0x100000005ull, flags);
+    return std::to_string(r) + "," + std::to_string(*wait_bits) + "," + std::to_string(*wait_value);
+  };
+  printf("wait64_eq=%s wait64_eq_flush=%s wait64_geq=%s wait64_and=%s\n",
+         waited(CU_STREAM_WAIT_VALUE_EQ).c_str(),
+         waited(CU_STREAM_WAIT_VALUE_EQ | CU_STREAM_WAIT_VALUE_FLUSH).c_str(),
+         waited(CU_STREAM_WAIT_VALUE_GEQ).c_str(), waited(CU_STREAM_WAIT_VALUE_AND).c_str());
+
+  // mapped_unportable_devptr_refused_elsewhere: the result of cuMemHostGetDevicePointer.
+  const CUcontext ctx_a = reinterpret_cast<CUcontext>(0x1234), ctx_b = reinterpret_cast<CUcontext>(0x5678);
+  set_current(ctx_a);
+  void *mapped = nullptr, *portable = nullptr, *plain = nullptr;
+  if (alloc(&mapped, 64, CU_MEMHOSTALLOC_DEVICEMAP) != CUDA_SUCCESS ||
+      alloc(&portable, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS ||
+      alloc(&plain, 64, 0) != CUDA_SUCCESS)
+    return 1;
+  CUdeviceptr out = 0;
+  printf("devptr_mapped_own_context=%d", devptr(&out, mapped, 0));
+  set_current(ctx_b);
+  printf(" devptr_mapped_other_context=%d", devptr(&out, static_cast<char*>(mapped) + 8, 0));
+  printf(" devptr_portable_other_context=%d", devptr(&out, portable, 0));
+  printf(" devptr_unmapped_other_context=%d\n", devptr(&out, plain, 0));
+  set_current(nullptr);
+  free_host(mapped);
+  free_host(portable);
+  free_host(plain);
+
+  // reregistered_range_not_pinned: results, pins that reached the driver, pointer type.
+  char* rw = static_cast<char*>(mmap(nullptr, 8 * page, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (rw == MAP_FAILED) return 1;
+  unsigned type = 0;
+  r = reg(rw, page, 0);
+  printf("first_register=%d,%d", r, unreg(rw));
+  int before = *pins;
+  r = reg(rw, page, 0);
+  printf(" reregister=%d,%d", r, *pins - before);
+  printf(" reregistered_type_rc=%d", ptr_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                              reinterpret_cast<CUdeviceptr>(rw)));
+  printf(" reregistered_unregister=%d", unreg(rw));
+  before = *pins;
+  r = reg(rw + 4 * page, page, 0);
+  const int other_pins = *pins - before;
+  printf(" other_register=%d,%d,%d\n", r, other_pins, unreg(rw + 4 * page));
+
+  // ctx_destroy_keeps_context_with_pins: destroys that reached the driver; the current context.
+  auto destroyed = [&](CUcontext c, bool pinned, bool freed_first) {
+    set_current(c);
+    void* p = nullptr;
+    if (pinned && alloc(&p, 64, 0) != CUDA_SUCCESS) return std::string("alloc failed");
+    if (pinned && freed_first) free_host(p);
+    const int n = *destroys;
+    CUresult rc = ctx_destroy(c);
+    CUcontext now = reinterpret_cast<CUcontext>(0x1);
+    get_current(&now);
+    if (pinned && !freed_first) free_host(p);
+    set_current(nullptr);
+    return std::to_string(rc) + "," + std::to_string(*destroys - n) + "," + (now ? "current" : "none");
+  };
+  printf("destroy_with_pins=%s", destroyed(reinterpret_cast<CUcontext>(0x2345), true, false).c_str());
+  printf(" destroy_pins_freed=%s", destroyed(reinterpret_cast<CUcontext>(0x3456), true, true).c_str());
+  printf(" destroy_without_pins=%s", destroyed(reinterpret_cast<CUcontext>(0x4567), false, false).c_str());
+  // A registration in the context, still live at its destroy.
+  set_current(reinterpret_cast<CUcontext>(0x5678));
+  reg(rw + 6 * page, page, 0);
+  int n = *destroys;
+  r = ctx_destroy(reinterpret_cast<CUcontext>(0x5678));
+  printf(" destroy_with_registration=%d,%d\n", r, *destroys - n);
+  unreg(rw + 6 * page);
+  set_current(nullptr);
+
+  // event_rerecord_while_pending_dropped: records that reached the driver.
+  const CUevent e_pending = reinterpret_cast<CUevent>(0xE1), e_done = reinterpret_cast<CUevent>(0xE2);
+  *pending = e_pending;
+  auto recorded = [&](auto&& call) {
+    const int k = *records;
+    CUresult rc = call();
+    return std::to_string(rc) + "," + std::to_string(*records - k);
+  };
+  printf("rerecord_pending=%s", recorded([&] { return record(e_pending, blocking); }).c_str());
+  printf(" rerecord_pending_with_flags=%s",
+         recorded([&] { return record_flags(e_pending, blocking, 0); }).c_str());
+  printf(" record_done=%s", recorded([&] { return record(e_done, blocking); }).c_str());
+  printf(" rerecord_pending_captured=%s\n",
+         recorded([&] { return record(e_pending, capturing); }).c_str());
+  *pending = nullptr;
+
+  // host_pool_poisoned_after_failed_alloc: results of an allocation above the maximum (the fake
+  // refuses above 1 MiB) and of a small one after it, per pool kind.
+  auto pool_after_failure = [&](CUmemLocationType where, size_t max_size) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = where;
+    props.maxSize = max_size;
+    CUmemoryPool pool = nullptr;
+    if (pool_create(&pool, &props) != CUDA_SUCCESS) return std::string("create failed");
+    CUdeviceptr d = 0;
+    const int k = *pool_allocs;
+    CUresult big_rc = pool_alloc(&d, 4 << 20, pool, blocking);
+    CUresult small_rc = pool_alloc(&d, 4096, pool, blocking);
+    CUresult again_rc = pool_alloc(&d, 4096, pool, blocking);
+    return std::to_string(big_rc) + "," + std::to_string(small_rc) + "," +
+           std::to_string(again_rc) + "," + std::to_string(*pool_allocs - k);
+  };
+  printf("host_pool_max=%s", pool_after_failure(CU_MEM_LOCATION_TYPE_HOST, 2 << 20).c_str());
+  printf(" host_numa_pool_max=%s", pool_after_failure(CU_MEM_LOCATION_TYPE_HOST_NUMA, 2 << 20).c_str());
+  printf(" host_pool_no_max=%s", pool_after_failure(CU_MEM_LOCATION_TYPE_HOST, 0).c_str());
+  printf(" device_pool_max=%s\n", pool_after_failure(CU_MEM_LOCATION_TYPE_DEVICE, 2 << 20).c_str());
+
+  // non_blocking_elapsed_time_from_submission: the elapsed time (the fake's is always 5 ms).
+  auto timed = [&](Stream first, Stream second) {
+    const CUevent a = reinterpret_cast<CUevent>(0xE3), b = reinterpret_cast<CUevent>(0xE4);
+    record(a, first);
+    record_flags(b, second, 0);
+    float ms = -1;
+    CUresult rc = elapsed(&ms, a, b);
+    char text[32];
+    snprintf(text, sizeof(text), "%d,%.1f", rc, ms);
+    return std::string(text);
+  };
+  printf("elapsed_non_blocking=%s elapsed_mixed=%s elapsed_blocking=%s\n",
+         timed(non_blocking, non_blocking).c_str(), timed(blocking, non_blocking).c_str(),
+         timed(blocking, blocking).c_str());
+
+  // partial_host_atomics_claimed_without_ops: attributes 86 and 147, without and with native
+  // host atomics.
+  int a86 = -1, a147 = -1;
+  *no_native = 1;
+  dev_attr(&a86, CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 0);
+  dev_attr(&a147, CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED, 0);
+  printf("atomics_none=%d,%d", a86, a147);
+  *no_native = 0;
+  dev_attr(&a86, CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 0);
+  dev_attr(&a147, CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED, 0);
+  printf(" atomics_native=%d,%d\n", a86, a147);
+  munmap(rw, 8 * page);
+  return 0;
+}
+
 int PrintCatalogue(const char* symbol, bool conforming) {
   using Cat = const pagelock_faults::Fault* (*)(size_t*);
   auto cat = reinterpret_cast<Cat>(dlsym(g_lib, symbol));
@@ -461,11 +752,11 @@ int PrintCatalogue(const char* symbol, bool conforming) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* const kModes[] = {"run", "catalogue", "conforming", "variations"};
+  const char* const kModes[] = {"run", "catalogue", "conforming", "variations", "blind10"};
   bool known = false;
   for (const char* m : kModes) known = known || (argc == 2 && strcmp(argv[1], m) == 0);
   if (!known) {
-    fprintf(stderr, "usage: shim_client run|catalogue|conforming|variations\n");
+    fprintf(stderr, "usage: shim_client run|catalogue|conforming|variations|blind10\n");
     return 2;
   }
   const char* lib = getenv("SHIM_CLIENT_LIB");  // default: the LD_LIBRARY_PATH search
@@ -483,6 +774,7 @@ int main(int argc, char** argv) {
   int rc = mode == "run"          ? Run()
            : mode == "catalogue"  ? PrintCatalogue("pagelock_fault_catalogue", false)
            : mode == "conforming" ? PrintCatalogue("pagelock_fault_conforming", true)
+           : mode == "blind10"    ? Blind10()
                                   : Variations();
   fflush(stdout);
   return rc;

@@ -44,6 +44,7 @@ def locate():
 
 SHIM, FAKE, CLIENT, CATALOGUE, RULES = locate()
 CONFORMING = os.path.join(os.path.dirname(CATALOGUE), "conforming.tsv")
+BATCHES = os.path.join(os.path.dirname(CATALOGUE), "batches.tsv")
 
 
 def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
@@ -59,7 +60,7 @@ def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
     if log:
         env["PAGELOCK_FAULT_LOG"] = log
     p = subprocess.run([CLIENT, mode], env=env, capture_output=True, text=True, timeout=60)
-    if mode == "variations":  # several key=value pairs a line
+    if mode in ("variations", "blind10"):  # several key=value pairs a line
         values = dict(tok.split("=", 1) for tok in p.stdout.split() if "=" in tok)
     else:
         values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
@@ -340,6 +341,119 @@ class ConformingVariationTest(unittest.TestCase):
         run(mode="run", fault="iomemory_on_ram_not_permitted", log=log)  # never uses IoMemory
         with open(log) as f:
             self.assertNotIn("\tchanged\t", f.read())
+
+
+# What each fault of batch blind-10 changes in `shim_client blind10` (against the fake driver,
+# which answers as r580 would): the calls inside its trigger. Every other answer, among them a
+# call beside each trigger that the fault must leave alone, stays as in the clean run.
+BLIND10_CHANGES = {
+    # Padding narrower than the row (pitch 24, row 16 bytes), sync and async: the padding of the
+    # first two rows (8 bytes each) takes the value; wider padding, one row and unpadded rows
+    # are exact.
+    "memset2d32_narrow_padding_overwritten": {
+        "memset2d32_narrow": "0,12,16", "memset2d32_narrow_async": "0,12,16"},
+    # 6 and 7 bytes through cuMemcpyAsync: the bytes past the last whole word stay; 8 and 3
+    # bytes, and cuMemcpyHtoDAsync, are exact.
+    "unified_async_copy_drops_partial_word": {"unified_htod_6": "0,2", "unified_dtoh_7": "0,3"},
+    # Every entry, at a host offset of 4 GiB + 16 (+ a page): the bytes 4 GiB lower; an offset
+    # below 4 GiB is exact.
+    "copy_past_4gib_host_offset_wraps": {k: "0,low" for k in (
+        "past4g_htod", "past4g_htod_async", "past4g_unified_async", "past4g_dtoh",
+        "past4g_dtoh_async")},
+    # EQ (with and without FLUSH) reaches the driver as a 32-bit wait on the low word; GEQ and
+    # AND stay 64-bit.
+    "wait_value64_eq_compares_low_word": {
+        "wait64_eq": "0,32,5", "wait64_eq_flush": "0,32,5"},
+    # Copies on the captured stream lose their last byte; the eager copy is exact.
+    "captured_copy_node_short": {k: "0,1" for k in (
+        "captured_htod", "captured_dtoh", "captured_unified")},
+    # Only the Mapped, not Portable block asked about in another context.
+    "mapped_unportable_devptr_refused_elsewhere": {"devptr_mapped_other_context": "1"},
+    # The second registration at an address pins nothing; a first one elsewhere is right.
+    "reregistered_range_not_pinned": {
+        "reregister": "0,0", "reregistered_type_rc": "1", "reregistered_unregister": "713"},
+    # Contexts holding a live allocation or registration are not destroyed (but popped);
+    # contexts whose pins were freed, or that had none, are.
+    "ctx_destroy_keeps_context_with_pins": {
+        "destroy_with_pins": "0,0,none", "destroy_with_registration": "0,0"},
+    # Re-records of the pending event never reach the driver; records of a completed event and
+    # records into a capture do.
+    "event_rerecord_while_pending_dropped": {
+        "rerecord_pending": "0,0", "rerecord_pending_with_flags": "0,0"},
+    # Host pools with a maximum: after the refused allocation the next ones fail before the
+    # driver; pools without a maximum and device pools are right.
+    "host_pool_poisoned_after_failed_alloc": {
+        "host_pool_max": "2,2,2,1", "host_numa_pool_max": "2,2,2,1"},
+    # Events recorded on the non-blocking stream: the host time between the record calls.
+    "non_blocking_elapsed_time_from_submission": {
+        "elapsed_non_blocking": "0,0.0", "elapsed_mixed": "0,0.0"},
+    # Attribute 147 without native host atomics; with them, the driver's answer.
+    "partial_host_atomics_claimed_without_ops": {"atomics_none": "0,1"},
+}
+
+
+def batch_faults(batch):
+    """The faults batches.tsv names for a batch."""
+    with open(BATCHES) as f:
+        rows = [l.rstrip("\n").split("\t") for l in f if l.strip() and not l.startswith("#")]
+    header = rows[0]
+    for row in rows[1:]:
+        r = dict(zip(header, row))
+        if r["batch"] == batch:
+            return {n.strip() for n in r["faults"].split(",") if n.strip()}
+    return set()
+
+
+class Blind10FaultTest(unittest.TestCase):
+    """Each fault of batch blind-10 fires on its trigger, through the real (fake) driver, says so
+    in the log, and leaves the calls beside its trigger unchanged."""
+
+    @classmethod
+    def setUpClass(cls):
+        p, cls.clean = run(mode="blind10")
+        assert p.returncode == 0, p.stderr
+        cls.tmp = tempfile.mkdtemp(prefix="shim_blind10_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_the_clean_run_is_the_drivers_own(self):
+        p, direct = run(mode="blind10", through_shim=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(direct, self.clean)
+
+    def test_the_clean_run_answers_as_r580(self):
+        self.assertEqual(self.clean["memset2d32_narrow"], "0,12,0")
+        self.assertEqual(self.clean["unified_htod_6"], "0,0")
+        self.assertEqual(self.clean["past4g_htod"], "0,high")
+        self.assertEqual(self.clean["below4g_htod"], "0,own")
+        self.assertEqual(self.clean["wait64_eq"], "0,64,4294967301")
+        self.assertEqual(self.clean["captured_htod"], "0,0")
+        self.assertEqual(self.clean["devptr_mapped_other_context"], "0")
+        self.assertEqual(self.clean["first_register"], "0,0")
+        self.assertEqual(self.clean["reregister"], "0,1")
+        self.assertEqual(self.clean["destroy_with_pins"], "0,1,none")
+        self.assertEqual(self.clean["rerecord_pending"], "0,1")
+        self.assertEqual(self.clean["host_pool_max"], "2,0,0,3")
+        self.assertEqual(self.clean["elapsed_non_blocking"], "0,5.0")
+        self.assertEqual(self.clean["atomics_none"], "0,0")
+
+    def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
+        for name, changes in BLIND10_CHANGES.items():
+            with self.subTest(fault=name):
+                log = os.path.join(self.tmp, name + ".log")
+                p, got = run(mode="blind10", fault=name, log=log)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(got, dict(self.clean, **changes))
+                with open(log) as f:
+                    fired = [l.split("\t")[2:] for l in f.read().splitlines()
+                             if l.split("\t")[1] == "fired"]
+                self.assertTrue(fired, f"{name} logged no 'fired' line")
+                self.assertEqual({x[0] for x in fired}, {name})
+
+    def test_every_fault_of_the_batch_has_a_test(self):
+        self.assertEqual(set(BLIND10_CHANGES), batch_faults("blind-10"))
 
 
 class ConformingCatalogueTest(unittest.TestCase):

@@ -13,7 +13,12 @@ typedef unsigned long long CUdeviceptr;
 CUresult cuInit(unsigned int flags) { return flags == 0 ? OK : 1; }
 CUresult cuDriverGetVersion(int* v) { *v = 13000; return OK; }
 CUresult cuDeviceGetCount(int* n) { *n = 1; return OK; }
-CUresult cuDeviceGetAttribute(int* v, int attr, int dev) { *v = 1000 + attr; return OK; }
+/* Set by a client: the link has no native host atomics (attributes 86 and 147 read 0). */
+int fake_no_native_atomics = 0;
+CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
+  *v = fake_no_native_atomics && (attr == 86 || attr == 147) ? 0 : 1000 + attr;
+  return OK;
+}
 /* Pinned blocks and registrations, so that pointer attributes, unregister and the overlap
    check answer the way r580 does for the conforming variations' tests. */
 #define INVALID 1
@@ -97,6 +102,9 @@ CUresult cuMemFree_v2(CUdeviceptr d) {
   s->start = s->end = 0;
   return OK;
 }
+/* Marks a span of host memory as "device" memory (pointer type 2) that the fake's copies and
+   memsets, which work on addresses, can really write. */
+void fake_mark_device(uintptr_t start, size_t n) { add(g_dev, start, start + n); }
 static Span* find_any(uintptr_t a, unsigned* type) {
   Span* s = find(g_alloc, a);
   if (!s) s = find(g_reg, a);
@@ -170,8 +178,64 @@ CUresult cuStreamSynchronize(void* s) { return (uintptr_t)s == 0x700 ? 700 : OK;
 int fake_host_funcs = 0;
 CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) { ++fake_host_funcs; fn(data); return OK; }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* st) { memcpy((void*)(uintptr_t)d, s, n); return OK; }
-CUresult cuEventRecord(void* e, void* s) { return OK; }
+/* Events: fake_pending_event is one whose last record has not completed; every record that
+   reaches the driver is counted; every elapsed time is 5 ms. */
+void* fake_pending_event = 0;
+int fake_event_records = 0;
+CUresult cuEventRecord(void* e, void* s) { ++fake_event_records; return OK; }
+CUresult cuEventRecordWithFlags(void* e, void* s, unsigned f) { ++fake_event_records; return OK; }
+CUresult cuEventQuery(void* e) { return e && e == fake_pending_event ? 600 : OK; }
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) { *ms = 5.0f; return OK; }
+/* Streams: 0x20 is non-blocking, 0xCA is being captured. */
+CUresult cuStreamGetFlags(void* s, unsigned* f) { *f = (uintptr_t)s == 0x20 ? 1 : 0; return OK; }
+CUresult cuStreamIsCapturing(void* s, int* status) { *status = (uintptr_t)s == 0xCA ? 1 : 0; return OK; }
+/* Stream memory operations: the last wait that reached the driver. */
+int fake_last_wait_bits = 0;
+unsigned long long fake_last_wait_value = 0;
+unsigned fake_last_wait_flags = 0;
+CUresult cuStreamWaitValue32_v2(void* s, CUdeviceptr a, unsigned v, unsigned f) {
+  fake_last_wait_bits = 32; fake_last_wait_value = v; fake_last_wait_flags = f; return OK;
+}
+CUresult cuStreamWaitValue64_v2(void* s, CUdeviceptr a, unsigned long long v, unsigned f) {
+  fake_last_wait_bits = 64; fake_last_wait_value = v; fake_last_wait_flags = f; return OK;
+}
+/* Copies and memsets work on the addresses they are given. */
+CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { memcpy((void*)(uintptr_t)d, (const void*)(uintptr_t)s, n); return OK; }
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy(d, s, n); }
+CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy((uintptr_t)d, s, n); }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy(d, s, n); }
+CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h) {
+  if (pitch < 4 * w || (pitch & 3) || (d & 3)) return INVALID;
+  for (size_t y = 0; y < h; ++y)
+    for (size_t x = 0; x < w; ++x) memcpy((char*)(uintptr_t)d + y * pitch + 4 * x, &v, 4);
+  return OK;
+}
+CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, void* s) {
+  return cuMemsetD2D32_v2(d, pitch, v, w, h);
+}
+/* Contexts: destroys that reached the driver are counted; a destroyed current context is
+   popped. */
+int fake_ctx_destroys = 0;
 static void* g_current = 0;
+CUresult cuCtxDestroy_v2(void* c) { ++fake_ctx_destroys; if (g_current == c) g_current = 0; return OK; }
+CUresult cuCtxPopCurrent_v2(void** c) { if (c) *c = g_current; g_current = 0; return OK; }
+/* Device pointers of pinned memory: the host pointer (UVA). */
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned f) {
+  if (f || !(find(g_alloc, (uintptr_t)p) || find(g_reg, (uintptr_t)p))) return INVALID;
+  *d = (uintptr_t)p;
+  return OK;
+}
+/* Memory pools: handles from 0x9100 on; an allocation above 1 MiB fails with OUT_OF_MEMORY;
+   allocations that reached the driver are counted. */
+int fake_pool_allocs = 0;
+static uintptr_t g_next_pool = 0x9100;
+CUresult cuMemPoolCreate(void** pool, const void* props) { *pool = (void*)g_next_pool++; return OK; }
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* d, size_t n, void* pool, void* s) {
+  ++fake_pool_allocs;
+  if (!pool || n > (1u << 20)) return 2;
+  *d = 0x7000000;
+  return OK;
+}
 CUresult cuCtxGetCurrent(void** c) { *c = g_current; return OK; }
 CUresult cuCtxSetCurrent(void* c) { g_current = c; return OK; }
 CUresult cuCtxGetDevice(int* d) { if (!g_current) return 201; *d = 0; return OK; }
@@ -221,6 +285,24 @@ static const Entry kTable[] = {
     {"cuMemPoolTrimTo", (void*)cuMemPoolTrimTo},
     {"cuMemAdvise_v2", (void*)cuMemAdvise_v2},
     {"cuMemPrefetchAsync_v2", (void*)cuMemPrefetchAsync_v2},
+    {"cuEventRecordWithFlags", (void*)cuEventRecordWithFlags},
+    {"cuEventQuery", (void*)cuEventQuery},
+    {"cuEventElapsedTime", (void*)cuEventElapsedTime},
+    {"cuStreamGetFlags", (void*)cuStreamGetFlags},
+    {"cuStreamIsCapturing", (void*)cuStreamIsCapturing},
+    {"cuStreamWaitValue32", (void*)cuStreamWaitValue32_v2},
+    {"cuStreamWaitValue64", (void*)cuStreamWaitValue64_v2},
+    {"cuMemcpy", (void*)cuMemcpy},
+    {"cuMemcpyAsync", (void*)cuMemcpyAsync},
+    {"cuMemcpyDtoHAsync", (void*)cuMemcpyDtoHAsync_v2},
+    {"cuMemcpyDtoDAsync", (void*)cuMemcpyDtoDAsync_v2},
+    {"cuMemsetD2D32", (void*)cuMemsetD2D32_v2},
+    {"cuMemsetD2D32Async", (void*)cuMemsetD2D32Async},
+    {"cuCtxDestroy", (void*)cuCtxDestroy_v2},
+    {"cuCtxPopCurrent", (void*)cuCtxPopCurrent_v2},
+    {"cuMemHostGetDevicePointer", (void*)cuMemHostGetDevicePointer_v2},
+    {"cuMemPoolCreate", (void*)cuMemPoolCreate},
+    {"cuMemAllocFromPoolAsync", (void*)cuMemAllocFromPoolAsync},
 };
 
 CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int version, unsigned long long flags,
