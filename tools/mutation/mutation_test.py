@@ -272,13 +272,16 @@ class SplitScoreTest(unittest.TestCase):
                          (2, 50.0, True))
         self.assertFalse(batches["old"]["blind"])
 
-    def test_the_committed_split_records_the_session_9_batch_and_that_it_was_measured(self):
+    def test_the_committed_split_records_each_batch_and_which_is_blind(self):
         # blind-9 ran blind in session 10; a test was written for its survivor's family since, so
-        # it is no longer blind (batches.tsv).
+        # it is no longer blind. blind-10, written in session 10, is blind until its first run.
         split = catalogue.load_split(os.path.join(ROOT, "no-bundle-here"))
         self.assertEqual(split["registered_reported_managed"]["batch"], "blind-9")
         self.assertEqual(split["htod_corrupts_last_byte"]["batch"], "catalogue-1")
-        self.assertEqual({n for n, v in split.items() if v["blind"]}, set())
+        blind = {n for n, v in split.items() if v["blind"]}
+        self.assertEqual({split[n]["batch"] for n in blind}, {"blind-10"})
+        self.assertEqual(len(blind), 12)
+        self.assertFalse(split["registered_reported_managed"]["blind"])
 
     def test_the_committed_split_names_every_catalogue_fault(self):
         names = {r["name"] for r in catalogue.read_tsv(os.path.join(ROOT, "tools/faults/catalogue.tsv"))}
