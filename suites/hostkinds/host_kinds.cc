@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "fixtures/cuda_check.h"
@@ -132,6 +134,18 @@ size_t CountModelMismatches(const void* actual, const std::vector<unsigned char>
 unsigned char ByteOtherThan(unsigned char avoid, uint64_t random) {
   const auto b = static_cast<unsigned char>(random);
   return b == avoid ? static_cast<unsigned char>(b ^ 0x5a) : b;
+}
+
+uint32_t ElementValue(uint64_t random, unsigned char avoid) {
+  unsigned char bytes[4];
+  for (int i = 0; i < 4; ++i) {
+    unsigned char b = static_cast<unsigned char>(random >> (8 * i));
+    while (b == avoid || std::find(bytes, bytes + i, b) != bytes + i) ++b;
+    bytes[i] = b;
+  }
+  uint32_t v;
+  std::memcpy(&v, bytes, 4);
+  return v;
 }
 
 }  // namespace kinds

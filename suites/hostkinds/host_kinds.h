@@ -99,5 +99,10 @@ size_t CountModelMismatches(const void* actual, const std::vector<unsigned char>
 // A byte other than the guard, from the case's generator.
 unsigned char ByteOtherThan(unsigned char avoid, uint64_t random);
 
+// A 32-bit element value from the case's generator whose four bytes differ from each other and
+// from `avoid` (the guard or the zero fill): a 16- or 32-bit memset that swaps, drops or repeats
+// a byte of the element leaves a byte the model does not expect.
+uint32_t ElementValue(uint64_t random, unsigned char avoid);
+
 }  // namespace kinds
 }  // namespace pagelock

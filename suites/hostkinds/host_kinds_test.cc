@@ -79,6 +79,25 @@ TEST(ByteModelTest, EveryWrongFillLeavesBytesTheModelReports) {
   EXPECT_NE(where.find("row 1, byte 28"), std::string::npos) << where;
 }
 
+// A byte-swapped, dropped or repeated element byte is only visible if the four bytes differ
+// from each other and from the fill around them, whatever the generator gave.
+TEST(ElementValueTest, FourBytesDifferFromEachOtherAndFromTheFillForAnyDraw) {
+  PAGELOCK_RULE("R92,R93");
+  const uint64_t draws[] = {0, ~uint64_t{0}, 0xA5A5A5A5u, 0x0101010101010101ull,
+                            0x123456789abcdef0ull, 0xfffefdfcull};
+  for (const unsigned char avoid : {0x00, 0xA5, 0xff}) {
+    for (const uint64_t d : draws) {
+      const uint32_t v = ElementValue(d, avoid);
+      unsigned char b[4];
+      std::memcpy(b, &v, 4);
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_NE(b[i], avoid) << "draw " << d << ", byte " << i;
+        for (int j = 0; j < i; ++j) EXPECT_NE(b[i], b[j]) << "draw " << d << ", bytes " << j << " and " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kinds
 }  // namespace pagelock

@@ -173,21 +173,6 @@ Pos PosFor(Api a, const Shape& s) {
   return {4, IsLinear(a) ? 0u : 1u, Is3D(a) ? 1u : 0u};
 }
 
-// An element value from the case's generator whose four bytes differ from each other and from
-// the guard (0xA1B2C3D4-like): a 16- or 32-bit memset that swaps, drops or repeats a byte of
-// the element leaves a byte the model does not expect.
-uint32_t ElementValue(uint64_t random) {
-  unsigned char bytes[4];
-  for (int i = 0; i < 4; ++i) {
-    unsigned char b = static_cast<unsigned char>(random >> (8 * i));
-    while (b == kGuard || std::find(bytes, bytes + i, b) != bytes + i) ++b;
-    bytes[i] = b;
-  }
-  uint32_t v;
-  std::memcpy(&v, bytes, 4);
-  return v;
-}
-
 // ModelFill's result for the big box, by whole rows: one row of the element's bytes, doubled by
 // memcpy, then copied into every row (ModelFill computes each byte's offset, about 3 ms per MiB,
 // which the small boxes can afford and 216 cases of a 2 MiB box cannot).
@@ -282,7 +267,7 @@ void MemsetTest::CheckEveryByte() {
     const Box& b = s.box;
     SCOPED_TRACE(std::to_string(s.count) + " elements (" + std::to_string(b.w) + " bytes) x " + std::to_string(b.h) +
                  " rows x " + std::to_string(b.d) + " slices");
-    const uint32_t value = ElementValue(CaseRng()());
+    const uint32_t value = kinds::ElementValue(CaseRng()(), kGuard);
     const Layout l = LayoutFor(api(), s);
     const Pos at = PosFor(api(), s);
     const size_t n = l.bytes() + kTail;

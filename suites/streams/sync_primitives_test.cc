@@ -13,8 +13,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -31,6 +29,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/time_scale.h"
 #include "kernels/streams/stream_kernels.h"
+#include "suites/hostkinds/host_kinds.h"
 #include "suites/streams/stream_util.h"
 
 namespace pagelock {
@@ -254,36 +253,24 @@ constexpr size_t kWidth = kPitch - 64;
 constexpr size_t kRows = kHalf / kPitch;
 static_assert(kHalf % kPitch == 0, "the second half is whole rows");
 
-// Four element bytes from `draw`: none 0 (the zero fill would pass for it) and no two equal (a
-// 16- or 32-bit element written in the wrong byte order shows).
-std::array<unsigned char, 4> DistinctNonZeroBytes(uint64_t draw) {
-  std::array<unsigned char, 4> b{};
-  for (size_t i = 0; i < b.size(); ++i) {
-    unsigned v = 1 + static_cast<unsigned>((draw >> (8 * i)) & 0xff) % 255;
-    while (std::find(b.begin(), b.begin() + i, v) != b.begin() + i) v = v % 255 + 1;
-    b[i] = static_cast<unsigned char>(v);
-  }
-  return b;
+// The pitched byte model (suites/hostkinds) of the second half after a memset of `elem` (`size`
+// bytes) into `box` over the zero fill, and a count of the bytes at p that differ from it (read
+// through volatile, no CUDA call: the host callback runs it too).
+std::function<size_t(const unsigned char*)> ModelCount(const kinds::Layout& l, const kinds::Box& box, const void* elem,
+                                                       size_t size) {
+  std::vector<unsigned char> want(l.bytes(), 0);
+  kinds::ModelFill(&want, l, kinds::Pos{}, box, elem, size);
+  return [l, want](const unsigned char* p) {
+    std::string where;
+    return kinds::CountModelMismatches(p, want, l, &where);
+  };
 }
 
-// Bytes of p[0, n) that differ from the element elem[0, size) repeated: a 16- or 32-bit memset
-// checked element by element, the value in host byte order.
-size_t CountElementBytes(const unsigned char* p, size_t n, const unsigned char* elem, size_t size) {
-  size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad += p[i] != elem[i % size];
-  return bad;
-}
-
-// Bytes of the kRows rows at p that differ from a 2D memset of `value`: kWidth bytes of each row
-// hold it, the gap after them still holds the zero fill.
-size_t CountRowBytes(const unsigned char* p, unsigned char value) {
-  size_t bad = 0;
-  for (size_t r = 0; r < kRows; ++r) {
-    bad += streams::HostCountByteMismatches(p + r * kPitch, kWidth, value);
-    bad += streams::HostCountByteMismatches(p + r * kPitch + kWidth, kPitch - kWidth, 0);
-  }
-  return bad;
-}
+// The second half as one row, and as kRows rows of kPitch bytes with kWidth written (2D).
+const kinds::Layout kLinear{kHalf, 1, 1};
+const kinds::Box kLinearBox{kHalf, 1, 1};
+const kinds::Layout kRowsLayout{kPitch, kRows, 1};
+const kinds::Box kRowsBox{kWidth, kRows, 1};
 
 // The last operation of one stream kind's run: what it queues (ASSERTs inside) and how its half,
 // at p, is counted (no CUDA call, values captured).
@@ -298,7 +285,10 @@ void MakeSecondHalf(LastOp op, uint32_t kernel_seed, uint64_t draw, const Buffer
                     Checker& check, SecondHalf* out) {
   unsigned char* const dst = buf.dev() + kHalf;
   const auto dp = reinterpret_cast<CUdeviceptr>(dst);
-  const std::array<unsigned char, 4> bytes = DistinctNonZeroBytes(draw);
+  // Four different bytes, none 0 (the zero fill would pass for it): a 16- or 32-bit element
+  // written in the wrong byte order shows.
+  const uint32_t elem = kinds::ElementValue(draw, 0);
+  const unsigned char v8 = static_cast<unsigned char>(elem);
   uint32_t seed = static_cast<uint32_t>(draw >> 32);
   if (seed == kernel_seed) seed ^= 1;  // another pattern than the first half's
   const DriverApi* d = &Driver();
@@ -308,51 +298,41 @@ void MakeSecondHalf(LastOp op, uint32_t kernel_seed, uint64_t draw, const Buffer
       out->queue = [=](cudaStream_t s) { ASSERT_CUDA_OK(LaunchFillPatternFrom(dst, kHalf, kHalf, seed, s)); };
       out->count = [=](const unsigned char* p) { return streams::HostCountPattern(p, kHalf, kHalf, seed); };
       return;
-    case LastOp::kMemsetAsync: {
-      const unsigned char v = bytes[0];
+    case LastOp::kMemsetAsync:
       out->queue = [=](cudaStream_t s) {
-        ASSERT_CUDA_OK(cudaMemsetAsync(dst, v, kHalf, s));  // copy-check: counted by out->count
+        ASSERT_CUDA_OK(cudaMemsetAsync(dst, v8, kHalf, s));  // copy-check: counted by out->count
       };
-      out->count = [=](const unsigned char* p) { return streams::HostCountByteMismatches(p, kHalf, v); };
+      out->count = ModelCount(kLinear, kLinearBox, &v8, 1);
       return;
-    }
-    case LastOp::kMemset2DAsync: {
-      const unsigned char v = bytes[0];
+    case LastOp::kMemset2DAsync:
       out->queue = [=](cudaStream_t s) {
-        ASSERT_CUDA_OK(cudaMemset2DAsync(dst, kPitch, v, kWidth, kRows, s));  // copy-check: counted by out->count
+        ASSERT_CUDA_OK(cudaMemset2DAsync(dst, kPitch, v8, kWidth, kRows, s));  // copy-check: counted by out->count
       };
-      out->count = [=](const unsigned char* p) { return CountRowBytes(p, v); };
+      out->count = ModelCount(kRowsLayout, kRowsBox, &v8, 1);
       return;
-    }
     case LastOp::kDriverMemsetD16Async: {
-      uint16_t v = 0;
-      std::memcpy(&v, bytes.data(), sizeof v);
+      const auto v16 = static_cast<uint16_t>(elem);
       out->queue = [=](cudaStream_t s) {
         // copy-check: counted by out->count
-        ASSERT_CU_OK(d->cuMemsetD16Async(dp, v, kHalf / sizeof v, static_cast<CUstream>(s)));
+        ASSERT_CU_OK(d->cuMemsetD16Async(dp, v16, kHalf / sizeof v16, static_cast<CUstream>(s)));
       };
-      out->count = [=](const unsigned char* p) { return CountElementBytes(p, kHalf, bytes.data(), sizeof v); };
+      out->count = ModelCount(kLinear, kLinearBox, &v16, sizeof v16);
       return;
     }
-    case LastOp::kDriverMemsetD32Async: {
-      uint32_t v = 0;
-      std::memcpy(&v, bytes.data(), sizeof v);
+    case LastOp::kDriverMemsetD32Async:
       out->queue = [=](cudaStream_t s) {
         // copy-check: counted by out->count
-        ASSERT_CU_OK(d->cuMemsetD32Async(dp, v, kHalf / sizeof v, static_cast<CUstream>(s)));
+        ASSERT_CU_OK(d->cuMemsetD32Async(dp, elem, kHalf / sizeof elem, static_cast<CUstream>(s)));
       };
-      out->count = [=](const unsigned char* p) { return CountElementBytes(p, kHalf, bytes.data(), sizeof v); };
+      out->count = ModelCount(kLinear, kLinearBox, &elem, sizeof elem);
       return;
-    }
-    case LastOp::kDriverMemsetD2D8Async: {
-      const unsigned char v = bytes[0];
+    case LastOp::kDriverMemsetD2D8Async:
       out->queue = [=](cudaStream_t s) {
         // copy-check: counted by out->count
-        ASSERT_CU_OK(d->cuMemsetD2D8Async(dp, kPitch, v, kWidth, kRows, static_cast<CUstream>(s)));
+        ASSERT_CU_OK(d->cuMemsetD2D8Async(dp, kPitch, v8, kWidth, kRows, static_cast<CUstream>(s)));
       };
-      out->count = [=](const unsigned char* p) { return CountRowBytes(p, v); };
+      out->count = ModelCount(kRowsLayout, kRowsBox, &v8, 1);
       return;
-    }
     case LastOp::kCopyDeviceToHostAsync: {
       ASSERT_NE(source, nullptr);
       ASSERT_CUDA_OK(check.FillPattern(*source, 0, kHalf, 0, seed));  // synchronises the device
