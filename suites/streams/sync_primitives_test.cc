@@ -64,6 +64,15 @@ std::string PrimitiveName(Primitive p) {
   return "Unknown";
 }
 
+// Every primitive, in the order the case names have always had.
+const std::vector<Primitive>& AllPrimitives() {
+  static const std::vector<Primitive> all = {
+      Primitive::kStreamSynchronize, Primitive::kEventSynchronize, Primitive::kEventQueryPolling,
+      Primitive::kStreamQueryPolling, Primitive::kStreamWaitEvent, Primitive::kDeviceSynchronize,
+      Primitive::kHostFunc, Primitive::kBlockingSyncEvent};
+  return all;
+}
+
 // What the buffer must hold once a primitive says done, region by region: `sizes` bytes each
 // (SyncPrimitiveTest: the whole buffer; LastOperationTest: its two halves).
 //   on_host     counts the wrong bytes of each region in kBytes of host-readable memory. The host
@@ -204,10 +213,7 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
 
 INSTANTIATE_TEST_SUITE_P(
     PrimitivesAndMemory, SyncPrimitiveTest,
-    ::testing::Combine(::testing::Values(Primitive::kStreamSynchronize, Primitive::kEventSynchronize,
-                                         Primitive::kEventQueryPolling, Primitive::kStreamQueryPolling,
-                                         Primitive::kStreamWaitEvent, Primitive::kDeviceSynchronize,
-                                         Primitive::kHostFunc, Primitive::kBlockingSyncEvent),
+    ::testing::Combine(::testing::ValuesIn(AllPrimitives()),
                        ::testing::Values(Mem::kPinnedMapped, Mem::kWriteCombined, Mem::kRegisteredMalloc)),
     [](const auto& info) {
       return PrimitiveName(std::get<0>(info.param)) + "_" + MemName(std::get<1>(info.param));
@@ -426,10 +432,7 @@ TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWork
 
 INSTANTIATE_TEST_SUITE_P(
     PrimitivesAndLastOperations, LastOperationTest,
-    ::testing::Combine(::testing::Values(Primitive::kStreamSynchronize, Primitive::kEventSynchronize,
-                                         Primitive::kEventQueryPolling, Primitive::kStreamQueryPolling,
-                                         Primitive::kStreamWaitEvent, Primitive::kDeviceSynchronize,
-                                         Primitive::kHostFunc, Primitive::kBlockingSyncEvent),
+    ::testing::Combine(::testing::ValuesIn(AllPrimitives()),
                        ::testing::Values(LastOp::kKernel, LastOp::kMemsetAsync, LastOp::kMemset2DAsync,
                                          LastOp::kDriverMemsetD16Async, LastOp::kDriverMemsetD32Async,
                                          LastOp::kDriverMemsetD2D8Async, LastOp::kCopyDeviceToHostAsync)),
