@@ -43,6 +43,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -145,6 +146,7 @@ def main(argv=None, restore_signals=True):
 
 
 def _qualify(args, argv):
+    t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
     started = datetime.datetime.now(datetime.timezone.utc)
     run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started,
@@ -155,7 +157,10 @@ def _qualify(args, argv):
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
             "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
-            "command": common.command_line(argv if argv is not None else sys.argv[1:])}
+            "command": common.command_line(argv if argv is not None else sys.argv[1:]),
+            # Where the wall time went (seconds, rounded): the bound on the full tier is a
+            # bound on all of it, and a slow phase should be visible without a profiler.
+            "seconds": {"preparing": round(time.monotonic() - t0, 2)}}
     state = {"phase": "creating the run folder"}
     try:
         try:
@@ -174,15 +179,21 @@ def _run_and_publish(plan, info, args, state):
     say(f"{plan.fingerprint.get('gpu0_name', 'no GPU')} ({plan.sku}), driver {plan.driver or 'none'}, "
         f"tier {args.tier}, seed {plan.seed}, run {info['run_key']}")
     testlogs = os.path.join(plan.run_dir, "testlogs")
+    seconds = info["seconds"]
     try:
         state["phase"] = "running the tests"
+        t = time.monotonic()
         running.run_bundle(plan, testlogs, plan.targets, plan.filters, args.shuffle, args.time_scale, args.jobs)
+        seconds["running"] = round(time.monotonic() - t, 2)
         state["phase"] = "retrying failed cases"
+        t = time.monotonic()
         run = running.load_run(plan, testlogs)
         state["run"] = run
         running.retry_failures(plan, run, args)
+        seconds["retrying"] = round(time.monotonic() - t, 2)
     except OSError as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
+    t = time.monotonic()
 
     state["phase"] = "comparing"
     comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
@@ -193,14 +204,16 @@ def _run_and_publish(plan, info, args, state):
     info.update(verdict=verdict, exit_code=comp.exit_code)
     if why_not:
         info["verdict_reason"] = why_not
+    seconds["comparing"] = round(time.monotonic() - t, 2)
     try:
         page = publish.publish(plan, run, comp, info, args, state)
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
                                    f"({e}); the verdict would have been {verdict}")
+    seconds["writing"] = round(time.monotonic() - t - seconds["comparing"], 2)
     print(model.format_counts(run.counts()), file=common.HUMAN["stream"] or sys.stdout)
     common.SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},
-                   comparison={k: v for k, v in comp.summary.items() if v},
+                   comparison={k: v for k, v in comp.summary.items() if v}, seconds=seconds,
                    outputs={n: os.path.join(plan.run_dir, n) for n in
                             (ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, publish.EXPECTATIONS_UPDATE,
                              "results.json")})
@@ -217,6 +230,7 @@ def _run_and_publish(plan, info, args, state):
         say(line)
     if args.mutation:
         mutation_hook.run_mutation(plan, run, comp, info, args, state)
+    say("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     say(f"report: {page}")
     say(f"verdict: {verdict} (exit {comp.exit_code})")
     return comp.exit_code

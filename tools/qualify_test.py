@@ -87,6 +87,12 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(res["info"]["verdict"], "QUALIFIED")
         self.assertIn("verdict: QUALIFIED (exit 0)", self.output)
         self.assertTrue(os.path.exists(os.path.join(self.out, "history.sqlite")))
+        # Where the wall time went: results.json has the phases up to the writing, the last
+        # line before the report the writing too.
+        self.assertEqual(list(res["info"]["seconds"]), ["preparing", "running", "retrying", "comparing"])
+        self.assertTrue(all(v >= 0 for v in res["info"]["seconds"].values()), res["info"]["seconds"])
+        self.assertRegex(self.output, r"time: preparing \d+\.\d s, running \d+\.\d s, retrying \d+\.\d s, "
+                                      r"comparing \d+\.\d s, writing \d+\.\d s")
 
     def test_failures_are_retried_and_regressions_exit_three(self):
         self.assertEqual(self.qualify("--retries", "2", mode="fail,crash"), 3, self.output)
