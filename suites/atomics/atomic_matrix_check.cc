@@ -442,6 +442,40 @@ struct DeviceLaunch {
 
 uint64_t Canary(uint64_t index, uint64_t seed) { return AtomicMix(index + 0x1000000, seed); }
 
+// A launch's stream and old-value slots, one set per device for the process, grown when a launch
+// needs more and never freed. A cudaMalloc, cudaFree, cudaStreamCreate and cudaStreamDestroy per
+// launch (2,286 launches in the matrix) are driver calls that queue behind every other process's
+// context creation: the matrix took 4.4 s alone and 11 s beside two neighbours on an H200. The
+// slots are zeroed before every launch, so no launch sees another's values.
+struct DeviceScratch {
+  cudaStream_t stream = nullptr;
+  unsigned long long* slots = nullptr;
+  size_t capacity = 0;  // slots
+};
+
+// The device must be current. On an error nothing is kept, and the next call tries again.
+cudaError_t Scratch(int device, size_t slots, DeviceScratch** out) {
+  static std::map<int, DeviceScratch> per_device;
+  DeviceScratch& s = per_device[device];
+  cudaError_t e = cudaSuccess;
+  if (!s.stream && (e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking)) != cudaSuccess) {
+    s.stream = nullptr;
+    return e;
+  }
+  if (s.capacity < slots) {
+    if (s.slots) (void)cudaFree(s.slots);
+    s.slots = nullptr;
+    s.capacity = 0;
+    if ((e = cudaMalloc(&s.slots, slots * sizeof(unsigned long long))) != cudaSuccess) {
+      s.slots = nullptr;
+      return e;
+    }
+    s.capacity = slots;
+  }
+  *out = &s;
+  return cudaSuccess;
+}
+
 }  // namespace
 
 AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
@@ -506,11 +540,6 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     __atomic_store_n(go, 0u, __ATOMIC_SEQ_CST);
   }
   auto cleanup = [&] {
-    for (DeviceLaunch& dl : launches) {
-      (void)cudaSetDevice(dl.device);
-      if (dl.stream) (void)cudaStreamDestroy(dl.stream);
-      if (dl.olds) (void)cudaFree(dl.olds);
-    }
     if (go) (void)cudaFreeHost(go);
     (void)cudaSetDevice(0);
   };
@@ -519,15 +548,16 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
       static_cast<unsigned long long>(run.go_timeout_s * 2e9 * TimeScale());
   for (DeviceLaunch& dl : launches) {
     const size_t n = static_cast<size_t>(dl.launch.blocks) * dl.launch.threads * dl.launch.iters;
-    // One allocation: the old values, then the failure counter.
-    if ((e = cudaSetDevice(dl.device)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&dl.stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc(&dl.olds, (n + 1) * sizeof(unsigned long long))) != cudaSuccess ||
+    // One set of slots: the old values, then the failure counter.
+    DeviceScratch* scratch = nullptr;
+    if ((e = cudaSetDevice(dl.device)) != cudaSuccess || (e = Scratch(dl.device, n + 1, &scratch)) != cudaSuccess ||
         // copy-check: zeroed slots are read back below and every old value is judged
-        (e = cudaMemsetAsync(dl.olds, 0, (n + 1) * sizeof(unsigned long long), dl.stream)) != cudaSuccess) {
+        (e = cudaMemsetAsync(scratch->slots, 0, (n + 1) * sizeof(unsigned long long), scratch->stream)) != cudaSuccess) {
       cleanup();
       return fail("preparing device " + std::to_string(dl.device), e);
     }
+    dl.stream = scratch->stream;
+    dl.olds = scratch->slots;
     dl.failures = dl.olds + n;
     if (go) {
       void* dev_go = nullptr;

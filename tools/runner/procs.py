@@ -168,9 +168,10 @@ def _pump(fd, sink, stop):
         sink(data)
 
 
-def launch(args, env, state, timeout_s, grace_s, sink, tick=None):
+def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None):
     """Runs one command in a new session, its output pumped into sink. Returns
-    (returncode, timed_out, seconds, leftovers_killed)."""
+    (returncode, timed_out, seconds, leftovers_killed); cpu_out (a dict), when given, receives
+    the command's CPU time with its waited-for children: user_s and sys_s."""
     token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
     env = dict(env)
     env[TOKEN_ENV] = token
@@ -191,7 +192,7 @@ def launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     pump.start()
     state.pgids.add(proc.pid)
     try:
-        timed_out = _wait(proc, state, start, timeout_s, grace_s, tick)
+        timed_out = _wait(proc, state, start, timeout_s, grace_s, tick, cpu_out)
     finally:
         state.pgids.discard(proc.pid)
         # Whatever the binary left in its group, or that escaped it carrying our token, goes too.
@@ -208,7 +209,24 @@ def launch(args, env, state, timeout_s, grace_s, sink, tick=None):
     return proc.returncode, timed_out, time.monotonic() - start, leftovers
 
 
-def _wait(proc, state, start, timeout_s, grace_s, tick):
+def _poll_with_cpu(proc, cpu_out):
+    """proc.poll(), reaping with wait4 so that the exit brings the process's CPU time: system
+    time is where a driver spends context creation and pinning, which serialise across
+    processes (docs/qualification.md)."""
+    if proc.returncode is not None or cpu_out is None:
+        return proc.poll()
+    try:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    except ChildProcessError:
+        return proc.poll()
+    if pid == 0:
+        return None
+    proc.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    cpu_out.update(user_s=round(usage.ru_utime, 3), sys_s=round(usage.ru_stime, 3))
+    return proc.returncode
+
+
+def _wait(proc, state, start, timeout_s, grace_s, tick, cpu_out=None):
     """Waits for proc; past its limit, or on a signal, SIGTERM to its group and SIGKILL after
     grace_s (or at a second signal). Returns whether it timed out."""
     timed_out = False
@@ -220,7 +238,7 @@ def _wait(proc, state, start, timeout_s, grace_s, tick):
     except (AttributeError, OSError):
         pidfd = None
     try:
-        while proc.poll() is None:
+        while _poll_with_cpu(proc, cpu_out) is None:
             now = time.monotonic()
             if term_at is None and (state.signal or now - start > timeout_s):
                 timed_out = not state.signal

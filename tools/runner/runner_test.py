@@ -56,6 +56,11 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(cases["FakeTest.PassesAfterTheOthers"].status, "PASS")
         self.assertTrue(os.path.exists(os.path.join(out, "selftest", "fake_gtest", "test.log")))
         self.assertIn("7 passed, 0 failed, 1 skipped", self.output)
+        # Each launch's CPU time, reaped with its exit: where a driver's serialised work shows.
+        with open(os.path.join(out, "runner.json")) as f:
+            launch = json.load(f)["targets"][0]["launches"][0]
+        self.assertGreaterEqual(launch["user_s"], 0)
+        self.assertGreaterEqual(launch["sys_s"], 0)
 
     def test_crash_is_blamed_on_the_running_case_and_no_other_case_is_lost(self):
         rc, cases, _ = self.run_runner("crash")

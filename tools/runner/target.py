@@ -147,13 +147,15 @@ class _TargetRun:
         shown = " ".join(gargs) if len(gfilter) < 300 else f"--gtest_filter=<{len(batch)} cases>"
         tlog.write(f"=== pagelock runner: attempt {number} of {self.label}: {shown}\n")
         prog.launch(journal, self.timeout_s, self.label)
+        cpu = {}
         rc, timed_out, secs, leftovers = launch([self.binary] + gargs, self.env, state,
                                                 self.timeout_s, self.cfg.kill_grace_s,
-                                                tlog.write, prog.tick)
+                                                tlog.write, prog.tick, cpu)
         self.result.exit_code = rc
         klines = prog.end_launch(self.label)
         entry = {"attempt": number, "cases": len(batch), "returncode": rc,
                  "timed_out": timed_out, "seconds": round(secs, 3)}
+        entry.update(cpu)  # user_s, sys_s: absent where the exit was reaped elsewhere
         if leftovers:
             entry["killed_leftovers"] = leftovers
             tlog.write(f"pagelock runner: killed {leftovers} process(es) the binary left "
