@@ -1,7 +1,9 @@
 // Events as clocks and as dependencies: cudaEventElapsedTime against host clocks and against
 // device work that provably took time, cudaStreamWaitEvent on an event that is recorded again,
-// and cudaEventQuery / cudaEventSynchronize of default and BlockingSync events. Held work waits
-// on a host-written flag (a bounded kernel), so "the stream is busy" is certain, not a race.
+// an event re-recorded while its previous record is pending (read by query, synchronize, wait and
+// elapsed time, the newest record on each stream kind), and cudaEventQuery / cudaEventSynchronize
+// of default and BlockingSync events. Held work waits on a host-written flag (a bounded kernel),
+// so "the stream is busy" is certain, not a race.
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -233,6 +236,167 @@ TEST_F(EventTimingTest, AWaitIsNotHeldByARecordMadeAfterIt) {
   ASSERT_CUDA_OK(PollStream(a.get(), 10));
   EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
 }
+
+// S16 with the previous record still pending. The docs: "cudaEventRecord() can be called multiple
+// times on the same event and will overwrite the previously captured state. Other APIs such as
+// cudaStreamWaitEvent() use the most recently captured state at the time of the API call". The
+// two cases above re-record only after the previous record completed, so a driver that drops a
+// re-record made while the previous one is pending (the event keeps its earlier state) passes
+// them. Here the previous record waits behind a hold on stream a, the newest follows a short fill
+// on stream b, and each primitive that reads an event must follow the newest record while a is
+// still held.
+enum class Reader { kEventQuery, kEventSynchronize, kStreamWaitEvent, kElapsedTime };
+// The stream of the newest record. a (the held one) and c (the waiting one) are non-blocking, so
+// none of these waits for the hold: the legacy default stream synchronises only with blocking
+// streams, cudaStreamPerThread (a blocking stream) only with the legacy one. With a blocking a,
+// the legacy stream's re-record would wait for the hold itself and the case would say nothing.
+enum class RecordOn { kLegacyDefault, kPerThread, kNonBlocking };
+
+struct RerecordCase {
+  Reader reader;
+  RecordOn on;
+};
+
+std::string RerecordName(const RerecordCase& c) {
+  static const char* const kReaders[] = {"EventQuery", "EventSynchronize", "StreamWaitEvent", "ElapsedTime"};
+  static const char* const kStreams[] = {"LegacyDefaultStream", "PerThreadStream", "NonBlockingStream"};
+  return std::string(kReaders[static_cast<int>(c.reader)]) + "_On" + kStreams[static_cast<int>(c.on)];
+}
+void PrintTo(const RerecordCase& c, std::ostream* os) { *os << RerecordName(c); }
+
+std::vector<RerecordCase> RerecordCases() {
+  std::vector<RerecordCase> cases;
+  for (Reader r : {Reader::kEventQuery, Reader::kEventSynchronize, Reader::kStreamWaitEvent, Reader::kElapsedTime}) {
+    for (RecordOn on : {RecordOn::kLegacyDefault, RecordOn::kPerThread, RecordOn::kNonBlocking}) {
+      cases.push_back({r, on});
+    }
+  }
+  return cases;
+}
+
+class EventRerecordTest : public EventTimingTest, public ::testing::WithParamInterface<RerecordCase> {};
+
+// Faults caught: event_rerecord_while_pending_dropped (the event still refers to a's pending
+// record: the query stays NotReady, c's wait stays held, elapsed time is cudaErrorNotReady, each
+// within a 2 s bound while a is held); stream_wait_ignored and event_record_early (the consumer
+// or the event synchronisation sees the fill's bytes missing); launch_dropped (the bytes).
+TEST_P(EventRerecordTest, ARecordMadeWhileThePreviousIsPendingReplacesIt) {
+  PAGELOCK_RULE("S16");
+  const RerecordCase p = GetParam();
+  SCOPED_TRACE(RerecordName(p));
+  unsigned char* y = Mapped<unsigned char>(kSize);
+  auto* bad = Mapped<unsigned long long>(sizeof(unsigned long long));
+  ASSERT_TRUE(y && bad);
+  OwnedStream a(cudaStreamNonBlocking), created(cudaStreamNonBlocking), c(cudaStreamNonBlocking);
+  OwnedEvent e(cudaEventDefault), start(cudaEventDefault);  // timing enabled: ElapsedTime reads e
+  ASSERT_CUDA_OK(a.status());
+  ASSERT_CUDA_OK(created.status());
+  ASSERT_CUDA_OK(c.status());
+  ASSERT_CUDA_OK(e.status());
+  ASSERT_CUDA_OK(start.status());
+  const cudaStream_t b = p.on == RecordOn::kLegacyDefault ? cudaStreamLegacy
+                         : p.on == RecordOn::kPerThread   ? cudaStreamPerThread
+                                                          : created.get();
+  const std::string on = p.on == RecordOn::kLegacyDefault ? "the legacy default stream"
+                         : p.on == RecordOn::kPerThread   ? "cudaStreamPerThread"
+                                                          : "a non-blocking stream";
+  // cudaStreamPerThread is made on its first use: that happens here, not while a is held.
+  ASSERT_CUDA_OK(cudaStreamSynchronize(b));
+  const uint32_t seed = static_cast<uint32_t>(CaseSeed());
+  // Everything that holds a and reads e; whatever it finds (or an ASSERT that ends it early), the
+  // release and the bounded drains below follow.
+  const auto read_while_held = [&] {
+    ASSERT_CUDA_OK(Hold(a.get()));
+    ASSERT_CUDA_OK(cudaEventRecord(e.get(), a.get()));  // the previous record: pending until Release()
+    if (p.reader == Reader::kElapsedTime) {
+      ASSERT_CUDA_OK(cudaEventRecord(start.get(), b));
+    }
+    ASSERT_CUDA_OK(LaunchFillPattern(y, kSize, seed, b));
+    ASSERT_CUDA_OK(cudaEventRecord(e.get(), b));  // the newest record, made while a's is pending
+    if (p.reader == Reader::kStreamWaitEvent) {
+      // Issued before b drains, so the consumer's count also shows the wait covered b's fill.
+      ASSERT_CUDA_OK(cudaStreamWaitEvent(c.get(), e.get(), 0));
+      ASSERT_CUDA_OK(LaunchCountPatternMismatchesFrom(y, kSize, 0, seed, bad, c.get()));
+    }
+    // The premise: a (and so its record of e, behind the hold) had not completed at the
+    // re-record; else nothing below tells the two records apart.
+    const cudaError_t held = cudaStreamQuery(a.get());
+    Observe("held_stream_after_rerecord", ErrName(held));
+    ASSERT_CUDA_ERROR(cudaErrorNotReady, held) << "the hold on a ended before the re-record was read";
+    const auto t0 = Clock::now();
+    switch (p.reader) {
+      case Reader::kEventQuery: {
+        const cudaError_t q = PollEvent(e.get(), 2);
+        EXPECT_CUDA_OK(q) << "cudaEventQuery did not report the newest record (on " << on
+                          << ") complete within 2 s while a was held: it still reads the pending record on a";
+        if (q == cudaSuccess) {
+          EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u)
+              << "the fill's bytes when cudaEventQuery said complete (newest record on " << on << ")";
+        }
+        break;
+      }
+      case Reader::kEventSynchronize: {
+        // Called only once a bounded poll says e completed: a driver that kept the pending record
+        // would block it until the hold gives up (10 s). A synchronisation that alone follows the
+        // old record still returns within the hold's bound, and a's state below shows it waited.
+        const cudaError_t q = PollEvent(e.get(), 2);
+        if (q != cudaSuccess) {
+          ADD_FAILURE() << "cudaEventSynchronize: e (newest record on " << on << ") did not complete within 2 s"
+                        << " while a was held (cudaEventQuery: " << ErrName(q)
+                        << "), so synchronising would wait for the pending record on a";
+          break;
+        }
+        const auto t_sync = Clock::now();
+        EXPECT_CUDA_OK(cudaEventSynchronize(e.get())) << "cudaEventSynchronize after the newest record on " << on;
+        Metric("synchronize_ms", MsSince(t_sync), "ms");
+        EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u)
+            << "the fill's bytes when cudaEventSynchronize returned (newest record on " << on << ")";
+        break;
+      }
+      case Reader::kStreamWaitEvent: {
+        const cudaError_t drained = PollStream(c.get(), 2);
+        EXPECT_CUDA_OK(drained) << "cudaStreamWaitEvent: the waiting stream c did not drain within 2 s while a was"
+                                << " held: the wait followed the pending record on a, not the newest on " << on;
+        if (drained == cudaSuccess) {
+          EXPECT_EQ(*bad, 0u) << "cudaStreamWaitEvent: bytes the consumer on c read before the fill on " << on
+                              << " completed";
+        }
+        break;
+      }
+      case Reader::kElapsedTime: {
+        // b's work does not depend on a: once b drained, both of its records completed.
+        ASSERT_CUDA_OK(PollStream(b, 2)) << on << " (the newest record's stream) did not drain while a was held";
+        float ms = -1;
+        const cudaError_t r = cudaEventElapsedTime(&ms, start.get(), e.get());
+        EXPECT_CUDA_OK(r) << "cudaEventElapsedTime(start, e) with both recorded on " << on
+                          << ", which drained while a was held (cudaErrorNotReady: e still reads the pending"
+                          << " record on a)";
+        if (r == cudaSuccess) {
+          EXPECT_TRUE(std::isfinite(ms) && ms >= 0) << "cudaEventElapsedTime: " << ms << " ms is not a time";
+          if (std::isfinite(ms)) Metric("elapsed_ms", ms, "ms");
+        }
+        EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u) << "the fill's bytes once " << on << " drained";
+        break;
+      }
+    }
+    Metric("answered_after_ms", MsSince(t0), "ms");
+    // The answer came while a was held: a is still busy and its kernel did not give up.
+    EXPECT_CUDA_ERROR(cudaErrorNotReady, cudaStreamQuery(a.get()))
+        << "a's hold ended before the answer: it may have followed the pending record on a";
+    EXPECT_EQ(*static_cast<volatile unsigned*>(status_), kKernelOk) << "the held kernel timed out before the answer";
+  };
+  read_while_held();
+  Release();
+  EXPECT_CUDA_OK(PollStream(a.get(), 10)) << "the held stream after the release";
+  EXPECT_CUDA_OK(PollStream(b, 10)) << on << " after the release";
+  EXPECT_CUDA_OK(PollStream(c.get(), 10)) << "the waiting stream after the release";
+  EXPECT_EQ(*status_, kKernelOk) << "the held kernel timed out";
+  EXPECT_EQ(HostCountPatternMismatches(y, kSize, seed), 0u) << "the fill on " << on;
+  EXPECT_EQ(*bad, 0u) << "bytes the consumer counted (0 where none ran)";
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadersAndStreams, EventRerecordTest, ::testing::ValuesIn(RerecordCases()),
+                         [](const ::testing::TestParamInfo<RerecordCase>& i) { return RerecordName(i.param); });
 
 class EventFlagsTest : public EventTimingTest, public ::testing::WithParamInterface<unsigned> {};
 
