@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -255,11 +257,150 @@ TEST_F(DriverApiTest, PointerAttributeOfUnknownMemoryReturnsInvalidValue) {
   EXPECT_CU_OK(d.cuMemFreeHost(p));
 }
 
-// Two driver contexts on one device: memory pinned in the first is used from the second.
+// Two driver contexts on one device: memory pinned in the first (a) is used from the second (b).
+// The scenario's own block (kSize, flags 0 or Portable by the param) answers the original keys
+// (alloc_in_a ... bytes_ok) and, after every other route is released, the lifetime keys
+// (destroy_a ...). Beside it, every route by which memory is pinned, with the param's
+// portability (CrossContextRoutes), is pinned while a is current, filled from the host with a
+// pattern of its own, and used while b is current: its device pointer asked for, its bytes
+// copied in and out through a device buffer of b, and its device alias read by a device-to-device
+// copy of b. Keys of a route: "route.<name>.<what>".
+constexpr size_t kRouteSize = size_t{64} << 10;  // more than a page; seven routes (six Portable) stay cheap
+
+enum class PinCall { kHostAlloc, kAllocHost, kRegisterHeap, kRegisterMmap };
+
+struct CrossRoute {
+  PinCall call;
+  unsigned flags;  // CU_MEMHOSTALLOC_* for the allocations, CU_MEMHOSTREGISTER_* for registrations
+  std::string name;
+  bool registered() const { return call == PinCall::kRegisterHeap || call == PinCall::kRegisterMmap; }
+  bool write_combined() const { return !registered() && (flags & CU_MEMHOSTALLOC_WRITECOMBINED); }
+  std::string key(const std::string& what) const { return "route." + name + "." + what; }
+};
+
+// "default": cuMemHostAlloc with 0, DeviceMap, WriteCombined and DeviceMap|WriteCombined,
+// cuMemAllocHost, and cuMemHostRegister(DeviceMap) of page-aligned heap and of mmap memory;
+// "portable": the same with Portable added to each (cuMemAllocHost takes no flags: "default"
+// only). The driver's flag values equal the runtime's (R01), so the names are flags.h's.
+std::vector<CrossRoute> CrossContextRoutes(bool portable) {
+  std::vector<CrossRoute> v;
+  const unsigned alloc_portable = portable ? CU_MEMHOSTALLOC_PORTABLE : 0;
+  for (unsigned f : {0u, unsigned{CU_MEMHOSTALLOC_DEVICEMAP}, unsigned{CU_MEMHOSTALLOC_WRITECOMBINED},
+                     unsigned{CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED}}) {
+    v.push_back({PinCall::kHostAlloc, f | alloc_portable, "cuMemHostAlloc_" + HostAllocFlagsName(f | alloc_portable)});
+  }
+  if (!portable) v.push_back({PinCall::kAllocHost, 0, "cuMemAllocHost"});
+  const unsigned reg = CU_MEMHOSTREGISTER_DEVICEMAP | (portable ? CU_MEMHOSTREGISTER_PORTABLE : 0);
+  v.push_back({PinCall::kRegisterHeap, reg, "cuMemHostRegister_heap_" + HostRegisterFlagsName(reg)});
+  v.push_back({PinCall::kRegisterMmap, reg, "cuMemHostRegister_mmap_" + HostRegisterFlagsName(reg)});
+  return v;
+}
+
+// Route i's byte at offset b: position-dependent (an alias off by any offset below the block's
+// size reads other bytes) and route-dependent (another route's block reads other bytes).
+unsigned char RouteByte(size_t i, size_t b) {
+  return static_cast<unsigned char>(b * 131 + (b >> 8) * 7 + i * 29 + 0x33);
+}
+
+long long CountRouteMismatches(const std::vector<unsigned char>& got, size_t i) {
+  long long bad = 0;
+  for (size_t b = 0; b < got.size(); ++b) bad += got[b] != RouteByte(i, b);
+  return bad;
+}
+
+struct RouteBlock {
+  void* p = nullptr;        // the pinned range
+  void* heap = nullptr;     // what a heap registration pins (std::free after unregistering)
+  void* mapped = nullptr;   // what an mmap registration pins (munmap after unregistering)
+  bool pinned = false;
+  CUdeviceptr alias_a = 0;  // cuMemHostGetDevicePointer while a was current
+  bool alias_a_ok = false;
+};
+
+using MemcpyDtoDFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
+
+// While a is current: pin route i, fill it from the host, ask its device pointer in a.
+void PinRouteInA(const DriverApi& d, const CrossRoute& c, size_t i, RouteBlock* blk, ScenarioReport& report) {
+  CUresult r = CUDA_SUCCESS;
+  switch (c.call) {
+    case PinCall::kHostAlloc: r = d.cuMemHostAlloc(&blk->p, kRouteSize, c.flags); break;
+    case PinCall::kAllocHost: r = d.cuMemAllocHost(&blk->p, kRouteSize); break;
+    case PinCall::kRegisterHeap:
+      blk->heap = std::aligned_alloc(4096, kRouteSize);
+      if (!blk->heap) return report.Set(c.key("pin"), "aligned_alloc failed");
+      blk->p = blk->heap;
+      r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
+      break;
+    case PinCall::kRegisterMmap: {
+      void* m = mmap(nullptr, kRouteSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return report.Set(c.key("pin"), "mmap failed");
+      blk->mapped = blk->p = m;
+      r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
+      break;
+    }
+  }
+  report.Cu(c.key("pin"), r);
+  if (r != CUDA_SUCCESS) return;
+  blk->pinned = true;
+  auto* bytes = static_cast<unsigned char*>(blk->p);
+  for (size_t b = 0; b < kRouteSize; ++b) bytes[b] = RouteByte(i, b);
+  const CUresult got = d.cuMemHostGetDevicePointer(&blk->alias_a, blk->p, 0);
+  report.Cu(c.key("device_pointer_in_a"), got);
+  blk->alias_a_ok = got == CUDA_SUCCESS;
+}
+
+// While b is current: the device pointer of route i, its bytes through a device buffer of b, and
+// (where b gave an alias) its bytes read through that alias by a copy of b.
+void UseRouteInB(const DriverApi& d, MemcpyDtoDFn dtod, const std::string& dtod_why, const CrossRoute& c,
+                 size_t i, const RouteBlock& blk, ScenarioReport& report) {
+  CUdeviceptr alias = 0;
+  const CUresult got = d.cuMemHostGetDevicePointer(&alias, blk.p, 0);
+  report.Cu(c.key("device_pointer_in_b"), got);
+  if (got == CUDA_SUCCESS) {
+    report.Set(c.key("alias_is_host"), alias == reinterpret_cast<CUdeviceptr>(blk.p) ? 1 : 0);
+    if (blk.alias_a_ok) report.Set(c.key("alias_as_in_a"), alias == blk.alias_a ? 1 : 0);
+  }
+  std::vector<unsigned char> poison(kRouteSize);  // every byte differs from the route's
+  for (size_t b = 0; b < kRouteSize; ++b) poison[b] = static_cast<unsigned char>(~RouteByte(i, b));
+  CUdeviceptr buf = 0;
+  const CUresult m = d.cuMemAlloc(&buf, kRouteSize);
+  report.Cu(c.key("malloc_in_b"), m);
+  if (m != CUDA_SUCCESS) return;
+  std::vector<unsigned char> back = poison;
+  // copy-check: the round trip's bytes are counted below (bad_bytes) against the route's pattern
+  report.Cu(c.key("copy_in_b"), d.cuMemcpyHtoD(buf, blk.p, kRouteSize));
+  report.Cu(c.key("copy_back_in_b"), d.cuMemcpyDtoH(back.data(), buf, kRouteSize));
+  report.Set(c.key("bad_bytes"), CountRouteMismatches(back, i));
+  if (got == CUDA_SUCCESS) {
+    // The device buffer holds the poison again, so only bytes the alias gives can match.
+    // copy-check: the poison is overwritten by the alias's copy and counted below (alias_bad_bytes)
+    report.Cu(c.key("alias_clear"), d.cuMemcpyHtoD(buf, poison.data(), kRouteSize));
+    if (dtod) {
+      report.Cu(c.key("alias_copy"), dtod(buf, alias, kRouteSize));
+    } else {
+      report.Set(c.key("alias_copy"), "no cuMemcpyDtoD: " + dtod_why);
+    }
+    back = poison;
+    report.Cu(c.key("alias_copy_back"), d.cuMemcpyDtoH(back.data(), buf, kRouteSize));
+    report.Set(c.key("alias_bad_bytes"), CountRouteMismatches(back, i));
+  }
+  report.Cu(c.key("free_in_b"), d.cuMemFree(buf));
+}
+
+// While a is current again: release route i the way it was pinned.
+void ReleaseRouteInA(const DriverApi& d, const CrossRoute& c, RouteBlock* blk, ScenarioReport& report) {
+  if (blk->pinned) {
+    report.Cu(c.key("release"), c.registered() ? d.cuMemHostUnregister(blk->p) : d.cuMemFreeHost(blk->p));
+  }
+  if (blk->heap) std::free(blk->heap);
+  if (blk->mapped) munmap(blk->mapped, kRouteSize);
+}
+
 PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
   const DriverApi& d = Driver();
   if (!d.loaded) return report.Set("driver", d.error);
-  const unsigned flags = ScenarioArg() == "portable" ? CU_MEMHOSTALLOC_PORTABLE : 0;
+  const bool portable = ScenarioArg() == "portable";
+  const unsigned flags = portable ? CU_MEMHOSTALLOC_PORTABLE : 0;
   CUdevice dev = 0;
   CUcontext a = nullptr, b = nullptr;
   report.Cu("init", d.cuInit(0));
@@ -270,6 +411,9 @@ PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
   report.Cu("alloc_in_a", alloc);
   if (alloc != CUDA_SUCCESS) return;
   std::memset(p, 0x5a, kSize);
+  const std::vector<CrossRoute> routes = CrossContextRoutes(portable);
+  std::vector<RouteBlock> blocks(routes.size());
+  for (size_t i = 0; i < routes.size(); ++i) PinRouteInA(d, routes[i], i, &blocks[i], report);
   report.Cu("create_b", CreateContext(d, &b, 0, dev));  // b is now current
   CUdeviceptr alias = 0, buf = 0;
   report.Cu("device_pointer_in_b", d.cuMemHostGetDevicePointer(&alias, p, 0));
@@ -280,6 +424,17 @@ PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
   report.Cu("copy_back_in_b", d.cuMemcpyDtoH(back.data(), buf, kSize));
   report.Set("bytes_ok", std::count(back.begin(), back.end(), 0x5a) == static_cast<long>(kSize) ? 1 : 0);
   d.cuMemFree(buf);
+  // Every route, from b. cuMemcpyDtoD is outside the kit's table: looked up here.
+  std::string dtod_why;
+  const auto dtod = reinterpret_cast<MemcpyDtoDFn>(DriverEntryPoint("cuMemcpyDtoD", CUDA_VERSION, &dtod_why));
+  for (size_t i = 0; i < routes.size(); ++i) {
+    if (blocks[i].pinned) UseRouteInB(d, dtod, dtod_why, routes[i], i, blocks[i], report);
+  }
+  // Every route released in a, the context that pinned it, before the lifetime part; then b is
+  // current again, as the lifetime part has always had it.
+  report.Cu("routes_current_a", d.cuCtxSetCurrent(a));
+  for (size_t i = 0; i < routes.size(); ++i) ReleaseRouteInA(d, routes[i], &blocks[i], report);
+  report.Cu("routes_current_b", d.cuCtxSetCurrent(b));
   // Lifetime: destroy the allocating context, then look at the memory from b.
   report.Cu("destroy_a", d.cuCtxDestroy(a));
   unsigned type = 0;
@@ -289,12 +444,24 @@ PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
   d.cuCtxDestroy(b);
 }
 
+// One child per param per process, shared by every test of the param: the scenario draws no
+// random numbers and reads nothing the parent sets but the param, so each test reads exactly the
+// report a child of its own would give; sharing saves a child (two contexts, ~0.5 s of driver
+// time) for every test after the first. A child that crashed or hung is the result of every test
+// of the param (ASSERT_CHILD_COMPLETED in each).
+const ChildResult& AcrossContextsChild(const std::string& param) {
+  static std::map<std::string, ChildResult> runs;
+  auto it = runs.find(param);
+  if (it != runs.end()) return it->second;
+  return runs.emplace(param, RunScenario("PinnedMemoryAcrossContexts", 60, {ScenarioArgEnv(param)})).first->second;
+}
+
 class PinnedAcrossContextsTest : public DriverApiTest,
                                  public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(PinnedAcrossContextsTest, MemoryPinnedInOneContextIsUsableFromAnother) {
   PAGELOCK_RULE("R18,R14");
-  ChildResult r = RunScenario("PinnedMemoryAcrossContexts", 60, {ScenarioArgEnv(GetParam())});
+  const ChildResult& r = AcrossContextsChild(GetParam());
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("alloc_in_a"), "CUDA_SUCCESS");
   EXPECT_EQ(r.Get("device_pointer_in_b"), "CUDA_SUCCESS") << "R18: UVA makes every allocation portable";
@@ -302,9 +469,89 @@ TEST_P(PinnedAcrossContextsTest, MemoryPinnedInOneContextIsUsableFromAnother) {
   EXPECT_EQ(r.Get("bytes_ok"), "1");
 }
 
+// Every route and flag word of the param's portability, pinned while context a is current and
+// used while b (same device) is: the driver reference's unified addressing section says memory of
+// cuMemAllocHost and cuMemHostAlloc "is always directly accessible from all contexts on all
+// devices" with unified addressing "regardless of whether or not the flags
+// CU_MEMHOSTALLOC_PORTABLE and CU_MEMHOSTALLOC_DEVICEMAP are specified", at the host pointer
+// itself (R14, R51), and that the exceptions, registered and WriteCombined memory, have a device
+// address "guaranteed to have the same value across all contexts that support unified
+// addressing" which cuMemHostGetDevicePointer gives "when a context using unified addressing is
+// current" (R15, R45). R18: every pinned allocation is portable, Portable flag or not.
+//  - cuMemHostGetDevicePointer in b succeeds for every route. With DeviceMap it is the flag's
+//    own promise; without it the function's text "will fail if the CU_MEMHOSTALLOC_DEVICEMAP
+//    flag was not specified" is the pre-UVA rule that the unified addressing section overrides
+//    (the suite's reading, R14/R28/R51: Mapped is implicit; the flags-0 and Portable blocks of
+//    this scenario have always been asserted so, above, and DriverHostAllocTest asserts every
+//    flag word in the allocating context). For WriteCombined blocks the reference even says the
+//    function "must be used to query the device pointer".
+//  - The alias b gives is the one a gave (same value across contexts) and, for allocations that
+//    are not WriteCombined, the host pointer. Whether a WriteCombined or registered alias is the
+//    host pointer is left to the platform (R15: equality not assumed; R45: attribute 91):
+//    recorded.
+//  - Copies of b move every byte in and out; a device-to-device copy of b from the alias reads
+//    every byte the host wrote.
+// A driver that keeps a non-Portable mapping to its own context (refuses the alias, or gives one
+// that reads other bytes, in b) fails here.
+TEST_P(PinnedAcrossContextsTest, EveryRouteAndFlagPinnedInOneContextIsMappedAndUsableFromAnother) {
+  PAGELOCK_RULE("R18,R14,R15,R45,R51");
+  PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
+  const bool register_supported = RequireAttr(cudaDevAttrHostRegisterSupported, 1).met;
+  const ChildResult& r = AcrossContextsChild(GetParam());
+  ASSERT_CHILD_COMPLETED(r);
+  ASSERT_EQ(r.Get("create_a"), "CUDA_SUCCESS");
+  ASSERT_EQ(r.Get("alloc_in_a"), "CUDA_SUCCESS") << "the scenario's own block; the routes come after it";
+  ASSERT_EQ(r.Get("create_b"), "CUDA_SUCCESS");
+  const std::vector<CrossRoute> routes = CrossContextRoutes(std::string(GetParam()) == "portable");
+  for (const CrossRoute& c : routes) {
+    std::ostringstream what;
+    what << c.name << " (" << (c.registered() ? "CU_MEMHOSTREGISTER" : "CU_MEMHOSTALLOC") << " flags " << Hex(c.flags)
+         << "), pinned in context a, used in context b";
+    SCOPED_TRACE(what.str());
+    if (c.registered() && !register_supported) {  // R27: registration needs attribute 99
+      Observe(c.name + "_pin", r.Get(c.key("pin")));
+      continue;
+    }
+    EXPECT_EQ(r.Get(c.key("pin")), "CUDA_SUCCESS") << "pinning while context a is current";
+    if (r.Get(c.key("pin")) != "CUDA_SUCCESS") continue;
+    EXPECT_EQ(r.Get(c.key("device_pointer_in_a")), "CUDA_SUCCESS") << "cuMemHostGetDevicePointer in context a";
+    const std::string in_b = r.Get(c.key("device_pointer_in_b"));
+    Observe(c.name + "_device_pointer_in_b", in_b);
+    EXPECT_EQ(in_b, "CUDA_SUCCESS") << "cuMemHostGetDevicePointer in context b, which did not pin it (R18: "
+                                    << "every pinned allocation is portable under unified addressing, Portable or not)";
+    if (in_b == "CUDA_SUCCESS") {
+      if (r.Get(c.key("device_pointer_in_a")) == "CUDA_SUCCESS") {
+        EXPECT_EQ(r.Get(c.key("alias_as_in_a")), "1") << "the device pointer b gave differs from the one a gave";
+      }
+      if (!c.registered() && !c.write_combined()) {
+        EXPECT_EQ(r.Get(c.key("alias_is_host")), "1") << "the device pointer in b is not the host pointer (R14, R51)";
+      } else {
+        Observe(c.name + "_alias_is_host", r.Get(c.key("alias_is_host")));
+      }
+    }
+    EXPECT_EQ(r.Get(c.key("malloc_in_b")), "CUDA_SUCCESS") << "cuMemAlloc in context b";
+    if (r.Get(c.key("malloc_in_b")) != "CUDA_SUCCESS") continue;
+    EXPECT_EQ(r.Get(c.key("copy_in_b")), "CUDA_SUCCESS") << "cuMemcpyHtoD from the pinned block in context b";
+    EXPECT_EQ(r.Get(c.key("copy_back_in_b")), "CUDA_SUCCESS") << "cuMemcpyDtoH in context b";
+    EXPECT_EQ(r.Get(c.key("bad_bytes")), "0") << "bytes of the block that did not arrive through copies of context b";
+    if (in_b == "CUDA_SUCCESS") {
+      EXPECT_EQ(r.Get(c.key("alias_clear")), "CUDA_SUCCESS") << "cuMemcpyHtoD of the poison in context b";
+      EXPECT_EQ(r.Get(c.key("alias_copy")), "CUDA_SUCCESS") << "cuMemcpyDtoD from the device alias in context b";
+      EXPECT_EQ(r.Get(c.key("alias_copy_back")), "CUDA_SUCCESS") << "cuMemcpyDtoH in context b";
+      EXPECT_EQ(r.Get(c.key("alias_bad_bytes")), "0")
+          << "bytes of the block that did not arrive when context b read it through its device alias";
+    }
+    EXPECT_EQ(r.Get(c.key("free_in_b")), "CUDA_SUCCESS") << "cuMemFree in context b";
+    EXPECT_EQ(r.Get(c.key("release")), "CUDA_SUCCESS")
+        << (c.registered() ? "cuMemHostUnregister" : "cuMemFreeHost") << " in context a, which pinned it";
+  }
+  EXPECT_EQ(r.Get("routes_current_a"), "CUDA_SUCCESS") << "cuCtxSetCurrent(a) to release the routes";
+  EXPECT_EQ(r.Get("routes_current_b"), "CUDA_SUCCESS") << "cuCtxSetCurrent(b) after releasing them";
+}
+
 TEST_P(PinnedAcrossContextsTest, DestroyingTheAllocatingContextReleasesTheMemory) {
   PAGELOCK_RULE("R13");
-  ChildResult r = RunScenario("PinnedMemoryAcrossContexts", 60, {ScenarioArgEnv(GetParam())});
+  const ChildResult& r = AcrossContextsChild(GetParam());
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("destroy_a"), "CUDA_SUCCESS");
   Observe("type_after_destroy", r.Get("type_after_destroy"));
