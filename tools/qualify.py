@@ -82,10 +82,11 @@ def build_parser(json_errors=False):
     p.add_argument("--no-history", action="store_true")
     p.add_argument("--retries", type=int, default=2, help="re-runs of failed cases (default 2)")
     p.add_argument("--time-scale", type=float, default=1.0)
-    p.add_argument("--jobs", type=int, default=3,
-                   help="test binaries run at once (default 3: on one H200 the full tier took "
-                   "28-31 s at 3, about 1 s more at 4 and 6, since the driver creates one "
-                   "context at a time); targets tagged exclusive run alone")
+    p.add_argument("--jobs", type=int, default=4,
+                   help="test binaries run at once (default 4: on one H200 the full tier's runner "
+                   "took 37.8-39.3 s at 4 and 40.2-40.9 s at 3, session 11; the driver's context "
+                   "creation and pinning serialise across processes, so more gain little); "
+                   "targets tagged exclusive run alone")
     p.add_argument("--seed", type=int, default=None,
                    help="run seed for every binary (PAGELOCK_SEED; default: a fresh one, recorded)")
     p.add_argument("--shuffle", action="store_true")

@@ -10,7 +10,7 @@
    that status in test.xml; every listed case has a result; no process of the run is left.
 2. Runs tools/qualify.py on the bundle and sends it SIGTERM once a case of its run is running.
    Checks: qualify exits with its INTERRUPTED code, no traceback; the run's runner.json says
-   INTERRUPTED; the case running in each stopped target (qualify runs --jobs 3 by default) is
+   INTERRUPTED; the case running in each stopped target (qualify runs --jobs 4 by default) is
    named (MISSING, "INTERRUPTED ... while this case was running"); every case that ended is
    kept; no process is left.
 3. Runs tools/qualify.py --mutation on the bundle and sends it SIGTERM once the mutation tool's
@@ -186,7 +186,7 @@ def sigterm_qualify_check(args):
 
 
 def stopped_targets_check(out):
-    """qualify runs targets in parallel (--jobs, default 3): every target of the runs under out
+    """qualify runs targets in parallel (--jobs, default 4): every target of the runs under out
     whose binary was stopped names its running case, and none loses an ended case."""
     named_any = False
     for first in sorted(glob.glob(os.path.join(out, "*", "testlogs", "**", "attempt_1",
