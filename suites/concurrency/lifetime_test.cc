@@ -290,8 +290,7 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
 }
 
 const ChildResult& Reshaped() {
-  static const ChildResult* r = new ChildResult(RunScenario("ReshapedRegistrations", 60));
-  return *r;
+  return SharedScenario("ReshapedRegistrations", 60);
 }
 
 // cudaHostUnregister's documented results (13.0): cudaSuccess, cudaErrorInvalidValue,

@@ -1,7 +1,8 @@
 // The kernel's own pin accounting returns to its baseline: /proc/vmstat nr_foll_pin_acquired -
 // nr_foll_pin_released (pages pinned host-wide) after thousands of register/unregister cycles
 // over every host-memory kind, after alloc/free cycles, and after a child exits holding pins;
-// /proc/meminfo MemAvailable within a stated slack. Every read folds the kernel's per-CPU deltas
+// /proc/meminfo MemAvailable within a stated slack (beyond it, a second identical round tells a
+// driver that keeps freed memory, FAIL, from memory the host took elsewhere, WARN). Every read folds the kernel's per-CPU deltas
 // first (/proc/sys/vm/stat_refresh, fixtures/kernel_accounting.h), so the balance is exact: the
 // check is "exactly back", no allowance. Earlier readings without the fold lagged by tens of
 // pages and looked like host drift (docs/platforms/nvidia-h200.md#c04). The baseline holds this process's
@@ -204,42 +205,72 @@ TEST_F(PinAccountingTest, AllocFreeCyclesReturnThePinBalanceAndMemAvailable) {
   const Baseline base = TakeBaseline();
   ObserveMem("before", base.mem);
   std::mt19937_64& rng = CaseRng();
-  for (int i = 0; i < cycles; ++i) {
-    void* p = nullptr;
-    const size_t n = 1 + rng() % (size_t{1} << 20);
-    ASSERT_CUDA_OK(cudaHostAlloc(&p, n, rng() % 2 ? cudaHostAllocMapped : cudaHostAllocDefault)) << "cycle " << i;
-    static_cast<volatile char*>(p)[n - 1] = 1;
-    ASSERT_CUDA_OK(cudaFreeHost(p)) << "cycle " << i;
-  }
-  // Holding `hold` bytes must show in MemAvailable (else the check below could not fail).
-  std::vector<void*> held;
-  std::vector<PinnedBuffer> own_held;  // released by the case's frees below, or on an early return
-  const size_t chunk = 64 << 20;
-  for (int64_t got = 0; got < hold; got += chunk) {
-    void* p = nullptr;
-    ASSERT_CUDA_OK(cudaHostAlloc(&p, chunk, 0));
-    held.push_back(p);
-    own_held.push_back(PinnedBuffer::Adopt(p));
-  }
-  const MemInfo holding = ReadMemInfo();
+  // One round: `cycles` alloc/free pairs, then `hold` bytes held and freed. Returns MemAvailable
+  // while holding.
+  const auto round = [&](MemInfo* holding) {
+    for (int i = 0; i < cycles; ++i) {
+      void* p = nullptr;
+      const size_t n = 1 + rng() % (size_t{1} << 20);
+      ASSERT_CUDA_OK(cudaHostAlloc(&p, n, rng() % 2 ? cudaHostAllocMapped : cudaHostAllocDefault)) << "cycle " << i;
+      static_cast<volatile char*>(p)[n - 1] = 1;
+      ASSERT_CUDA_OK(cudaFreeHost(p)) << "cycle " << i;
+    }
+    std::vector<void*> held;
+    std::vector<PinnedBuffer> own_held;  // released by the frees below, or on an early return
+    const size_t chunk = 64 << 20;
+    for (int64_t got = 0; got < hold; got += chunk) {
+      void* p = nullptr;
+      ASSERT_CUDA_OK(cudaHostAlloc(&p, chunk, 0));
+      held.push_back(p);
+      own_held.push_back(PinnedBuffer::Adopt(p));
+    }
+    *holding = ReadMemInfo();
+    for (PinnedBuffer& o : own_held) o.release();
+    for (void* p : held) ASSERT_CUDA_OK(cudaFreeHost(p));
+  };
+  // Freed memory comes back (bounded wait: the driver may release it lazily).
+  const auto settled = [&] {
+    MemInfo m = ReadMemInfo();
+    for (int i = 0; i < 100 && base.mem.mem_available - m.mem_available > slack; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      m = ReadMemInfo();
+    }
+    return m;
+  };
+  MemInfo holding;
+  round(&holding);
+  if (HasFatalFailure()) return;
   ObserveMem("holding", holding);
-  for (PinnedBuffer& o : own_held) o.release();
-  for (void* p : held) ASSERT_CUDA_OK(cudaFreeHost(p));
-
+  // Holding `hold` bytes must show in MemAvailable (else the check below could not fail).
   const int64_t drop = base.mem.mem_available - holding.mem_available;
   Metric("memavailable_drop_while_holding_MiB", static_cast<double>(drop / kMiB), "MiB");
   EXPECT_GE(drop, hold / 2) << "holding " << hold / kMiB << " MiB of cudaHostAlloc memory lowered "
                             << "MemAvailable by only " << drop / kMiB << " MiB";
-  // Freed memory comes back (bounded wait: the driver may release it lazily).
-  MemInfo after = ReadMemInfo();
-  for (int i = 0; i < 100 && base.mem.mem_available - after.mem_available > slack; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    after = ReadMemInfo();
-  }
+  const MemInfo after = settled();
   ObserveMem("after", after);
-  EXPECT_LE(base.mem.mem_available - after.mem_available, slack)
-      << "MemAvailable did not return after cudaFreeHost: " << (base.mem.mem_available - after.mem_available) / kMiB
-      << " MiB missing (slack " << slack / kMiB << " MiB)";
+  const int64_t missing = base.mem.mem_available - after.mem_available;
+  if (missing > slack) {
+    // MemAvailable is host-wide: anything on the host may take memory meanwhile (on the H200 a
+    // run once found 298 MiB gone for 5 s and more, then none on its retry). A driver that keeps
+    // what the frees return keeps it again in an identical second round, so the deficit grows by
+    // about what one round keeps; memory the host took elsewhere does not grow with our work.
+    MemInfo holding2;
+    round(&holding2);
+    if (HasFatalFailure()) return;
+    const MemInfo after2 = settled();
+    ObserveMem("after_second_round", after2);
+    const int64_t missing2 = base.mem.mem_available - after2.mem_available;
+    const std::string numbers = std::to_string(missing / kMiB) + " MiB missing after one round of " +
+                                std::to_string(cycles) + " alloc/free cycles and a " + std::to_string(hold / kMiB) +
+                                " MiB hold, " + std::to_string(missing2 / kMiB) + " MiB after a second";
+    if (missing2 - missing > slack / 2) {
+      ADD_FAILURE() << "MemAvailable did not return after cudaFreeHost: " << numbers << " (slack "
+                    << slack / kMiB << " MiB): each round keeps memory";
+    } else {
+      Warn("MemAvailable stayed below its start after the frees: " + numbers +
+           "; a second round did not add to it, so it is not memory the frees kept (the host used it elsewhere)");
+    }
+  }
   ExpectPinBalanceReturns(base, "alloc/free cycles");
 }
 

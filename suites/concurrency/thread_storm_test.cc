@@ -587,9 +587,7 @@ PAGELOCK_SCENARIO(DeviceFlags) {
 
 // One child runs both phases (a fresh process per phase would double the context start-up).
 const ChildResult& DeviceFlagsChild() {
-  static const ChildResult r = RunScenario("DeviceFlags", StormSeconds() + 120,
-                                           {ScenarioArgEnv(std::to_string(StormSeconds()))});
-  return r;
+  return SharedScenario("DeviceFlags", StormSeconds() + 120, {ScenarioArgEnv(std::to_string(StormSeconds()))});
 }
 
 TEST(DeviceFlagsRaceTest, FlagQueriesRacingFirstCallsAllSucceedAndTheSetFlagSticks) {

@@ -133,8 +133,7 @@ PAGELOCK_SCENARIO(ReleaseFromAnotherContext) {
 
 // One child for every case of the binary: three contexts cost most of its time.
 const ChildResult& Released() {
-  static const ChildResult* r = new ChildResult(RunScenario("ReleaseFromAnotherContext", 60));
-  return *r;
+  return SharedScenario("ReleaseFromAnotherContext", 60);
 }
 
 class ReleaseFromAnotherContextTest : public DriverApiGpuTest {

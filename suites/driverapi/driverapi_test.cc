@@ -450,10 +450,7 @@ PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
 // time) for every test after the first. A child that crashed or hung is the result of every test
 // of the param (ASSERT_CHILD_COMPLETED in each).
 const ChildResult& AcrossContextsChild(const std::string& param) {
-  static std::map<std::string, ChildResult> runs;
-  auto it = runs.find(param);
-  if (it != runs.end()) return it->second;
-  return runs.emplace(param, RunScenario("PinnedMemoryAcrossContexts", 60, {ScenarioArgEnv(param)})).first->second;
+  return SharedScenario("PinnedMemoryAcrossContexts", 60, {ScenarioArgEnv(param)});
 }
 
 class PinnedAcrossContextsTest : public DriverApiTest,

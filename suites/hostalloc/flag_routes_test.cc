@@ -254,8 +254,7 @@ PAGELOCK_SCENARIO(FlagsAcrossLifecycleEvents) {
 }
 
 const ChildResult& Lifecycle() {
-  static const ChildResult* r = new ChildResult(RunScenario("FlagsAcrossLifecycleEvents", 60));
-  return *r;
+  return SharedScenario("FlagsAcrossLifecycleEvents", 60);
 }
 
 class FlagsAfterLifecycleTest : public DriverApiGpuTest, public ::testing::WithParamInterface<const char*> {};

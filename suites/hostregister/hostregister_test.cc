@@ -362,7 +362,7 @@ PAGELOCK_SCENARIO(WrongDeallocators) {
 
 TEST_F(HostRegisterTest, FreeHostOfRegisteredOrDeviceMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R24");
-  ChildResult r = RunScenario("WrongDeallocators");
+  const ChildResult& r = SharedScenario("WrongDeallocators");
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("free_host_registered"), ErrName(cudaErrorInvalidValue));
   EXPECT_EQ(r.Get("unregister_after"), ErrName(cudaSuccess)) << "the rejected free must not unregister";
@@ -372,7 +372,7 @@ TEST_F(HostRegisterTest, FreeHostOfRegisteredOrDeviceMemoryReturnsInvalidValue) 
 
 TEST_F(HostRegisterTest, CudaFreeOfPinnedMemoryReturnsInvalidValue) {
   PAGELOCK_RULE("R25,R88");
-  ChildResult r = RunScenario("WrongDeallocators");
+  const ChildResult& r = SharedScenario("WrongDeallocators");
   ASSERT_CHILD_COMPLETED(r);
   EXPECT_EQ(r.Get("cuda_free_pinned"), ErrName(cudaErrorInvalidValue))
       << "R88: not the deprecated cudaErrorInvalidDevicePointer";

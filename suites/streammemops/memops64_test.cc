@@ -277,15 +277,12 @@ bool HasDriverAttr(const DriverApi& d, CUdevice_attribute a) { return RequireDri
 
 // One child run per memory kind, shared by that kind's cases.
 const ChildResult& ChildFor(const DriverApi& d, HostKind kind) {
-  static std::map<HostKind, ChildResult> runs;
-  auto it = runs.find(kind);
-  if (it != runs.end()) return it->second;
   const uint64_t seed = RunSeed() ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(kind) + 1));
   const int flush_ok = HasDriverAttr(d, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES) ? 1 : 0;
   const int nor_ok = HasDriverAttr(d, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR) ? 1 : 0;
   const std::string arg = std::to_string(static_cast<int>(kind)) + " " + std::to_string(seed) + " " +
                           std::to_string(flush_ok) + " " + std::to_string(nor_ok);
-  return runs.emplace(kind, RunScenario("MemOps64", kChildLimitS, {ScenarioArgEnv(arg)})).first->second;
+  return SharedScenario("MemOps64", kChildLimitS, {ScenarioArgEnv(arg)});
 }
 
 const HostKind kKinds[] = {HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc};
