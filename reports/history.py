@@ -240,14 +240,25 @@ def store_new(db, run_key, started_at, run, comparison, sku, commit, exit_code, 
 
 
 def import_run_dir(db, run_dir, host=None, night=None):
-    """Stores RUN_DIR (results.json written by qualify) unless its run key is already there.
-    Returns (run key, run id, True if stored now)."""
+    """Stores RUN_DIR (results.json written by qualify) unless it is already there. Returns (run
+    key, run id, True if stored now). A run folder is one run: importing it again is a no-op. A
+    key already stored from another folder is another run of the same host in the same second
+    (two fleet nights back to back, each qualify with --no-history, so neither could see the
+    other's key): it is stored under the key with -2, -3, ..., as qualify names such a run when it
+    can see the history, never dropped as "already stored"."""
     info, run, comparison = load_run_dir(run_dir)
-    key = info.get("run_key") or os.path.basename(os.path.normpath(run_dir))
+    base = info.get("run_key") or os.path.basename(os.path.normpath(run_dir))
     started = info.get("started_at")
     if not started:
         raise HistoryError(f"{run_dir}/results.json: no info.started_at; not a qualify run directory")
     run_dir = os.path.abspath(run_dir)
+    key, n = base, 1
+    while True:
+        row = db.execute("SELECT id, run_dir FROM runs WHERE run_key = ?", (key,)).fetchone()
+        if row is None or not row[1] or row[1] == run_dir:
+            break  # free, or this very folder (or a row that never recorded its folder)
+        n += 1
+        key = f"{base}-{n}"
     report = os.path.join(run_dir, "index.html")
     rid, new = store_new(
         db, key, started, run, comparison, info.get("sku") or "unknown",

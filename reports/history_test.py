@@ -188,6 +188,24 @@ class Backend:
                               " ON n.id = c.case_ref WHERE n.name = ?", (B,)).fetchone()
         self.assertEqual(tuple(row), ("PASS", "FAIL PASS", "FLAKE"))
 
+    def test_two_run_folders_with_one_key_are_two_runs(self):
+        # Two fleet nights back to back on one node in one second: each qualify ran with
+        # --no-history, so both folders carry the same key. Both are stored; re-importing either
+        # stores nothing new. Before, the second was "already stored" and its night lost the node.
+        a = write_run_dir(os.path.join(self.tmp, "night-a"), "20261130-010000_n1_nvidia-h200_580.1",
+                          make_run(statuses={"A": "PASS"}), label="night-a")
+        b = write_run_dir(os.path.join(self.tmp, "night-b"), "20261130-010000_n1_nvidia-h200_580.1",
+                          make_run(statuses={"A": "FAIL"}), label="night-b")
+        key_a, rid_a, new_a = history.import_run_dir(self.db, a)
+        key_b, rid_b, new_b = history.import_run_dir(self.db, b)
+        self.assertEqual((key_a, new_a), ("20261130-010000_n1_nvidia-h200_580.1", True))
+        self.assertEqual((key_b, new_b), ("20261130-010000_n1_nvidia-h200_580.1-2", True))
+        self.assertNotEqual(rid_a, rid_b)
+        self.assertEqual(history.import_run_dir(self.db, b), (key_b, rid_b, False))
+        self.assertEqual(history.import_run_dir(self.db, a), (key_a, rid_a, False))
+        rows = self.db.execute("SELECT run_key, label FROM runs ORDER BY id").fetchall()
+        self.assertEqual([tuple(r) for r in rows], [(key_a, "night-a"), (key_b, "night-b")])
+
     def test_the_h200_reference_run_imports_with_every_case(self):
         src = os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")
         if not os.path.exists(src):

@@ -594,8 +594,13 @@ def _unstored_runs(folder, final):
         return []
     out = []
     for name in sorted(os.listdir(folder)):
-        if os.path.isfile(os.path.join(folder, name, "results.json")) and (not final or final["run_key"] != name):
-            out.append(os.path.join(folder, name))
+        path = os.path.join(folder, name)
+        # The final run's own folder is stored, whatever key the import gave it (a key another
+        # night already held is stored as <key>-2).
+        stored = final and (final["run_key"] == name or
+                            (final.get("run_dir") and os.path.realpath(final["run_dir"]) == os.path.realpath(path)))
+        if os.path.isfile(os.path.join(path, "results.json")) and not stored:
+            out.append(path)
     return out[-3:]
 
 
