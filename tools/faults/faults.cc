@@ -10,6 +10,7 @@
 // NotSupported (tools/mutation).
 //
 // tools/faults/catalogue.tsv lists the catalogue (shim_test checks that it matches this file).
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2750,6 +2751,513 @@ void InstallPartialHostAtomicsClaimedWithoutOps() {
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Batch blind-11 (issue 22, session 11): written from suites/rules.tsv and this folder alone,
+// without sight of the tests. Each is listed in kFaults under the section of its shape.
+
+// Size: R122. A 16-bit 2D memset (cuMemsetD2D16, sync or async) any of whose rows crosses a
+// 4 KiB page boundary of its address leaves, in each such row, the element that starts the new
+// page unwritten (the row is filled one page at a time and the fill of the second page starts
+// one element late). When no row crosses a page the call is forwarded as it is; the 8- and
+// 32-bit 2D memsets and the 1D memsets are exact. Done through the real 1D entries, a row (or
+// the two pieces of one) at a time, in stream order.
+// The element of a row of w 16-bit values at `row` that starts a new page (w when none does).
+size_t PageStartElement(CUdeviceptr row, size_t w) {
+  const size_t k = CrossingOffset(row, 2 * w, kPage);
+  return k < 2 * w ? k / 2 : w;
+}
+bool AnyRowCrossesAPage(CUdeviceptr d, size_t pitch, size_t w, size_t h) {
+  if (!w || !h || d % 2 || pitch % 2 || pitch < 2 * w) return false;  // the driver's to reject
+  for (size_t y = 0; y < h; ++y)
+    if (PageStartElement(d + y * pitch, w) < w) return true;
+  return false;
+}
+// Fills each row with fill(address, count), skipping the element that starts a new page.
+template <typename Fill>
+CUresult RowsSkippingPageStart(CUdeviceptr d, size_t pitch, size_t w, size_t h, Fill fill) {
+  for (size_t y = 0; y < h; ++y) {
+    const CUdeviceptr row = d + y * pitch;
+    const size_t e = PageStartElement(row, w);
+    CUresult r = e ? fill(row, e < w ? e : w) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && e + 1 < w) r = fill(row + 2 * (e + 1), w - e - 1);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+void InstallMemset2D16PageCrossingRowSkipsElement() {
+  HookMemsetD2D16([](Real_MemsetD2D16 real, CUdeviceptr d, size_t pitch, unsigned short v,
+                     size_t w, size_t h) -> CUresult {
+    static const auto fill = Real<Real_MemsetD16>("cuMemsetD16");
+    if (!fill || !AnyRowCrossesAPage(d, pitch, w, h)) return real(d, pitch, v, w, h);
+    return RowsSkippingPageStart(d, pitch, w, h,
+                                 [&](CUdeviceptr p, size_t n) { return fill(p, v, n); });
+  });
+  HookMemsetD2D16Async([](Real_MemsetD2D16Async real, CUdeviceptr d, size_t pitch,
+                          unsigned short v, size_t w, size_t h, CUstream st) -> CUresult {
+    static const auto fill = Real<Real_MemsetD16Async>("cuMemsetD16Async");
+    if (!fill || !AnyRowCrossesAPage(d, pitch, w, h)) return real(d, pitch, v, w, h, st);
+    const CUstream s = RealStream(real, st, "cuMemsetD2D16Async");
+    return RowsSkippingPageStart(d, pitch, w, h,
+                                 [&](CUdeviceptr p, size_t n) { return fill(p, v, n, s); });
+  });
+}
+
+// Size: R53. cuMemHostGetDevicePointer of a byte 2 MiB or more into a registration
+// (cuMemHostRegister) answers the alias of the same offset modulo 2 MiB (the registration is
+// mapped in 2 MiB chunks and the interior lookup adds the offset within its chunk to the first
+// chunk's alias): device accesses through it land in the registration's first 2 MiB. Bytes in
+// a registration's first 2 MiB, and every byte of allocated pinned memory, are right.
+constexpr uintptr_t k2MiB = uintptr_t{2} << 20;
+void InstallRegisteredDevptrOffsetWrapsAt2MiB() {
+  TrackRegistrations();
+  HookMemHostGetDevicePointer([](Real_MemHostGetDevicePointer real, CUdeviceptr* d, void* p,
+                                 unsigned f) -> CUresult {
+    CUresult r = real(d, p, f);
+    Block b;
+    if (r == CUDA_SUCCESS && d && FindBlock(p, kTagRegistered, &b)) {
+      const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - b.start;
+      if (offset >= k2MiB) *d -= offset / k2MiB * k2MiB;
+    }
+    return r;
+  });
+}
+
+// Variant: R90. A 3D copy (cuMemcpy3D, sync or async) of two slices or more whose host side (a
+// host memory type, or a unified address that is not device memory) has padded slices (its
+// srcHeight / dstHeight larger than the extent's Height) and starts at row 0 steps through that
+// side's slices Height rows apart, as if they were packed: every slice after the first is read
+// from (or written to) the rows of the one before. Packed slices, one slice, padded slices of
+// device memory and CUDA arrays are exact.
+bool HostSide3D(CUmemorytype t, CUdeviceptr dev) {
+  return t == CU_MEMORYTYPE_HOST || (t == CU_MEMORYTYPE_UNIFIED && !IsDevice(dev));
+}
+// The copy as the buggy driver makes it; false when it is the caller's own.
+bool PackedHostSlices(const CUDA_MEMCPY3D* c, CUDA_MEMCPY3D* out) {
+  if (!c || c->Depth < 2 || !c->Height || !c->WidthInBytes) return false;
+  *out = *c;
+  bool changed = false;
+  if (HostSide3D(c->srcMemoryType, c->srcDevice) && !c->srcY && c->srcHeight > c->Height) {
+    out->srcHeight = c->Height;
+    changed = true;
+  }
+  if (HostSide3D(c->dstMemoryType, c->dstDevice) && !c->dstY && c->dstHeight > c->Height) {
+    out->dstHeight = c->Height;
+    changed = true;
+  }
+  return changed;
+}
+void InstallCopy3DPaddedSlicesReadPacked() {
+  HookMemcpy3D([](Real_Memcpy3D real, const CUDA_MEMCPY3D* c) -> CUresult {
+    CUDA_MEMCPY3D packed;
+    return PackedHostSlices(c, &packed) ? real(&packed) : real(c);
+  });
+  HookMemcpy3DAsync([](Real_Memcpy3DAsync real, const CUDA_MEMCPY3D* c, CUstream st) -> CUresult {
+    CUDA_MEMCPY3D packed;
+    return PackedHostSlices(c, &packed) ? real(&packed, st) : real(c, st);
+  });
+}
+
+// Variant: R170. cuStreamBatchMemOp whose array has a write (WRITE_VALUE_32 / _64) after a wait
+// (WAIT_VALUE_32 / _64) enqueues every write of the batch first, then the other operations in
+// their order (the batch is split by operation kind): the writes land before the wait is
+// satisfied. Batches whose writes all come before their waits, batches without a wait, and the
+// single cuStreamWaitValue* / cuStreamWriteValue* calls are exact.
+bool IsWriteOp(const CUstreamBatchMemOpParams& op) {
+  return op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+         op.operation == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+}
+bool IsWaitOp(const CUstreamBatchMemOpParams& op) {
+  return op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+         op.operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+}
+void InstallBatchMemOpWritesHoistedBeforeWait() {
+  HookStreamBatchMemOp([](Real_StreamBatchMemOp real, CUstream s, unsigned n,
+                          CUstreamBatchMemOpParams* ops, unsigned f) -> CUresult {
+    bool waited = false, hoist = false;
+    for (unsigned i = 0; ops && i < n; ++i) {
+      hoist = hoist || (waited && IsWriteOp(ops[i]));
+      waited = waited || IsWaitOp(ops[i]);
+    }
+    if (!hoist) return real(s, n, ops, f);
+    CUstreamBatchMemOpParams* reordered = new CUstreamBatchMemOpParams[n];
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; ++i)
+      if (IsWriteOp(ops[i])) reordered[k++] = ops[i];
+    for (unsigned i = 0; i < n; ++i)
+      if (!IsWriteOp(ops[i])) reordered[k++] = ops[i];
+    CUresult r = real(s, n, reordered, f);
+    delete[] reordered;
+    return r;
+  });
+}
+
+// Variant: R145. cuMemFreeAsync of an allocation made by cuMemAllocFromPoolAsync from a
+// host-located pool (cuMemPoolCreate with a host or host-NUMA location) reports success but
+// never returns the allocation to its pool: the pool's used memory keeps it after the stream
+// synchronises and cuMemPoolTrimTo cannot release its reservation. Allocations from device
+// pools are freed, and so is everything freed by other entries.
+CUmemoryPool g_leaky_pools[64];
+CUdeviceptr g_leaky_allocations[4096];
+pthread_mutex_t g_leaky_mu = PTHREAD_MUTEX_INITIALIZER;
+bool IsHostLocation(const CUmemPoolProps* props) {
+  return props && (props->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                   props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                   props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+}
+// Adds `value` to the first free (zero) slot of a table, unless it is there already.
+template <typename T, size_t N>
+void RememberIn(T (&table)[N], T value) {
+  pthread_mutex_lock(&g_leaky_mu);
+  T* slot = nullptr;
+  for (T& x : table) {
+    if (x == value) {
+      slot = nullptr;
+      break;
+    }
+    if (!x && !slot) slot = &x;
+  }
+  if (slot) *slot = value;
+  pthread_mutex_unlock(&g_leaky_mu);
+}
+// Whether a table holds `value`, taking it out when `take`.
+template <typename T, size_t N>
+bool HeldIn(T (&table)[N], T value, bool take) {
+  bool found = false;
+  pthread_mutex_lock(&g_leaky_mu);
+  for (T& x : table)
+    if (value && x == value) {
+      found = true;
+      if (take) x = T();
+      break;
+    }
+  pthread_mutex_unlock(&g_leaky_mu);
+  return found;
+}
+void InstallHostPoolAsyncFreeLeaks() {
+  HookMemPoolCreate([](Real_MemPoolCreate real, CUmemoryPool* pool,
+                       const CUmemPoolProps* props) -> CUresult {
+    CUresult r = real(pool, props);
+    if (r == CUDA_SUCCESS && pool && *pool && IsHostLocation(props))
+      RememberIn(g_leaky_pools, *pool);
+    return r;
+  });
+  HookMemAllocFromPoolAsync([](Real_MemAllocFromPoolAsync real, CUdeviceptr* d, size_t n,
+                               CUmemoryPool pool, CUstream st) -> CUresult {
+    CUresult r = real(d, n, pool, st);
+    if (r == CUDA_SUCCESS && d && *d && HeldIn(g_leaky_pools, pool, false))
+      RememberIn(g_leaky_allocations, *d);
+    return r;
+  });
+  HookMemFreeAsync([](Real_MemFreeAsync real, CUdeviceptr d, CUstream st) -> CUresult {
+    return HeldIn(g_leaky_allocations, d, true) ? CUDA_SUCCESS : real(d, st);
+  });
+}
+
+// Variant: R132. cuMemHostUnregister of a registration's start while a context other than the
+// one that was current at its cuMemHostRegister is current reports success but unregisters
+// nothing: the range stays page-locked, pointer attributes still know it, and the registering
+// context's own unregister then succeeds too (a leak of the pins where nobody does that).
+// Unregisters in the registering context, and registrations made with no context current, are
+// right.
+void InstallUnregisterElsewhereKeepsRegistration() {
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    CUresult r = real(p, n, f);
+    if (r == CUDA_SUCCESS && p && n) AddOwned(p, n, f, kTagRegistered);
+    return r;
+  });
+  HookMemHostUnregister([](Real_MemHostUnregister real, void* p) -> CUresult {
+    OwnedBlock b;
+    const CUcontext now = CurrentContext();
+    if (p && FindOwned(p, &b) && b.tag == kTagRegistered &&
+        b.start == reinterpret_cast<uintptr_t>(p) && b.ctx && now && now != b.ctx)
+      return CUDA_SUCCESS;
+    CUresult r = real(p);
+    if (r == CUDA_SUCCESS && p) DropOwned(p);
+    return r;
+  });
+}
+
+// Stateful: R64. cuDevicePrimaryCtxSetFlags (and cuCtxSetFlags) given flag bits outside
+// CU_CTX_FLAGS_MASK fails with INVALID_VALUE, as documented, but only after applying the valid
+// bits it was given: the context's flags are changed by a call that was rejected. Calls with
+// valid flags only are right.
+constexpr unsigned kCtxFlagsMask = CU_CTX_FLAGS_MASK;
+void InstallRejectedCtxFlagsAppliedAnyway() {
+  HookDevicePrimaryCtxSetFlags([](Real_DevicePrimaryCtxSetFlags real, CUdevice d,
+                                  unsigned f) -> CUresult {
+    if (!(f & ~kCtxFlagsMask)) return real(d, f);
+    CUresult r = real(d, f & kCtxFlagsMask);
+    return r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE : r;
+  });
+  HookCtxSetFlags([](Real_CtxSetFlags real, unsigned f) -> CUresult {
+    if (!(f & ~kCtxFlagsMask)) return real(f);
+    CUresult r = real(f & kCtxFlagsMask);
+    return r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE : r;
+  });
+}
+
+// Stateful: S11. From the second cuGraphLaunch of one executable graph on, the launch is not
+// ordered in the stream it is launched into: it runs on an idle stream of the shim's (still
+// after the graph's own earlier launches, which the driver orders), so it neither waits for the
+// work queued before it nor holds back the work, events and synchronisations queued after it.
+// The first launch of each executable graph (a handle counts afresh after cuGraphExecDestroy)
+// and launches into a stream being captured are right.
+struct GraphLaunchCount {
+  CUgraphExec exec;
+  unsigned launches;
+};
+GraphLaunchCount g_graph_launches[256];
+pthread_mutex_t g_graph_mu = PTHREAD_MUTEX_INITIALIZER;
+// The launches of `exec` so far (adding `more` to them).
+unsigned GraphLaunches(CUgraphExec exec, unsigned more) {
+  unsigned before = 0;
+  pthread_mutex_lock(&g_graph_mu);
+  GraphLaunchCount* slot = nullptr;
+  for (GraphLaunchCount& x : g_graph_launches) {
+    if (x.exec == exec) {
+      slot = &x;
+      break;
+    }
+    if (!x.exec && !slot) slot = &x;
+  }
+  if (slot) {
+    if (slot->exec != exec) *slot = {exec, 0};
+    before = slot->launches;
+    slot->launches += more;
+  }
+  pthread_mutex_unlock(&g_graph_mu);
+  return before;
+}
+void InstallGraphRelaunchSkipsStreamOrder() {
+  HookGraphLaunch([](Real_GraphLaunch real, CUgraphExec g, CUstream s) -> CUresult {
+    if (!g || BeingCaptured(real, s, "cuGraphLaunch")) return real(g, s);
+    if (GraphLaunches(g, 0) > 0 && SideStream() && real(g, SideStream()) == CUDA_SUCCESS) {
+      GraphLaunches(g, 1);
+      return CUDA_SUCCESS;
+    }
+    CUresult r = real(g, s);
+    if (r == CUDA_SUCCESS) GraphLaunches(g, 1);
+    return r;
+  });
+  HookGraphExecDestroy([](Real_GraphExecDestroy real, CUgraphExec g) -> CUresult {
+    CUresult r = real(g);
+    if (r == CUDA_SUCCESS && g) {
+      pthread_mutex_lock(&g_graph_mu);
+      for (GraphLaunchCount& x : g_graph_launches)
+        if (x.exec == g) x = {nullptr, 0};
+      pthread_mutex_unlock(&g_graph_mu);
+    }
+    return r;
+  });
+}
+
+// Stateful: R06. A pinned allocation (cuMemHostAlloc, cuMemAllocHost) that fails with
+// OUT_OF_MEMORY leaves its error pending on the context: the next cuCtxSynchronize or
+// cuStreamSynchronize of the process waits as usual and then reports CUDA_ERROR_OUT_OF_MEMORY
+// once (the runtime passes it on as cudaErrorMemoryAllocation from cudaDeviceSynchronize or
+// cudaStreamSynchronize, and as the thread's last error). Allocations that fail with another
+// code (bad flags), and synchronisations with no failed allocation before them, are right.
+int g_pending_oom = 0;
+CUresult NotePinFailure(CUresult r) {
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) __atomic_store_n(&g_pending_oom, 1, __ATOMIC_RELAXED);
+  return r;
+}
+template <typename Real, typename... A>
+CUresult ThenPendingPinFailure(Real real, A... a) {
+  CUresult r = real(a...);
+  if (r == CUDA_SUCCESS && __atomic_exchange_n(&g_pending_oom, 0, __ATOMIC_RELAXED))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  return r;
+}
+void InstallFailedPinErrorResurfacesAtNextSync() {
+  HookMemHostAlloc([](Real_MemHostAlloc real, void** p, size_t n, unsigned f) -> CUresult {
+    return NotePinFailure(real(p, n, f));
+  });
+  HookMemAllocHost([](Real_MemAllocHost real, void** p, size_t n) -> CUresult {
+    return NotePinFailure(real(p, n));
+  });
+  HookCtxSynchronize(&ThenPendingPinFailure<Real_CtxSynchronize>);
+  HookCtxSynchronize13(&ThenPendingPinFailure<Real_CtxSynchronize13, CUcontext>);
+  HookStreamSynchronize(&ThenPendingPinFailure<Real_StreamSynchronize, CUstream>);
+}
+
+// Timing: S05. An asynchronous host-to-device copy (cuMemcpyHtoDAsync, or cuMemcpyAsync from
+// host to device) of at most 64 MiB from pageable memory neither waits for its stream nor
+// stages the source at the call: a host function queued in its place copies the source into a
+// pinned buffer of the shim's when the stream reaches it, and the real copy goes from there. So
+// bytes the host writes after the call, before the stream reaches the copy, arrive (and a
+// source freed after the call is read after its free). Page-locked sources, synchronous copies,
+// larger copies and copies into a stream being captured are exact.
+struct LateSource {
+  const void* src;
+  void* staging;  // pinned, the shim's
+  size_t n;
+  int done;       // set in stream order once the copy from `staging` is complete
+};
+LateSource* g_late_sources[256];
+pthread_mutex_t g_late_mu = PTHREAD_MUTEX_INITIALIZER;
+void CUDA_CB ReadSourceNow(void* arg) {
+  LateSource* job = static_cast<LateSource*>(arg);
+  memcpy(job->staging, job->src, job->n);
+}
+void CUDA_CB StagingCopied(void* arg) {
+  __atomic_store_n(&static_cast<LateSource*>(arg)->done, 1, __ATOMIC_RELEASE);
+}
+// Unknown to CUDA: not device, pinned, registered or managed memory.
+bool IsPageableHost(const void* p) {
+  static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+  unsigned type = 0;
+  return p && fn && fn(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, Ptr(p)) != CUDA_SUCCESS;
+}
+// Queues copy(staging) between a host function that fills the staging buffer from src and one
+// that marks it done; staging buffers of completed copies are freed here, by a later call (a
+// host function may not call CUDA). The mutex is held throughout. Falls back to copy(src).
+template <typename Copy>
+CUresult HtodReadingSourceLate(const void* src, size_t n, CUstream hostfn_stream, Copy copy) {
+  static const auto alloc = Real<Real_MemHostAlloc>("cuMemHostAlloc");
+  static const auto free_host = Real<Real_MemFreeHost>("cuMemFreeHost");
+  static const auto host_fn = Real<Real_LaunchHostFunc>("cuLaunchHostFunc");
+  if (!alloc || !free_host || !host_fn) return copy(src);
+  pthread_mutex_lock(&g_late_mu);
+  int slot = -1;
+  for (int i = 0; i < 256; ++i) {
+    LateSource* job = g_late_sources[i];
+    if (job && __atomic_load_n(&job->done, __ATOMIC_ACQUIRE)) {
+      free_host(job->staging);
+      delete job;
+      g_late_sources[i] = job = nullptr;
+    }
+    if (!job && slot < 0) slot = i;
+  }
+  void* staging = nullptr;
+  CUresult r;
+  if (slot < 0 || alloc(&staging, n, 0) != CUDA_SUCCESS) {
+    r = copy(src);
+  } else {
+    LateSource* job = new LateSource{src, staging, n, 0};
+    if (host_fn(hostfn_stream, &ReadSourceNow, job) != CUDA_SUCCESS) {
+      free_host(staging);
+      delete job;
+      r = copy(src);
+    } else {
+      r = copy(staging);
+      // Until StagingCopied has run the staging buffer may still be read: kept until then (for
+      // ever if it cannot be queued).
+      host_fn(hostfn_stream, &StagingCopied, job);
+      g_late_sources[slot] = job;
+    }
+  }
+  pthread_mutex_unlock(&g_late_mu);
+  return r;
+}
+void InstallPageableAsyncHtodReadsSourceLate() {
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!n || n > 64 * kMiB || !IsPageableHost(s) || BeingCaptured(real, st, "cuMemcpyHtoDAsync"))
+      return real(d, s, n, st);
+    return HtodReadingSourceLate(s, n, RealStream(real, st, "cuMemcpyHtoDAsync"),
+                                 [&](const void* from) { return real(d, from, n, st); });
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const void* src = reinterpret_cast<const void*>(s);
+    if (!n || n > 64 * kMiB || !IsDevice(d) || !IsPageableHost(src) ||
+        BeingCaptured(real, st, "cuMemcpyAsync"))
+      return real(d, s, n, st);
+    return HtodReadingSourceLate(src, n, RealStream(real, st, "cuMemcpyAsync"),
+                                 [&](const void* from) { return real(d, Ptr(from), n, st); });
+  });
+}
+
+// Timing: S15. cuEventElapsedTime between events either of which was created with
+// CU_EVENT_BLOCKING_SYNC reports the interval truncated to whole milliseconds (the blocking-sync
+// path timestamps with a millisecond clock): 0 for an interval under 1 ms, 2 for 2.9 ms. Events
+// created without the flag time right.
+struct EventCreated {
+  CUevent event;
+  unsigned flags;
+};
+EventCreated g_created_events[1024];
+pthread_mutex_t g_created_mu = PTHREAD_MUTEX_INITIALIZER;
+bool CreatedBlockingSync(CUevent e) {
+  bool blocking = false;
+  pthread_mutex_lock(&g_created_mu);
+  for (const EventCreated& x : g_created_events)
+    if (e && x.event == e) {
+      blocking = x.flags & CU_EVENT_BLOCKING_SYNC;
+      break;
+    }
+  pthread_mutex_unlock(&g_created_mu);
+  return blocking;
+}
+void InstallBlockingSyncEventElapsedWholeMs() {
+  HookEventCreate([](Real_EventCreate real, CUevent* e, unsigned f) -> CUresult {
+    CUresult r = real(e, f);
+    if (r != CUDA_SUCCESS || !e || !*e) return r;
+    pthread_mutex_lock(&g_created_mu);
+    EventCreated* slot = nullptr;
+    for (EventCreated& x : g_created_events) {
+      if (x.event == *e) {
+        slot = &x;
+        break;
+      }
+      if (!x.event && !slot) slot = &x;
+    }
+    if (slot) *slot = {*e, f};  // a handle created again takes its new flags
+    pthread_mutex_unlock(&g_created_mu);
+    return r;
+  });
+  HookEventElapsedTime([](Real_EventElapsedTime real, float* ms, CUevent a, CUevent b) -> CUresult {
+    CUresult r = real(ms, a, b);
+    if (r == CUDA_SUCCESS && ms && (CreatedBlockingSync(a) || CreatedBlockingSync(b)))
+      *ms = floorf(*ms);
+    return r;
+  });
+}
+
+// Cross-API: R71. cuPointerGetAttributes (what cudaPointerGetAttributes uses) of a byte no
+// context knows that lies on a 4 KiB page of a live registration (beside a registration that
+// does not start or end on a page boundary) answers as for that registration (a page-granular
+// lookup): memory type host and the registration's device ordinal, context, range and buffer
+// id, with the byte's own address as its host and device pointer. cuPointerGetAttribute still
+// answers INVALID_VALUE for the byte, and bytes on pages no registration touches answer as
+// unregistered memory.
+bool RegistrationOnPageOf(CUdeviceptr p, Block* out) {
+  const Block byte = {p, p + 1, 0, 0, false, 0};
+  bool found = false;
+  pthread_mutex_lock(&g_blocks_mu);
+  for (const Block& b : g_blocks)
+    if (b.start != b.end && b.live && b.tag == kTagRegistered && SharePage(byte, b)) {
+      *out = b;
+      found = true;
+      break;
+    }
+  pthread_mutex_unlock(&g_blocks_mu);
+  return found;
+}
+void InstallAttributesPageGranularForSubpageRegistration() {
+  TrackRegistrations();
+  HookPointerGetAttributes([](Real_PointerGetAttributes real, unsigned n, CUpointer_attribute* a,
+                              void** d, CUdeviceptr p) -> CUresult {
+    static const auto single = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
+    CUresult r = real(n, a, d, p);
+    unsigned type = 0;
+    Block b;
+    if (r != CUDA_SUCCESS || !a || !d || !single ||
+        single(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS ||
+        !RegistrationOnPageOf(p, &b))
+      return r;
+    if (real(n, a, d, b.start) != CUDA_SUCCESS) return real(n, a, d, p);
+    for (unsigned i = 0; i < n; ++i) {
+      if (!d[i]) continue;
+      if (a[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+        *static_cast<void**>(d[i]) = reinterpret_cast<void*>(p);
+      if (a[i] == CU_POINTER_ATTRIBUTE_DEVICE_POINTER) *static_cast<CUdeviceptr*>(d[i]) = p;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
 #define PL_FAULT(name, rule, family, kind, text, install) {name, rule, family, kind, text, install, ""}
 
 const Fault kFaults[] = {
@@ -3009,6 +3517,14 @@ const Fault kFaults[] = {
              "A copy whose host address lies 4 GiB or more into its page-locked block reads or "
              "writes the host bytes 4 GiB lower in the block.",
              InstallCopyPast4GiBHostOffsetWraps),
+    PL_FAULT("memset2d16_page_crossing_row_skips_element", "R122", "memset", "data",
+             "A 16-bit 2D memset leaves unwritten, in each row that crosses a 4 KiB page "
+             "boundary, the element that starts the new page.",
+             InstallMemset2D16PageCrossingRowSkipsElement),
+    PL_FAULT("registered_devptr_offset_wraps_at_2mib", "R53", "devptr", "data",
+             "cuMemHostGetDevicePointer of a byte 2 MiB or more into a registration answers the "
+             "alias of its offset modulo 2 MiB.",
+             InstallRegisteredDevptrOffsetWrapsAt2MiB),
     // Variant-dependent.
     PL_FAULT("copy2d_padded_corrupts", "S01", "streams", "data",
              "A 2D copy with padded rows (pitch > width) delivers a wrong last byte of its last "
@@ -3076,6 +3592,22 @@ const Fault kFaults[] = {
              "cuMemHostGetDevicePointer of a Mapped, not Portable cuMemHostAlloc block fails with "
              "INVALID_VALUE in a context other than the allocating one.",
              InstallMappedUnportableDevptrRefusedElsewhere),
+    PL_FAULT("copy3d_padded_slices_read_packed", "R90", "copies3d", "data",
+             "A 3D copy of several slices whose host side has padded slices (slice height above "
+             "the extent's) steps through that side's slices as if they were packed.",
+             InstallCopy3DPaddedSlicesReadPacked),
+    PL_FAULT("batch_memop_writes_hoisted_before_wait", "R170", "streammemops", "sync",
+             "cuStreamBatchMemOp with a write after a wait enqueues the batch's writes before its "
+             "waits.",
+             InstallBatchMemOpWritesHoistedBeforeWait),
+    PL_FAULT("host_pool_async_free_leaks", "R145", "mempools", "resource",
+             "cuMemFreeAsync of an allocation from a host-located memory pool reports success but "
+             "never returns it to the pool.",
+             InstallHostPoolAsyncFreeLeaks),
+    PL_FAULT("unregister_elsewhere_keeps_registration", "R132", "driverapi", "resource",
+             "cuMemHostUnregister with a context other than the registering one current reports "
+             "success but leaves the range registered.",
+             InstallUnregisterElsewhereKeepsRegistration),
     // Stateful.
     PL_FAULT("every_16th_htod_corrupts", "S01", "streams", "data",
              "Every 16th synchronous host-to-device copy delivers a wrong last byte.",
@@ -3138,6 +3670,18 @@ const Fault kFaults[] = {
              "After an allocation from a host pool with a maximum size fails, every later "
              "allocation from that pool fails with OUT_OF_MEMORY.",
              InstallHostPoolPoisonedAfterFailedAlloc),
+    PL_FAULT("rejected_ctx_flags_applied_anyway", "R64", "deviceflags", "error",
+             "cuDevicePrimaryCtxSetFlags or cuCtxSetFlags with unknown flag bits fails with "
+             "INVALID_VALUE but applies the valid bits it was given.",
+             InstallRejectedCtxFlagsAppliedAnyway),
+    PL_FAULT("graph_relaunch_skips_stream_order", "S11", "streams", "sync",
+             "From its second launch on, an executable graph runs outside the order of the stream "
+             "it is launched into.",
+             InstallGraphRelaunchSkipsStreamOrder),
+    PL_FAULT("failed_pin_error_resurfaces_at_next_sync", "R06", "hostalloc", "error",
+             "After a pinned allocation fails with OUT_OF_MEMORY, the next cuCtxSynchronize or "
+             "cuStreamSynchronize reports OUT_OF_MEMORY once.",
+             InstallFailedPinErrorResurfacesAtNextSync),
     // Timing.
     PL_FAULT("dtoh_async_bytes_arrive_late", "S03", "streams", "sync",
              "An asynchronous device-to-host copy is reported complete about 3 ms before its "
@@ -3173,6 +3717,14 @@ const Fault kFaults[] = {
              "cuEventElapsedTime of events recorded on a non-blocking stream reports the host "
              "time between the record calls, not the time the stream took.",
              InstallNonBlockingElapsedTimeFromSubmission),
+    PL_FAULT("pageable_async_htod_reads_source_late", "S05", "streams", "data",
+             "An asynchronous host-to-device copy from pageable memory reads its source when the "
+             "stream reaches it, not at the call.",
+             InstallPageableAsyncHtodReadsSourceLate),
+    PL_FAULT("blocking_sync_event_elapsed_whole_ms", "S15", "streams", "perf",
+             "cuEventElapsedTime with a BlockingSync event reports the interval truncated to whole "
+             "milliseconds.",
+             InstallBlockingSyncEventElapsedWholeMs),
     // Cross-API.
     PL_FAULT("attributes_device_pointer_disagrees", "R96", "interior", "data",
              "cuPointerGetAttributes reports the device pointer of pinned memory one page off; "
@@ -3219,6 +3771,10 @@ const Fault kFaults[] = {
              "Without native host atomics, attribute 147 (only partial native host atomics) is "
              "reported 1 while cuDeviceGetHostAtomicCapabilities gives no operation.",
              InstallPartialHostAtomicsClaimedWithoutOps),
+    PL_FAULT("attributes_page_granular_for_subpage_registration", "R71", "devptr", "data",
+             "cuPointerGetAttributes of an unregistered byte on a page of a sub-page registration "
+             "describes the registration; cuPointerGetAttribute does not know the byte.",
+             InstallAttributesPageGranularForSubpageRegistration),
 };
 
 // =============================================================================================

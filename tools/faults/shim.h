@@ -156,7 +156,17 @@ struct Wrap<CUresult(A...), E> {
     (CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream))                           \
   X(MemPoolCreate, "cuMemPoolCreate", 11020, kNoMax, (CUmemoryPool*, const CUmemPoolProps*)) \
   X(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, kNoMax,                         \
-    (CUdeviceptr*, size_t, CUmemoryPool, CUstream))
+    (CUdeviceptr*, size_t, CUmemoryPool, CUstream))                                          \
+  X(MemsetD2D16, "cuMemsetD2D16", 3020, kNoMax,                                              \
+    (CUdeviceptr, size_t, unsigned short, size_t, size_t))                                   \
+  X(MemsetD2D16Async, "cuMemsetD2D16Async", 3020, kNoMax,                                    \
+    (CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream))                         \
+  X(StreamBatchMemOp, "cuStreamBatchMemOp", 8000, kNoMax,                                    \
+    (CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int))                       \
+  X(MemFreeAsync, "cuMemFreeAsync", 11020, kNoMax, (CUdeviceptr, CUstream))                  \
+  X(GraphLaunch, "cuGraphLaunch", 10000, kNoMax, (CUgraphExec, CUstream))                    \
+  X(GraphExecDestroy, "cuGraphExecDestroy", 10000, kNoMax, (CUgraphExec))                    \
+  X(EventCreate, "cuEventCreate", 2000, kNoMax, (CUevent*, unsigned int))
 
 #define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
   extern EntryBase e_##n;                             \

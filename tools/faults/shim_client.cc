@@ -6,6 +6,7 @@
 //   shim_client variations prints key=value lines for the calls the conforming variations change
 //   shim_client blind10    prints key=value lines for calls inside and outside the triggers of
 //                          batch blind-10's faults
+//   shim_client blind11    the same for batch blind-11's faults
 // Exit codes: 0 done; 1 the library or a symbol is missing; 2 bad usage.
 #include <dlfcn.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "tools/faults/shim.h"
@@ -729,6 +731,349 @@ int Blind10() {
   return 0;
 }
 
+// One call inside and one beside the trigger of each fault of batch blind-11, each printed as
+// key=value; the fake driver answers as r580 would (testdata/fake_libcuda.c).
+int Blind11() {
+  using Stream = CUstream;
+  auto alloc = Get<CUresult (*)(void**, size_t, unsigned)>("cuMemHostAlloc");
+  auto alloc_host = Get<CUresult (*)(void**, size_t)>("cuMemAllocHost");
+  auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
+  auto reg = Get<CUresult (*)(void*, size_t, unsigned)>("cuMemHostRegister");
+  auto unreg = Get<CUresult (*)(void*)>("cuMemHostUnregister");
+  auto ptr_attr = Get<CUresult (*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
+  auto ptr_attrs =
+      Get<CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr)>("cuPointerGetAttributes");
+  auto devptr = Get<CUresult (*)(CUdeviceptr*, void*, unsigned)>("cuMemHostGetDevicePointer");
+  auto set_current = Get<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto sync = Get<CUresult (*)()>("cuCtxSynchronize");
+  auto stream_sync = Get<CUresult (*)(Stream)>("cuStreamSynchronize");
+  auto htod_async = Get<CUresult (*)(CUdeviceptr, const void*, size_t, Stream)>("cuMemcpyHtoDAsync");
+  auto copy_async = Get<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, Stream)>("cuMemcpyAsync");
+  auto set2d16 = Get<CUresult (*)(CUdeviceptr, size_t, unsigned short, size_t, size_t)>("cuMemsetD2D16");
+  auto set2d16_async = Get<CUresult (*)(CUdeviceptr, size_t, unsigned short, size_t, size_t, Stream)>(
+      "cuMemsetD2D16Async");
+  auto copy3d = Get<CUresult (*)(const CUDA_MEMCPY3D*)>("cuMemcpy3D");
+  auto copy3d_async = Get<CUresult (*)(const CUDA_MEMCPY3D*, Stream)>("cuMemcpy3DAsync");
+  auto batch =
+      Get<CUresult (*)(Stream, unsigned, CUstreamBatchMemOpParams*, unsigned)>("cuStreamBatchMemOp");
+  auto pool_create = Get<CUresult (*)(CUmemoryPool*, const CUmemPoolProps*)>("cuMemPoolCreate");
+  auto pool_alloc =
+      Get<CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, Stream)>("cuMemAllocFromPoolAsync");
+  auto free_async = Get<CUresult (*)(CUdeviceptr, Stream)>("cuMemFreeAsync");
+  auto primary_set = Get<CUresult (*)(CUdevice, unsigned)>("cuDevicePrimaryCtxSetFlags");
+  auto primary_state = Get<CUresult (*)(CUdevice, unsigned*, int*)>("cuDevicePrimaryCtxGetState");
+  auto ctx_set_flags = Get<CUresult (*)(unsigned)>("cuCtxSetFlags");
+  auto ctx_get_flags = Get<CUresult (*)(unsigned*)>("cuCtxGetFlags");
+  auto graph_launch = Get<CUresult (*)(CUgraphExec, Stream)>("cuGraphLaunch");
+  auto graph_destroy = Get<CUresult (*)(CUgraphExec)>("cuGraphExecDestroy");
+  auto event_create = Get<CUresult (*)(CUevent*, unsigned)>("cuEventCreate");
+  auto elapsed = Get<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
+  auto mark_device = reinterpret_cast<void (*)(uintptr_t, size_t)>(FakeSymbol("fake_mark_device"));
+  auto host_funcs = static_cast<int*>(FakeSymbol("fake_host_funcs"));
+  auto copy_src = static_cast<uintptr_t*>(FakeSymbol("fake_last_copy_src"));
+  auto batch_ops = static_cast<char*>(FakeSymbol("fake_batch_ops"));
+  auto pool_frees = static_cast<int*>(FakeSymbol("fake_pool_frees"));
+  auto graph_stream = static_cast<void**>(FakeSymbol("fake_last_graph_stream"));
+  auto elapsed_ms = static_cast<float*>(FakeSymbol("fake_elapsed_ms"));
+  if (!alloc || !alloc_host || !free_host || !reg || !unreg || !ptr_attr || !ptr_attrs || !devptr ||
+      !set_current || !sync || !stream_sync || !htod_async || !copy_async || !set2d16 ||
+      !set2d16_async || !copy3d || !copy3d_async || !batch || !pool_create || !pool_alloc ||
+      !free_async || !primary_set || !primary_state || !ctx_set_flags || !ctx_get_flags ||
+      !graph_launch || !graph_destroy || !event_create || !elapsed || !mark_device || !host_funcs ||
+      !copy_src || !batch_ops || !pool_frees || !graph_stream || !elapsed_ms)
+    return 1;
+  const Stream blocking = reinterpret_cast<Stream>(0x10);
+  const Stream capturing = reinterpret_cast<Stream>(0xCA);  // fake: being captured
+  const size_t page = 4096, mib = size_t{1} << 20;
+  CUresult r = CUDA_SUCCESS;
+
+  // memset2d16_page_crossing_row_skips_element: "rc,elements set,bytes written outside the rows".
+  static unsigned char area[3 * 4096] __attribute__((aligned(4096)));
+  auto set_16 = [&](size_t offset, size_t pitch, size_t w, size_t h, bool async) {
+    memset(area, 0, sizeof(area));
+    const unsigned short v = 0xa1b2;
+    const CUdeviceptr d = reinterpret_cast<CUdeviceptr>(area + offset);
+    CUresult rc = async ? set2d16_async(d, pitch, v, w, h, blocking) : set2d16(d, pitch, v, w, h);
+    int set = 0, outside = 0;
+    for (size_t b = 0; b < sizeof(area); ++b) {
+      const bool in_row = b >= offset && (b - offset) / pitch < h && (b - offset) % pitch < 2 * w;
+      if (in_row && (b - offset) % 2 == 0) set += memcmp(area + b, &v, 2) == 0;
+      if (!in_row) outside += area[b] != 0;
+    }
+    return std::to_string(rc) + "," + std::to_string(set) + "," + std::to_string(outside);
+  };
+  // Rows of 100 values 256 bytes apart from 100 bytes before the first page's end: the first
+  // row crosses into the second page; rows inside the first page do not cross.
+  printf("memset2d16_crossing=%s memset2d16_crossing_async=%s memset2d16_inside=%s\n",
+         set_16(page - 100, 256, 100, 3, false).c_str(), set_16(page - 100, 256, 100, 3, true).c_str(),
+         set_16(0, 256, 100, 3, false).c_str());
+
+  // registered_devptr_offset_wraps_at_2mib: "rc,offset of the device pointer from the start".
+  const size_t span = 3 * mib;
+  char* reg_area = static_cast<char*>(mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  void* block = nullptr;
+  if (reg_area == MAP_FAILED || reg(reg_area, span, 0) != CUDA_SUCCESS ||
+      alloc(&block, span, 0) != CUDA_SUCCESS)
+    return 1;
+  auto alias = [&](void* start, size_t offset) {
+    CUdeviceptr d = 0;
+    CUresult rc = devptr(&d, static_cast<char*>(start) + offset, 0);
+    return std::to_string(rc) + "," +
+           std::to_string(static_cast<long long>(d - reinterpret_cast<CUdeviceptr>(start)));
+  };
+  printf("devptr_registered_past_2mib=%s devptr_registered_below_2mib=%s "
+         "devptr_allocated_past_2mib=%s\n",
+         alias(reg_area, 2 * mib + 100).c_str(), alias(reg_area, 1000).c_str(),
+         alias(block, 2 * mib + 100).c_str());
+  unreg(reg_area);
+  free_host(block);
+  munmap(reg_area, span);
+
+  // copy3d_padded_slices_read_packed: "rc,mismatches" of a 2x2-row, 8-byte-wide box.
+  static unsigned char host3d[2 * 4 * 16], dev3d[2 * 4 * 16];
+  mark_device(reinterpret_cast<uintptr_t>(dev3d), sizeof(dev3d));
+  // src_rows/dst_rows: the slice heights (2 = packed, 4 = padded); depth: the slices copied.
+  auto copied_3d = [&](bool host_to_device, size_t src_rows, size_t dst_rows, size_t depth, bool async) {
+    for (size_t i = 0; i < sizeof(host3d); ++i) {
+      host3d[i] = static_cast<unsigned char>(i * 7 + 3);
+      dev3d[i] = static_cast<unsigned char>(0xf0 ^ i);
+    }
+    unsigned char* src = host_to_device ? host3d : dev3d;
+    unsigned char* dst = host_to_device ? dev3d : host3d;
+    unsigned char before[sizeof(host3d)];
+    memcpy(before, src, sizeof(before));
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof(c));
+    c.srcMemoryType = host_to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.srcHost = src;
+    c.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+    c.srcPitch = 16;
+    c.srcHeight = src_rows;
+    c.dstMemoryType = host_to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    c.dstHost = dst;
+    c.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+    c.dstPitch = 16;
+    c.dstHeight = dst_rows;
+    c.WidthInBytes = 8;
+    c.Height = 2;
+    c.Depth = depth;
+    CUresult rc = async ? copy3d_async(&c, blocking) : copy3d(&c);
+    int bad = 0;
+    for (size_t z = 0; z < depth; ++z)
+      for (size_t y = 0; y < 2; ++y)
+        for (size_t x = 0; x < 8; ++x)
+          bad += dst[(z * dst_rows + y) * 16 + x] != before[(z * src_rows + y) * 16 + x];
+    return std::to_string(rc) + "," + std::to_string(bad);
+  };
+  printf("copy3d_host_padded_src=%s copy3d_host_padded_src_async=%s copy3d_host_padded_dst=%s "
+         "copy3d_host_packed=%s copy3d_host_padded_one_slice=%s copy3d_device_padded_src=%s\n",
+         copied_3d(true, 4, 2, 2, false).c_str(), copied_3d(true, 4, 2, 2, true).c_str(),
+         copied_3d(false, 2, 4, 2, false).c_str(), copied_3d(true, 2, 2, 2, false).c_str(),
+         copied_3d(true, 4, 2, 1, false).c_str(), copied_3d(false, 4, 2, 2, false).c_str());
+
+  // batch_memop_writes_hoisted_before_wait: "rc,operation kinds in the order the driver got them".
+  static unsigned long long words[4];
+  auto batched = [&](std::initializer_list<CUstreamBatchMemOpType> kinds) {
+    CUstreamBatchMemOpParams ops[8];
+    memset(ops, 0, sizeof(ops));
+    unsigned n = 0;
+    for (CUstreamBatchMemOpType k : kinds) {
+      ops[n].operation = k;
+      if (k == CU_STREAM_MEM_OP_WAIT_VALUE_32 || k == CU_STREAM_MEM_OP_WAIT_VALUE_64) {
+        ops[n].waitValue.address = reinterpret_cast<CUdeviceptr>(&words[0]);
+        ops[n].waitValue.value64 = 1;
+        ops[n].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+      } else {
+        ops[n].writeValue.address = reinterpret_cast<CUdeviceptr>(&words[1 + n % 3]);
+        ops[n].writeValue.value64 = 7;
+      }
+      ++n;
+    }
+    CUresult rc = batch(blocking, n, ops, 0);
+    return std::to_string(rc) + "," + batch_ops;
+  };
+  printf("batch_wait_then_writes=%s batch_write_wait_write=%s batch_writes_then_wait=%s "
+         "batch_writes_only=%s\n",
+         batched({CU_STREAM_MEM_OP_WAIT_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_64,
+                  CU_STREAM_MEM_OP_WRITE_VALUE_32}).c_str(),
+         batched({CU_STREAM_MEM_OP_WRITE_VALUE_32, CU_STREAM_MEM_OP_WAIT_VALUE_32,
+                  CU_STREAM_MEM_OP_WRITE_VALUE_64}).c_str(),
+         batched({CU_STREAM_MEM_OP_WRITE_VALUE_64, CU_STREAM_MEM_OP_WAIT_VALUE_64}).c_str(),
+         batched({CU_STREAM_MEM_OP_WRITE_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_32}).c_str());
+
+  // pageable_async_htod_reads_source_late: "rc,where the copy that reached the driver read from
+  // (own: the caller's source; other),host functions queued,mismatches".
+  static unsigned char dev[256], pageable[256];
+  mark_device(reinterpret_cast<uintptr_t>(dev), sizeof(dev));
+  void* pinned = nullptr;
+  if (alloc(&pinned, 256, 0) != CUDA_SUCCESS) return 1;
+  auto late = [&](const void* src, size_t n, auto&& copy) {
+    unsigned char* s = static_cast<unsigned char*>(const_cast<void*>(src));
+    for (int i = 0; i < 256; ++i) {
+      s[i] = static_cast<unsigned char>(i * 5 + 1);
+      dev[i] = 0;
+    }
+    const int funcs = *host_funcs;
+    CUresult rc = copy();
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += dev[i] != s[i];
+    return std::to_string(rc) + "," + (*copy_src == reinterpret_cast<uintptr_t>(src) ? "own" : "other") +
+           "," + std::to_string(*host_funcs - funcs) + "," + std::to_string(bad);
+  };
+  const CUdeviceptr dp = reinterpret_cast<CUdeviceptr>(dev);
+  printf("pageable_htod_async=%s",
+         late(pageable, 256, [&] { return htod_async(dp, pageable, 256, blocking); }).c_str());
+  printf(" pageable_unified_async=%s", late(pageable, 256, [&] {
+           return copy_async(dp, reinterpret_cast<CUdeviceptr>(pageable), 256, blocking);
+         }).c_str());
+  printf(" pageable_htod_async_again=%s",
+         late(pageable, 200, [&] { return htod_async(dp, pageable, 200, blocking); }).c_str());
+  printf(" pinned_htod_async=%s",
+         late(pinned, 256, [&] { return htod_async(dp, pinned, 256, blocking); }).c_str());
+  printf(" pageable_htod_captured=%s\n",
+         late(pageable, 256, [&] { return htod_async(dp, pageable, 256, capturing); }).c_str());
+  free_host(pinned);
+
+  // host_pool_async_free_leaks: "rc,frees that reached the driver" per pool kind.
+  auto pool_free = [&](CUmemLocationType where) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = where;
+    CUmemoryPool pool = nullptr;
+    CUdeviceptr d = 0;
+    if (pool_create(&pool, &props) != CUDA_SUCCESS || pool_alloc(&d, 4096, pool, blocking) != CUDA_SUCCESS)
+      return std::string("alloc failed");
+    const int frees = *pool_frees;
+    CUresult rc = free_async(d, blocking);
+    return std::to_string(rc) + "," + std::to_string(*pool_frees - frees);
+  };
+  printf("free_async_host_pool=%s free_async_host_numa_pool=%s free_async_device_pool=%s\n",
+         pool_free(CU_MEM_LOCATION_TYPE_HOST).c_str(), pool_free(CU_MEM_LOCATION_TYPE_HOST_NUMA).c_str(),
+         pool_free(CU_MEM_LOCATION_TYPE_DEVICE).c_str());
+
+  // unregister_elsewhere_keeps_registration: "unregister rc,memory type rc afterwards,the
+  // registering context's unregister rc".
+  char* rw = static_cast<char*>(mmap(nullptr, 8 * page, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (rw == MAP_FAILED) return 1;
+  const CUcontext ctx_a = reinterpret_cast<CUcontext>(0x1234), ctx_b = reinterpret_cast<CUcontext>(0x5678);
+  auto unregistered = [&](char* p, CUcontext other) {
+    set_current(ctx_a);
+    if (reg(p, page, 0) != CUDA_SUCCESS) return std::string("register failed");
+    set_current(other);
+    CUresult first = unreg(p);
+    unsigned type = 0;
+    CUresult known = ptr_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
+    set_current(ctx_a);
+    CUresult owner = unreg(p);
+    set_current(nullptr);
+    return std::to_string(first) + "," + std::to_string(known) + "," + std::to_string(owner);
+  };
+  printf("unregister_elsewhere=%s unregister_same_context=%s\n", unregistered(rw, ctx_b).c_str(),
+         unregistered(rw + 2 * page, ctx_a).c_str());
+
+  // rejected_ctx_flags_applied_anyway: "rc,flags read back" after each call.
+  auto primary_flags = [&](unsigned f) {
+    CUresult rc = primary_set(0, f);
+    unsigned now = 0;
+    int active = 0;
+    primary_state(0, &now, &active);
+    return std::to_string(rc) + "," + std::to_string(now);
+  };
+  auto ctx_flags = [&](unsigned f) {
+    CUresult rc = ctx_set_flags(f);
+    unsigned now = 0;
+    ctx_get_flags(&now);
+    return std::to_string(rc) + "," + std::to_string(now);
+  };
+  printf("primary_flags_rejected=%s", primary_flags(0x100 | CU_CTX_SCHED_BLOCKING_SYNC).c_str());
+  printf(" primary_flags_valid=%s", primary_flags(CU_CTX_SCHED_YIELD).c_str());
+  printf(" primary_flags_rejected_after_valid=%s", primary_flags(0x200 | CU_CTX_SCHED_SPIN).c_str());
+  printf(" ctx_flags_rejected=%s", ctx_flags(0x100 | CU_CTX_SYNC_MEMOPS).c_str());
+  printf(" ctx_flags_valid=%s\n", ctx_flags(CU_CTX_SCHED_SPIN).c_str());
+  primary_set(0, 0);
+  ctx_set_flags(0);
+
+  // graph_relaunch_skips_stream_order: "rc,stream the launch reached the driver on (own: the
+  // caller's; other)".
+  auto launched = [&](CUgraphExec g, Stream s) {
+    *graph_stream = nullptr;
+    CUresult rc = graph_launch(g, s);
+    return std::to_string(rc) + "," + (*graph_stream == s ? "own" : "other");
+  };
+  const CUgraphExec exec_a = reinterpret_cast<CUgraphExec>(0x6A), exec_b = reinterpret_cast<CUgraphExec>(0x6B);
+  printf("graph_first=%s", launched(exec_a, blocking).c_str());
+  printf(" graph_second=%s", launched(exec_a, blocking).c_str());
+  printf(" graph_third=%s", launched(exec_a, blocking).c_str());
+  printf(" graph_other_first=%s", launched(exec_b, blocking).c_str());
+  printf(" graph_relaunch_captured=%s", launched(exec_a, capturing).c_str());
+  graph_destroy(exec_a);
+  printf(" graph_handle_reused_first=%s\n", launched(exec_a, blocking).c_str());
+  graph_destroy(exec_a);
+  graph_destroy(exec_b);
+
+  // failed_pin_error_resurfaces_at_next_sync: "allocation rc,synchronisation rc".
+  void* nothing = nullptr;
+  const size_t impossible = size_t{1} << 60;
+  r = alloc(&nothing, 64, 0x10);  // bad flags: INVALID_VALUE
+  printf("sync_after_bad_flags=%d,%d", r, sync());
+  r = alloc(&nothing, impossible, 0);
+  printf(" sync_after_failed_hostalloc=%d,%d", r, sync());
+  printf(" sync_again=%d", sync());
+  r = alloc_host(&nothing, impossible);
+  printf(" stream_sync_after_failed_allochost=%d,%d", r, stream_sync(blocking));
+  printf(" stream_sync_again=%d\n", stream_sync(blocking));
+
+  // blocking_sync_event_elapsed_whole_ms: "rc,elapsed ms" (the fake's is 2.75 here).
+  CUevent e_blocking = nullptr, e_plain = nullptr, e_other = nullptr;
+  if (event_create(&e_blocking, CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS ||
+      event_create(&e_plain, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+      event_create(&e_other, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+    return 1;
+  *elapsed_ms = 2.75f;
+  auto timed = [&](CUevent a, CUevent b) {
+    float ms = -1;
+    CUresult rc = elapsed(&ms, a, b);
+    char text[32];
+    snprintf(text, sizeof(text), "%d,%.2f", rc, ms);
+    return std::string(text);
+  };
+  printf("elapsed_blocking_start=%s elapsed_blocking_end=%s elapsed_default=%s\n",
+         timed(e_blocking, e_plain).c_str(), timed(e_plain, e_blocking).c_str(),
+         timed(e_plain, e_other).c_str());
+  *elapsed_ms = 5.0f;
+
+  // attributes_page_granular_for_subpage_registration: "rc,type,host pointer,device pointer,
+  // range start" (pointers as offsets from the page; the single-attribute rc beside).
+  char* sub = rw + 4 * page;
+  if (reg(sub + 100, 200, 0) != CUDA_SUCCESS) return 1;
+  auto described = [&](char* p) {
+    unsigned type = 7;
+    void* host = reinterpret_cast<void*>(1);
+    CUdeviceptr dev_ptr = 1, start = 1;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    void* data[] = {&type, &host, &dev_ptr, &start};
+    CUresult rc = ptr_attrs(4, which, data, reinterpret_cast<CUdeviceptr>(p));
+    const CUdeviceptr base = reinterpret_cast<CUdeviceptr>(sub);
+    auto off = [&](CUdeviceptr x) {
+      return x ? std::to_string(static_cast<long long>(x - base)) : std::string("null");
+    };
+    unsigned single_type = 0;
+    CUresult single = ptr_attr(&single_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
+    return std::to_string(rc) + "," + std::to_string(type) + "," + off(reinterpret_cast<CUdeviceptr>(host)) +
+           "," + off(dev_ptr) + "," + off(start) + "," + std::to_string(single);
+  };
+  printf("attrs_beside_subpage=%s attrs_inside_subpage=%s attrs_next_page=%s\n",
+         described(sub + 1000).c_str(), described(sub + 150).c_str(), described(sub + page + 10).c_str());
+  unreg(sub + 100);
+  munmap(rw, 8 * page);
+  return 0;
+}
+
 int PrintCatalogue(const char* symbol, bool conforming) {
   using Cat = const pagelock_faults::Fault* (*)(size_t*);
   auto cat = reinterpret_cast<Cat>(dlsym(g_lib, symbol));
@@ -752,11 +1097,12 @@ int PrintCatalogue(const char* symbol, bool conforming) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* const kModes[] = {"run", "catalogue", "conforming", "variations", "blind10"};
+  const char* const kModes[] = {"run", "catalogue", "conforming", "variations", "blind10",
+                                "blind11"};
   bool known = false;
   for (const char* m : kModes) known = known || (argc == 2 && strcmp(argv[1], m) == 0);
   if (!known) {
-    fprintf(stderr, "usage: shim_client run|catalogue|conforming|variations|blind10\n");
+    fprintf(stderr, "usage: shim_client run|catalogue|conforming|variations|blind10|blind11\n");
     return 2;
   }
   const char* lib = getenv("SHIM_CLIENT_LIB");  // default: the LD_LIBRARY_PATH search
@@ -775,6 +1121,7 @@ int main(int argc, char** argv) {
            : mode == "catalogue"  ? PrintCatalogue("pagelock_fault_catalogue", false)
            : mode == "conforming" ? PrintCatalogue("pagelock_fault_conforming", true)
            : mode == "blind10"    ? Blind10()
+           : mode == "blind11"    ? Blind11()
                                   : Variations();
   fflush(stdout);
   return rc;

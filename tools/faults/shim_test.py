@@ -60,7 +60,7 @@ def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
     if log:
         env["PAGELOCK_FAULT_LOG"] = log
     p = subprocess.run([CLIENT, mode], env=env, capture_output=True, text=True, timeout=60)
-    if mode in ("variations", "blind10"):  # several key=value pairs a line
+    if mode in ("variations", "blind10", "blind11"):  # several key=value pairs a line
         values = dict(tok.split("=", 1) for tok in p.stdout.split() if "=" in tok)
     else:
         values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
@@ -454,6 +454,112 @@ class Blind10FaultTest(unittest.TestCase):
 
     def test_every_fault_of_the_batch_has_a_test(self):
         self.assertEqual(set(BLIND10_CHANGES), batch_faults("blind-10"))
+
+
+# What each fault of batch blind-11 changes in `shim_client blind11` (against the fake driver,
+# which answers as r580 would): the calls inside its trigger. Every other answer, among them a
+# call beside each trigger that the fault must leave alone, stays as in the clean run.
+BLIND11_CHANGES = {
+    # Rows of 100 16-bit values, the first crossing a page 50 values in (sync and async): that
+    # value stays unwritten, no byte outside the rows is touched; rows inside a page are exact.
+    "memset2d16_page_crossing_row_skips_element": {
+        "memset2d16_crossing": "0,299,0", "memset2d16_crossing_async": "0,299,0"},
+    # 2 MiB + 100 bytes into a 3 MiB registration: the alias of offset 100; the first 2 MiB of a
+    # registration and an allocated block are right.
+    "registered_devptr_offset_wraps_at_2mib": {"devptr_registered_past_2mib": "0,100"},
+    # Two slices of two rows, host slices four rows apart (as source, sync and async, and as
+    # destination): the second slice's 16 bytes are wrong; packed host slices, one slice and a
+    # padded device side are exact.
+    "copy3d_padded_slices_read_packed": {
+        "copy3d_host_padded_src": "0,16", "copy3d_host_padded_src_async": "0,16",
+        "copy3d_host_padded_dst": "0,16"},
+    # The writes after a wait reach the driver first; batches whose writes all come before
+    # their wait, and batches without one, keep their order.
+    "batch_memop_writes_hoisted_before_wait": {
+        "batch_wait_then_writes": "0,524", "batch_write_wait_write": "0,251"},
+    # The free of a host (and host-NUMA) pool's allocation never reaches the driver; a device
+    # pool's does.
+    "host_pool_async_free_leaks": {
+        "free_async_host_pool": "0,0", "free_async_host_numa_pool": "0,0"},
+    # Unregistered from another context: success, still known, and the registering context's
+    # unregister succeeds too; an unregister in the registering context is right.
+    "unregister_elsewhere_keeps_registration": {"unregister_elsewhere": "0,0,0"},
+    # Rejected (INVALID_VALUE) as before, but the valid bits are applied; valid calls are right.
+    "rejected_ctx_flags_applied_anyway": {
+        "primary_flags_rejected": "1,4", "primary_flags_rejected_after_valid": "1,1",
+        "ctx_flags_rejected": "1,128"},
+    # The second and third launch of one exec go to the shim's stream; first launches (also of
+    # a handle destroyed and made again) and a launch into a capture stay on the caller's.
+    "graph_relaunch_skips_stream_order": {"graph_second": "0,other", "graph_third": "0,other"},
+    # The synchronisation right after an OUT_OF_MEMORY allocation reports it once; one after a
+    # bad-flags failure, and the next one, are right.
+    "failed_pin_error_resurfaces_at_next_sync": {
+        "sync_after_failed_hostalloc": "2,2", "stream_sync_after_failed_allochost": "2,2"},
+    # Pageable sources are copied from the shim's pinned buffer between two host functions (the
+    # fake runs them at once, so the bytes are right); pinned sources and a capture are not.
+    "pageable_async_htod_reads_source_late": {
+        "pageable_htod_async": "0,other,2,0", "pageable_unified_async": "0,other,2,0",
+        "pageable_htod_async_again": "0,other,2,0"},
+    # 2.75 ms with a BlockingSync event at either end: 2 ms; default events: 2.75.
+    "blocking_sync_event_elapsed_whole_ms": {
+        "elapsed_blocking_start": "0,2.00", "elapsed_blocking_end": "0,2.00"},
+    # A byte beside a sub-page registration on its page is described as the registration (its
+    # own address as the pointers); cuPointerGetAttribute still does not know it, and bytes
+    # inside the registration or on the next page are answered as before.
+    "attributes_page_granular_for_subpage_registration": {
+        "attrs_beside_subpage": "0,1,1000,1000,100,1"},
+}
+
+
+class Blind11FaultTest(unittest.TestCase):
+    """Each fault of batch blind-11 fires on its trigger, through the real (fake) driver, says so
+    in the log, and leaves the calls beside its trigger unchanged."""
+
+    @classmethod
+    def setUpClass(cls):
+        p, cls.clean = run(mode="blind11")
+        assert p.returncode == 0, p.stderr
+        cls.tmp = tempfile.mkdtemp(prefix="shim_blind11_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_the_clean_run_is_the_drivers_own(self):
+        p, direct = run(mode="blind11", through_shim=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(direct, self.clean)
+
+    def test_the_clean_run_answers_as_r580(self):
+        self.assertEqual(self.clean["memset2d16_crossing"], "0,300,0")
+        self.assertEqual(self.clean["devptr_registered_past_2mib"], "0,2097252")
+        self.assertEqual(self.clean["copy3d_host_padded_src"], "0,0")
+        self.assertEqual(self.clean["batch_wait_then_writes"], "0,452")
+        self.assertEqual(self.clean["pageable_htod_async"], "0,own,0,0")
+        self.assertEqual(self.clean["free_async_host_pool"], "0,1")
+        self.assertEqual(self.clean["unregister_elsewhere"], "0,1,713")
+        self.assertEqual(self.clean["primary_flags_rejected"], "1,0")
+        self.assertEqual(self.clean["graph_second"], "0,own")
+        self.assertEqual(self.clean["sync_after_failed_hostalloc"], "2,0")
+        self.assertEqual(self.clean["elapsed_blocking_start"], "0,2.75")
+        self.assertEqual(self.clean["attrs_beside_subpage"], "0,0,null,null,null,1")
+        self.assertEqual(self.clean["attrs_inside_subpage"], "0,1,150,150,100,0")
+
+    def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
+        for name, changes in BLIND11_CHANGES.items():
+            with self.subTest(fault=name):
+                log = os.path.join(self.tmp, name + ".log")
+                p, got = run(mode="blind11", fault=name, log=log)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(got, dict(self.clean, **changes))
+                with open(log) as f:
+                    fired = [l.split("\t")[2:] for l in f.read().splitlines()
+                             if l.split("\t")[1] == "fired"]
+                self.assertTrue(fired, f"{name} logged no 'fired' line")
+                self.assertEqual({x[0] for x in fired}, {name})
+
+    def test_every_fault_of_the_batch_has_a_test(self):
+        self.assertEqual(set(BLIND11_CHANGES), batch_faults("blind-11"))
 
 
 class ConformingCatalogueTest(unittest.TestCase):

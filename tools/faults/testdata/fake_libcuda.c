@@ -117,12 +117,27 @@ CUresult cuPointerGetAttribute(void* v, int attr, CUdeviceptr ptr) {
   Span* s = find_any((uintptr_t)ptr, &type);
   if (!s) return INVALID;
   if (attr == 2) { *(unsigned*)v = type; return OK; }     /* MEMORY_TYPE */
+  if (attr == 3) { *(CUdeviceptr*)v = ptr; return OK; }   /* DEVICE_POINTER: the address (UVA) */
+  if (attr == 4 && type == 1) { *(void**)v = (void*)(uintptr_t)ptr; return OK; }  /* HOST_POINTER */
+  if (attr == 9) { *(int*)v = 0; return OK; }            /* DEVICE_ORDINAL */
   if (attr == 8) { *(unsigned*)v = 0; return OK; }        /* IS_MANAGED */
   if (attr == 11) { *(CUdeviceptr*)v = s->start; return OK; }  /* RANGE_START_ADDR */
   if (attr == 12) { *(size_t*)v = s->end - s->start; return OK; }  /* RANGE_SIZE */
   return INVALID;
 }
 CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUdeviceptr ptr) {
+  unsigned type;
+  if (!find_any((uintptr_t)ptr, &type)) {
+    /* As r580 (and the documentation): memory no context knows is no error, every attribute
+       asked for gets its default (type 0, null pointers, ordinal -2). */
+    for (unsigned i = 0; i < n; ++i) {
+      if (!data[i]) continue;
+      if (attrs[i] == 2 || attrs[i] == 8) *(unsigned*)data[i] = 0;
+      else if (attrs[i] == 9) *(int*)data[i] = -2;
+      else if (attrs[i] == 3 || attrs[i] == 4 || attrs[i] == 11 || attrs[i] == 12) *(CUdeviceptr*)data[i] = 0;
+    }
+    return OK;
+  }
   for (unsigned i = 0; i < n; ++i) {
     CUresult r = data[i] ? cuPointerGetAttribute(data[i], attrs[i], ptr) : OK;
     if (r != OK) return r;
@@ -177,7 +192,13 @@ CUresult cuMemHostGetFlags(unsigned* f, void* p) {
 CUresult cuStreamSynchronize(void* s) { return (uintptr_t)s == 0x700 ? 700 : OK; }
 int fake_host_funcs = 0;
 CUresult cuLaunchHostFunc(void* s, void (*fn)(void*), void* data) { ++fake_host_funcs; fn(data); return OK; }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* st) { memcpy((void*)(uintptr_t)d, s, n); return OK; }
+/* The source of the last host-to-device or unified copy that reached the driver. */
+uintptr_t fake_last_copy_src = 0;
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* st) {
+  fake_last_copy_src = (uintptr_t)s;
+  memcpy((void*)(uintptr_t)d, s, n);
+  return OK;
+}
 /* Events: fake_pending_event is one whose last record has not completed; every record that
    reaches the driver is counted; every elapsed time is 5 ms. */
 void* fake_pending_event = 0;
@@ -185,7 +206,10 @@ int fake_event_records = 0;
 CUresult cuEventRecord(void* e, void* s) { ++fake_event_records; return OK; }
 CUresult cuEventRecordWithFlags(void* e, void* s, unsigned f) { ++fake_event_records; return OK; }
 CUresult cuEventQuery(void* e) { return e && e == fake_pending_event ? 600 : OK; }
-CUresult cuEventElapsedTime(float* ms, void* a, void* b) { *ms = 5.0f; return OK; }
+float fake_elapsed_ms = 5.0f;  /* what every elapsed time is; a client may change it */
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) { *ms = fake_elapsed_ms; return OK; }
+static uintptr_t g_next_event = 0xEE00;
+CUresult cuEventCreate(void** e, unsigned f) { *e = (void*)g_next_event++; return OK; }
 /* Streams: 0x20 is non-blocking, 0xCA is being captured. */
 CUresult cuStreamGetFlags(void* s, unsigned* f) { *f = (uintptr_t)s == 0x20 ? 1 : 0; return OK; }
 CUresult cuStreamIsCapturing(void* s, int* status) { *status = (uintptr_t)s == 0xCA ? 1 : 0; return OK; }
@@ -201,7 +225,10 @@ CUresult cuStreamWaitValue64_v2(void* s, CUdeviceptr a, unsigned long long v, un
 }
 /* Copies and memsets work on the addresses they are given. */
 CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { memcpy((void*)(uintptr_t)d, (const void*)(uintptr_t)s, n); return OK; }
-CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy(d, s, n); }
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) {
+  fake_last_copy_src = (uintptr_t)s;
+  return cuMemcpy(d, s, n);
+}
 CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy((uintptr_t)d, s, n); }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) { return cuMemcpy(d, s, n); }
 CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h) {
@@ -233,17 +260,88 @@ CUresult cuMemPoolCreate(void** pool, const void* props) { *pool = (void*)g_next
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* d, size_t n, void* pool, void* s) {
   ++fake_pool_allocs;
   if (!pool || n > (1u << 20)) return 2;
-  *d = 0x7000000;
+  *d = 0x7000000 + 0x1000 * (CUdeviceptr)fake_pool_allocs;
   return OK;
 }
+/* Asynchronous frees that reached the driver. */
+int fake_pool_frees = 0;
+CUresult cuMemFreeAsync(CUdeviceptr d, void* s) { ++fake_pool_frees; return d ? OK : INVALID; }
 CUresult cuCtxGetCurrent(void** c) { *c = g_current; return OK; }
 CUresult cuCtxSetCurrent(void* c) { g_current = c; return OK; }
 CUresult cuCtxGetDevice(int* d) { if (!g_current) return 201; *d = 0; return OK; }
-CUresult cuDevicePrimaryCtxGetState(int d, unsigned* f, int* active) { *f = 0; *active = 0; return OK; }
-CUresult cuDevicePrimaryCtxSetFlags(int d, unsigned f) { return OK; }
+/* Context flags: bits outside CU_CTX_FLAGS_MASK (0xff) are rejected and change nothing. */
+unsigned fake_primary_flags = 0, fake_ctx_flags = 0;
+CUresult cuDevicePrimaryCtxGetState(int d, unsigned* f, int* active) { *f = fake_primary_flags; *active = 0; return OK; }
+CUresult cuDevicePrimaryCtxSetFlags(int d, unsigned f) {
+  if (f & ~0xffu) return INVALID;
+  fake_primary_flags = f;
+  return OK;
+}
+CUresult cuCtxSetFlags(unsigned f) {
+  if (f & ~0xffu) return INVALID;
+  fake_ctx_flags = f;
+  return OK;
+}
+CUresult cuCtxGetFlags(unsigned* f) { *f = fake_ctx_flags; return OK; }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return OK; }
 CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return OK; }
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return OK; }
+/* 16-bit memsets, 1D and 2D (pointer and pitch 2-byte aligned). */
+CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+  if (d & 1) return INVALID;
+  for (size_t i = 0; i < n; ++i) memcpy((char*)(uintptr_t)d + 2 * i, &v, 2);
+  return OK;
+}
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void* s) { return cuMemsetD16_v2(d, v, n); }
+CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h) {
+  if (pitch < 2 * w || (pitch & 1) || (d & 1)) return INVALID;
+  for (size_t y = 0; y < h; ++y) cuMemsetD16_v2(d + y * pitch, v, w);
+  return OK;
+}
+CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, void* s) {
+  return cuMemsetD2D16_v2(d, pitch, v, w, h);
+}
+/* 3D copies between linear memory (host: memory type 1, srcHost; device 2 or unified 4:
+   srcDevice), laid out as CUDA_MEMCPY3D. */
+typedef struct {
+  size_t xInBytes, y, z, lod;
+  int memoryType;
+  const void* host;
+  CUdeviceptr device;
+  void* array;
+  void* reserved;
+  size_t pitch, height;
+} Side3D;
+typedef struct { Side3D src, dst; size_t widthInBytes, height, depth; } Copy3D;
+static char* side_at(const Side3D* s, size_t y, size_t z) {
+  char* base = s->memoryType == 1 ? (char*)s->host : (char*)(uintptr_t)s->device;
+  return base + ((s->z + z) * s->height + s->y + y) * s->pitch + s->xInBytes;
+}
+CUresult cuMemcpy3D_v2(const Copy3D* c) {
+  if (!c || c->src.memoryType == 3 || c->dst.memoryType == 3) return INVALID;  /* no arrays */
+  for (size_t z = 0; z < c->depth; ++z)
+    for (size_t y = 0; y < c->height; ++y)
+      memcpy(side_at(&c->dst, y, z), side_at(&c->src, y, z), c->widthInBytes);
+  return OK;
+}
+CUresult cuMemcpy3DAsync_v2(const Copy3D* c, void* s) { return cuMemcpy3D_v2(c); }
+/* Batches of stream memory operations: the operation kinds of the last batch, in the order the
+   driver got them (digits of CUstreamBatchMemOpType; 48-byte operations). */
+char fake_batch_ops[64] = "";
+CUresult cuStreamBatchMemOp_v2(void* s, unsigned n, const unsigned long long* ops, unsigned f) {
+  unsigned i;
+  if (n >= sizeof fake_batch_ops) return INVALID;
+  for (i = 0; i < n; ++i) fake_batch_ops[i] = (char)('0' + *(const int*)(ops + 6 * i));
+  fake_batch_ops[n] = 0;
+  return OK;
+}
+/* Graphs: the stream of the last launch; streams the client never created come from
+   cuStreamCreate (handles from 0x5E0 on). */
+void* fake_last_graph_stream = 0;
+CUresult cuGraphLaunch(void* g, void* s) { if (!g) return INVALID; fake_last_graph_stream = s; return OK; }
+CUresult cuGraphExecDestroy(void* g) { return g ? OK : INVALID; }
+static uintptr_t g_next_stream = 0x5E0;
+CUresult cuStreamCreate(void** s, unsigned f) { *s = (void*)g_next_stream++; return OK; }
 CUresult cuCtxSynchronize(void) { return OK; }
 /* Counts calls, so a test sees whether a "synchronise" really reached the driver. */
 int fake_ctx_sync_calls = 0;
@@ -303,6 +401,20 @@ static const Entry kTable[] = {
     {"cuMemHostGetDevicePointer", (void*)cuMemHostGetDevicePointer_v2},
     {"cuMemPoolCreate", (void*)cuMemPoolCreate},
     {"cuMemAllocFromPoolAsync", (void*)cuMemAllocFromPoolAsync},
+    {"cuMemFreeAsync", (void*)cuMemFreeAsync},
+    {"cuMemsetD16", (void*)cuMemsetD16_v2},
+    {"cuMemsetD16Async", (void*)cuMemsetD16Async},
+    {"cuMemsetD2D16", (void*)cuMemsetD2D16_v2},
+    {"cuMemsetD2D16Async", (void*)cuMemsetD2D16Async},
+    {"cuMemcpy3D", (void*)cuMemcpy3D_v2},
+    {"cuMemcpy3DAsync", (void*)cuMemcpy3DAsync_v2},
+    {"cuStreamBatchMemOp", (void*)cuStreamBatchMemOp_v2},
+    {"cuGraphLaunch", (void*)cuGraphLaunch},
+    {"cuGraphExecDestroy", (void*)cuGraphExecDestroy},
+    {"cuStreamCreate", (void*)cuStreamCreate},
+    {"cuEventCreate", (void*)cuEventCreate},
+    {"cuCtxSetFlags", (void*)cuCtxSetFlags},
+    {"cuCtxGetFlags", (void*)cuCtxGetFlags},
 };
 
 CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int version, unsigned long long flags,
