@@ -404,46 +404,35 @@ def batch_faults(batch):
     return set()
 
 
-class Blind10FaultTest(unittest.TestCase):
-    """Each fault of batch blind-10 fires on its trigger, through the real (fake) driver, says so
-    in the log, and leaves the calls beside its trigger unchanged."""
+class BatchFaultTests:
+    """One batch's faults in `shim_client MODE`: the clean run is the driver's own and answers as
+    r580 (CLEAN); each fault changes exactly CHANGES[fault] and logs that it fired; every fault
+    of BATCH has its entry. A subclass names MODE, BATCH, CHANGES and CLEAN."""
 
     @classmethod
     def setUpClass(cls):
-        p, cls.clean = run(mode="blind10")
+        p, cls.clean = run(mode=cls.MODE)
         assert p.returncode == 0, p.stderr
-        cls.tmp = tempfile.mkdtemp(prefix="shim_blind10_")
+        cls.tmp = tempfile.mkdtemp(prefix=f"shim_{cls.MODE}_")
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp)
 
     def test_the_clean_run_is_the_drivers_own(self):
-        p, direct = run(mode="blind10", through_shim=False)
+        p, direct = run(mode=self.MODE, through_shim=False)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(direct, self.clean)
 
     def test_the_clean_run_answers_as_r580(self):
-        self.assertEqual(self.clean["memset2d32_narrow"], "0,12,0")
-        self.assertEqual(self.clean["unified_htod_6"], "0,0")
-        self.assertEqual(self.clean["past4g_htod"], "0,high")
-        self.assertEqual(self.clean["below4g_htod"], "0,own")
-        self.assertEqual(self.clean["wait64_eq"], "0,64,4294967301")
-        self.assertEqual(self.clean["captured_htod"], "0,0")
-        self.assertEqual(self.clean["devptr_mapped_other_context"], "0")
-        self.assertEqual(self.clean["first_register"], "0,0")
-        self.assertEqual(self.clean["reregister"], "0,1")
-        self.assertEqual(self.clean["destroy_with_pins"], "0,1,none")
-        self.assertEqual(self.clean["rerecord_pending"], "0,1")
-        self.assertEqual(self.clean["host_pool_max"], "2,0,0,3")
-        self.assertEqual(self.clean["elapsed_non_blocking"], "0,5.0")
-        self.assertEqual(self.clean["atomics_none"], "0,0")
+        for key, want in self.CLEAN.items():
+            self.assertEqual(self.clean[key], want, key)
 
     def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
-        for name, changes in BLIND10_CHANGES.items():
+        for name, changes in self.CHANGES.items():
             with self.subTest(fault=name):
                 log = os.path.join(self.tmp, name + ".log")
-                p, got = run(mode="blind10", fault=name, log=log)
+                p, got = run(mode=self.MODE, fault=name, log=log)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertEqual(got, dict(self.clean, **changes))
                 with open(log) as f:
@@ -453,7 +442,31 @@ class Blind10FaultTest(unittest.TestCase):
                 self.assertEqual({x[0] for x in fired}, {name})
 
     def test_every_fault_of_the_batch_has_a_test(self):
-        self.assertEqual(set(BLIND10_CHANGES), batch_faults("blind-10"))
+        self.assertEqual(set(self.CHANGES), batch_faults(self.BATCH))
+
+
+class Blind10FaultTest(BatchFaultTests, unittest.TestCase):
+    """Each fault of batch blind-10 fires on its trigger, through the real (fake) driver, says so
+    in the log, and leaves the calls beside its trigger unchanged."""
+
+    MODE, BATCH, CHANGES = "blind10", "blind-10", BLIND10_CHANGES
+    # The clean run's answers for the calls the faults change, as r580 gives them.
+    CLEAN = {
+        "memset2d32_narrow": "0,12,0",
+        "unified_htod_6": "0,0",
+        "past4g_htod": "0,high",
+        "below4g_htod": "0,own",
+        "wait64_eq": "0,64,4294967301",
+        "captured_htod": "0,0",
+        "devptr_mapped_other_context": "0",
+        "first_register": "0,0",
+        "reregister": "0,1",
+        "destroy_with_pins": "0,1,none",
+        "rerecord_pending": "0,1",
+        "host_pool_max": "2,0,0,3",
+        "elapsed_non_blocking": "0,5.0",
+        "atomics_none": "0,0",
+    }
 
 
 # What each fault of batch blind-11 changes in `shim_client blind11` (against the fake driver,
@@ -511,55 +524,27 @@ BLIND11_CHANGES = {
 }
 
 
-class Blind11FaultTest(unittest.TestCase):
+class Blind11FaultTest(BatchFaultTests, unittest.TestCase):
     """Each fault of batch blind-11 fires on its trigger, through the real (fake) driver, says so
     in the log, and leaves the calls beside its trigger unchanged."""
 
-    @classmethod
-    def setUpClass(cls):
-        p, cls.clean = run(mode="blind11")
-        assert p.returncode == 0, p.stderr
-        cls.tmp = tempfile.mkdtemp(prefix="shim_blind11_")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
-
-    def test_the_clean_run_is_the_drivers_own(self):
-        p, direct = run(mode="blind11", through_shim=False)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(direct, self.clean)
-
-    def test_the_clean_run_answers_as_r580(self):
-        self.assertEqual(self.clean["memset2d16_crossing"], "0,300,0")
-        self.assertEqual(self.clean["devptr_registered_past_2mib"], "0,2097252")
-        self.assertEqual(self.clean["copy3d_host_padded_src"], "0,0")
-        self.assertEqual(self.clean["batch_wait_then_writes"], "0,452")
-        self.assertEqual(self.clean["pageable_htod_async"], "0,own,0,0")
-        self.assertEqual(self.clean["free_async_host_pool"], "0,1")
-        self.assertEqual(self.clean["unregister_elsewhere"], "0,1,713")
-        self.assertEqual(self.clean["primary_flags_rejected"], "1,0")
-        self.assertEqual(self.clean["graph_second"], "0,own")
-        self.assertEqual(self.clean["sync_after_failed_hostalloc"], "2,0")
-        self.assertEqual(self.clean["elapsed_blocking_start"], "0,2.75")
-        self.assertEqual(self.clean["attrs_beside_subpage"], "0,0,null,null,null,1")
-        self.assertEqual(self.clean["attrs_inside_subpage"], "0,1,150,150,100,0")
-
-    def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
-        for name, changes in BLIND11_CHANGES.items():
-            with self.subTest(fault=name):
-                log = os.path.join(self.tmp, name + ".log")
-                p, got = run(mode="blind11", fault=name, log=log)
-                self.assertEqual(p.returncode, 0, p.stderr)
-                self.assertEqual(got, dict(self.clean, **changes))
-                with open(log) as f:
-                    fired = [l.split("\t")[2:] for l in f.read().splitlines()
-                             if l.split("\t")[1] == "fired"]
-                self.assertTrue(fired, f"{name} logged no 'fired' line")
-                self.assertEqual({x[0] for x in fired}, {name})
-
-    def test_every_fault_of_the_batch_has_a_test(self):
-        self.assertEqual(set(BLIND11_CHANGES), batch_faults("blind-11"))
+    MODE, BATCH, CHANGES = "blind11", "blind-11", BLIND11_CHANGES
+    # The clean run's answers for the calls the faults change, as r580 gives them.
+    CLEAN = {
+        "memset2d16_crossing": "0,300,0",
+        "devptr_registered_past_2mib": "0,2097252",
+        "copy3d_host_padded_src": "0,0",
+        "batch_wait_then_writes": "0,452",
+        "pageable_htod_async": "0,own,0,0",
+        "free_async_host_pool": "0,1",
+        "unregister_elsewhere": "0,1,713",
+        "primary_flags_rejected": "1,0",
+        "graph_second": "0,own",
+        "sync_after_failed_hostalloc": "2,0",
+        "elapsed_blocking_start": "0,2.75",
+        "attrs_beside_subpage": "0,0,null,null,null,1",
+        "attrs_inside_subpage": "0,1,150,150,100,0",
+    }
 
 
 class ConformingCatalogueTest(unittest.TestCase):
