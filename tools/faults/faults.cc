@@ -2683,17 +2683,21 @@ double HostMs() {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
+// The fixed tables the faults keep per handle: the entry of `table` whose `field` is `key`, else
+// the first free one (a zero field), else nullptr (the table is full). The caller holds its lock.
+template <typename T, size_t N, typename K>
+T* SlotFor(T (&table)[N], K T::*field, K key) {
+  T* free_slot = nullptr;
+  for (T& x : table) {
+    if (x.*field == key) return &x;
+    if (!(x.*field) && !free_slot) free_slot = &x;
+  }
+  return free_slot;
+}
 void Stamp(CUevent e, CUstream s) {
   const EventStamp stamp = {e, HostMs(), IsNonBlocking(s)};
   pthread_mutex_lock(&g_stamps_mu);
-  EventStamp* slot = nullptr;
-  for (EventStamp& x : g_stamps) {
-    if (x.event == e) {
-      slot = &x;
-      break;
-    }
-    if (!x.event && !slot) slot = &x;
-  }
+  EventStamp* slot = SlotFor(g_stamps, &EventStamp::event, e);
   if (slot) *slot = stamp;
   pthread_mutex_unlock(&g_stamps_mu);
 }
@@ -3012,14 +3016,7 @@ pthread_mutex_t g_graph_mu = PTHREAD_MUTEX_INITIALIZER;
 unsigned GraphLaunches(CUgraphExec exec, unsigned more) {
   unsigned before = 0;
   pthread_mutex_lock(&g_graph_mu);
-  GraphLaunchCount* slot = nullptr;
-  for (GraphLaunchCount& x : g_graph_launches) {
-    if (x.exec == exec) {
-      slot = &x;
-      break;
-    }
-    if (!x.exec && !slot) slot = &x;
-  }
+  GraphLaunchCount* slot = SlotFor(g_graph_launches, &GraphLaunchCount::exec, exec);
   if (slot) {
     if (slot->exec != exec) *slot = {exec, 0};
     before = slot->launches;
@@ -3195,14 +3192,7 @@ void InstallBlockingSyncEventElapsedWholeMs() {
     CUresult r = real(e, f);
     if (r != CUDA_SUCCESS || !e || !*e) return r;
     pthread_mutex_lock(&g_created_mu);
-    EventCreated* slot = nullptr;
-    for (EventCreated& x : g_created_events) {
-      if (x.event == *e) {
-        slot = &x;
-        break;
-      }
-      if (!x.event && !slot) slot = &x;
-    }
+    EventCreated* slot = SlotFor(g_created_events, &EventCreated::event, *e);
     if (slot) *slot = {*e, f};  // a handle created again takes its new flags
     pthread_mutex_unlock(&g_created_mu);
     return r;
