@@ -1,5 +1,6 @@
-// Events as clocks and as dependencies: cudaEventElapsedTime against host clocks and against
-// device work that provably took time, cudaStreamWaitEvent on an event that is recorded again,
+// Events as clocks and as dependencies: cudaEventElapsedTime (every timing event kind, every
+// stream kind) against host clocks and against device work that provably took time,
+// cudaStreamWaitEvent on an event that is recorded again,
 // an event re-recorded while its previous record is pending (read by query, synchronize, wait and
 // elapsed time, the newest record on each stream kind), and cudaEventQuery / cudaEventSynchronize
 // of default and BlockingSync events. Held work waits on a host-written flag (a bounded kernel),
@@ -104,10 +105,39 @@ class EventTimingTest : public GpuTest {
   std::vector<PinnedBuffer> owned_;
 };
 
-// Faults caught: elapsed_time_wrong_unit and elapsed_time_long_intervals_tripled (more than twice
-// the host's wall time), event_record_early (the end event timestamped before the delay ran is
-// below half of it), elapsed_time_halved (just above half the delay: below the lower bound),
-// launch_dropped (the bytes).
+// The stream kinds events are recorded on (S15, S16).
+enum class RecordOn { kLegacyDefault, kPerThread, kNonBlocking };
+const char* const kStreamNames[] = {"LegacyDefaultStream", "PerThreadStream", "NonBlockingStream"};
+
+struct TimedCase {
+  unsigned event_flags;
+  RecordOn on;
+};
+std::string TimedName(const TimedCase& c) {
+  return std::string(c.event_flags == cudaEventBlockingSync ? "BlockingSyncEvents" : "DefaultEvents") + "_On" +
+         kStreamNames[static_cast<int>(c.on)];
+}
+void PrintTo(const TimedCase& c, std::ostream* os) { *os << TimedName(c); }
+std::vector<TimedCase> TimedCases() {
+  std::vector<TimedCase> cases;
+  for (unsigned f : {unsigned{cudaEventDefault}, unsigned{cudaEventBlockingSync}}) {
+    for (RecordOn on : {RecordOn::kLegacyDefault, RecordOn::kPerThread, RecordOn::kNonBlocking}) {
+      cases.push_back({f, on});
+    }
+  }
+  return cases;
+}
+
+class ElapsedTimeTest : public EventTimingTest, public ::testing::WithParamInterface<TimedCase> {};
+
+// Every event kind that can time (default and BlockingSync: how the host waits must not change
+// what the clock says) on every stream kind, and delays that are not whole milliseconds, from a
+// third of one to fifty: a driver whose clock or arithmetic differs by event flag, by stream or
+// below some interval (whole-millisecond truncation, a coarse tick) fails like one whose clock is
+// wrong everywhere. Faults caught: elapsed_time_wrong_unit and elapsed_time_long_intervals_tripled
+// (more than twice the host's wall time), event_record_early (the end event timestamped before
+// the delay ran is below half of it), elapsed_time_halved (just above half the delay: below the
+// lower bound), launch_dropped (the bytes).
 //
 // cudaEventElapsedTime (cuda_runtime_api.h): "Computes the elapsed time between two events (in
 // milliseconds with a resolution of around 0.5 microseconds)"; "the resulting time may be
@@ -116,29 +146,33 @@ class EventTimingTest : public GpuTest {
 // than half the delay, more than twice the host's wall time) FAIL with their own message; the
 // tighter bounds allow the documented resolution, a %globaltimer tick and kClockRateSlack
 // between the clocks on both sides, and FAIL too. Both bounds' margins are metrics.
-TEST_F(EventTimingTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) {
+TEST_P(ElapsedTimeTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) {
   PAGELOCK_RULE("S15");
+  const TimedCase p = GetParam();
   unsigned char* dst = Mapped<unsigned char>(kSize);
   ASSERT_NE(dst, nullptr);
-  OwnedStream s(cudaStreamNonBlocking);
-  OwnedEvent start(cudaEventDefault), stop(cudaEventDefault);
-  ASSERT_CUDA_OK(s.status());
+  OwnedStream created(cudaStreamNonBlocking);
+  OwnedEvent start(p.event_flags), stop(p.event_flags);
+  ASSERT_CUDA_OK(created.status());
   ASSERT_CUDA_OK(start.status());
   ASSERT_CUDA_OK(stop.status());
+  const cudaStream_t s = p.on == RecordOn::kLegacyDefault ? cudaStreamLegacy
+                         : p.on == RecordOn::kPerThread   ? cudaStreamPerThread
+                                                          : created.get();
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  for (double delay_ms : {5.0, 50.0}) {
+  for (double delay_ms : {0.35, 5.5, 50.0}) {
     const auto t0 = Clock::now();
-    ASSERT_CUDA_OK(cudaEventRecord(start.get(), s.get()));
+    ASSERT_CUDA_OK(cudaEventRecord(start.get(), s));
     // Every thread spins delay_ms of %globaltimer ("a 64-bit global nanosecond timer") between
     // the two records, so at least that much time passed between them.
-    ASSERT_CUDA_OK(LaunchDelayThenFill(dst, kSize, seed, static_cast<uint64_t>(delay_ms * 1e6), s.get()));
-    ASSERT_CUDA_OK(cudaEventRecord(stop.get(), s.get()));
-    ASSERT_CUDA_OK(PollStream(s.get(), 10));
+    ASSERT_CUDA_OK(LaunchDelayThenFill(dst, kSize, seed, static_cast<uint64_t>(delay_ms * 1e6), s));
+    ASSERT_CUDA_OK(cudaEventRecord(stop.get(), s));
+    ASSERT_CUDA_OK(PollStream(s, 10));
     const double host_ms = MsSince(t0);
     float ms = -1;
     ASSERT_CUDA_OK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     EXPECT_EQ(HostCountPatternMismatches(dst, kSize, seed), 0u) << "the delayed fill's bytes";
-    const std::string at = std::to_string(static_cast<int>(delay_ms)) + "ms";
+    const std::string at = std::to_string(static_cast<int>(delay_ms * 1000)) + "us";
     // Lower: at least the delay spun between the records, less the resolution twice, a tick and
     // kClockRateSlack of the delay (%globaltimer against the events' clock).
     const double lower = delay_ms * (1 - kClockRateSlack) - 2 * kResolutionMs - kGlobaltimerTickMs;
@@ -167,6 +201,9 @@ TEST_F(EventTimingTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) 
     std::memset(dst, 0, kSize);  // the next delay's fill is checked from zeros
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EventKindsAndStreams, ElapsedTimeTest, ::testing::ValuesIn(TimedCases()),
+                         [](const ::testing::TestParamInfo<TimedCase>& i) { return TimedName(i.param); });
 
 // Faults caught: stream_wait_ignored and event_record_early (the consumer runs while the
 // producer is held: Query says done, or the count sees unwritten bytes); a driver that waits on
@@ -250,7 +287,7 @@ enum class Reader { kEventQuery, kEventSynchronize, kStreamWaitEvent, kElapsedTi
 // none of these waits for the hold: the legacy default stream synchronises only with blocking
 // streams, cudaStreamPerThread (a blocking stream) only with the legacy one. With a blocking a,
 // the legacy stream's re-record would wait for the hold itself and the case would say nothing.
-enum class RecordOn { kLegacyDefault, kPerThread, kNonBlocking };
+// (RecordOn is declared above, with the elapsed-time cases.)
 
 struct RerecordCase {
   Reader reader;
@@ -259,8 +296,7 @@ struct RerecordCase {
 
 std::string RerecordName(const RerecordCase& c) {
   static const char* const kReaders[] = {"EventQuery", "EventSynchronize", "StreamWaitEvent", "ElapsedTime"};
-  static const char* const kStreams[] = {"LegacyDefaultStream", "PerThreadStream", "NonBlockingStream"};
-  return std::string(kReaders[static_cast<int>(c.reader)]) + "_On" + kStreams[static_cast<int>(c.on)];
+  return std::string(kReaders[static_cast<int>(c.reader)]) + "_On" + kStreamNames[static_cast<int>(c.on)];
 }
 void PrintTo(const RerecordCase& c, std::ostream* os) { *os << RerecordName(c); }
 
