@@ -36,101 +36,20 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
+#include "suites/interior/subjects.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::HostKind;
-using kinds::HostKindName;
-
-// What a case queries: a cudaHostAlloc allocation, a registration inside a larger mapping, or
-// device memory.
-struct Subject {
-  bool device = false;
-  HostKind kind = HostKind::kHostAllocDefault;
-};
-std::string SubjectName(const Subject& s) { return s.device ? "DeviceMemory" : HostKindName(s.kind); }
-std::vector<Subject> Subjects() {
-  std::vector<Subject> v;
-  for (HostKind k : kinds::AllHostKinds()) v.push_back(Subject{false, k});
-  v.push_back(Subject{true});
-  return v;
-}
+using interior::Subject;
+using interior::SubjectName;
+using interior::Subjected;
+using interior::Subjects;
 
 // Three pages and a bit, so first, middle and last byte are on different pages and the size is
 // not a page multiple.
 size_t BufferBytes() { return 3 * PageSize() + 100; }
 
-// The buffer under test; released at the end of scope (a failing release fails the case).
-class Subjected {
- public:
-  static std::unique_ptr<Subjected> Make(const Subject& s, size_t bytes, std::string* why) {
-    std::unique_ptr<Subjected> b(new Subjected());
-    b->s_ = s;
-    b->bytes_ = bytes;
-    void* p = nullptr;
-    cudaError_t e = cudaSuccess;
-    if (s.device) {
-      e = cudaMalloc(&p, bytes);
-    } else if (!kinds::IsRegistered(s.kind)) {
-      e = cudaHostAlloc(&p, bytes, static_cast<unsigned>(s.kind));  // HostKind order is the flag value
-    } else {
-      const HostMemoryKind hk = s.kind == HostKind::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
-                                : s.kind == HostKind::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
-                                                                      : HostMemoryKind::kShmemFileMmap;
-      // A page of unregistered memory of the same mapping on each side.
-      b->region_ = HostRegion::Make(hk, bytes + 3 * PageSize());
-      if (!b->region_ || !b->region_->data()) {
-        *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
-        return nullptr;
-      }
-      p = static_cast<unsigned char*>(b->region_->data()) + PageSize();
-      e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    }
-    if (e != cudaSuccess) {
-      *why = ErrName(e);
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    b->p_ = static_cast<unsigned char*>(p);
-    if (s.device) {
-      b->device_ = DeviceBuffer::Adopt(p, bytes);
-    } else if (kinds::IsRegistered(s.kind)) {
-      b->registered_ = HostRegistration::Adopt(p, bytes);
-    } else {
-      b->pinned_ = PinnedBuffer::Adopt(p, bytes);
-    }
-    if (!s.device) {
-      void* d = nullptr;
-      e = cudaHostGetDevicePointer(&d, p, 0);
-      if (e != cudaSuccess) {
-        *why = "cudaHostGetDevicePointer: " + ErrName(e);
-        (void)cudaGetLastError();
-        return nullptr;
-      }
-      b->dev_ = static_cast<unsigned char*>(d);
-    } else {
-      b->dev_ = b->p_;
-    }
-    return b;
-  }
-  unsigned char* ptr() const { return p_; }
-  unsigned char* dev() const { return dev_; }
-  size_t bytes() const { return bytes_; }
-  bool registered() const { return !s_.device && kinds::IsRegistered(s_.kind); }
-
- private:
-  Subjected() = default;
-  Subject s_;
-  size_t bytes_ = 0;
-  unsigned char* p_ = nullptr;
-  unsigned char* dev_ = nullptr;
-  std::unique_ptr<HostRegion> region_;
-  // The kit's owners, released before the region they may register.
-  DeviceBuffer device_;
-  HostRegistration registered_;
-  PinnedBuffer pinned_;
-};
 
 
 // The interior bytes a cache looks up: first, middle (a random one, not page aligned) and last.

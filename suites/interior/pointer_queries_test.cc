@@ -47,12 +47,15 @@
 #include "fixtures/profile.h"
 #include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
+#include "suites/interior/subjects.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::HostKind;
-using kinds::HostKindName;
+using interior::Subject;
+using interior::SubjectName;
+using interior::Subjected;
+using interior::Subjects;
 
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
@@ -323,77 +326,9 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
 
 // ---- Every kind of memory --------------------------------------------------------------------
 
-// A cudaHostAlloc allocation, a registration inside a larger mapping, or device memory (as in
-// interior_test.cc).
-struct Subject {
-  bool device = false;
-  HostKind kind = HostKind::kHostAllocDefault;
-};
-std::string SubjectName(const Subject& s) { return s.device ? "DeviceMemory" : HostKindName(s.kind); }
-std::vector<Subject> Subjects() {
-  std::vector<Subject> v;
-  for (HostKind k : kinds::AllHostKinds()) v.push_back(Subject{false, k});
-  v.push_back(Subject{true});
-  return v;
-}
-
 // Two pages and a bit: the size is not a page multiple, so the last page has bytes it does not cover.
 size_t BufferBytes() { return 2 * PageSize() + 100; }
 
-// The buffer under test; released at the end of scope (a failing release fails the case).
-class Subjected {
- public:
-  static std::unique_ptr<Subjected> Make(const Subject& s, size_t bytes, std::string* why) {
-    std::unique_ptr<Subjected> b(new Subjected());
-    void* p = nullptr;
-    cudaError_t e = cudaSuccess;
-    if (s.device) {
-      e = cudaMalloc(&p, bytes);
-    } else if (!kinds::IsRegistered(s.kind)) {
-      e = cudaHostAlloc(&p, bytes, static_cast<unsigned>(s.kind));  // HostKind order is the flag value
-    } else {
-      const HostMemoryKind hk = s.kind == HostKind::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
-                                : s.kind == HostKind::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
-                                                                      : HostMemoryKind::kShmemFileMmap;
-      // Unregistered pages of the same mapping on each side, so the probes outside read memory
-      // that exists and is no one's registration.
-      b->region_ = HostRegion::Make(hk, bytes + 3 * PageSize());
-      if (!b->region_ || !b->region_->data()) {
-        *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
-        return nullptr;
-      }
-      p = static_cast<unsigned char*>(b->region_->data()) + PageSize();
-      e = cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    }
-    if (e != cudaSuccess) {
-      *why = ErrName(e);
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    b->p_ = static_cast<unsigned char*>(p);
-    b->bytes_ = bytes;
-    if (s.device) {
-      b->device_ = DeviceBuffer::Adopt(p, bytes);
-    } else if (kinds::IsRegistered(s.kind)) {
-      b->registered_ = HostRegistration::Adopt(p, bytes);
-    } else {
-      b->pinned_ = PinnedBuffer::Adopt(p, bytes);
-    }
-    return b;
-  }
-  unsigned char* ptr() const { return p_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  Subjected() = default;
-  size_t bytes_ = 0;
-  unsigned char* p_ = nullptr;
-  std::unique_ptr<HostRegion> region_;
-  // The kit's owners, released before the region they may register.
-  DeviceBuffer device_;
-  HostRegistration registered_;
-  PinnedBuffer pinned_;
-};
 
 class PointerQueriesTest : public DriverApiGpuTest, public ::testing::WithParamInterface<Subject> {
  protected:
