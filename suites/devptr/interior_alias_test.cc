@@ -48,6 +48,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,7 @@ std::vector<Subject> Subjects() {
 }
 
 std::string SubjectName(const Subject& s) { return AliasKindName(s.kind) + "_" + SizeClassName(s.size); }
+void PrintTo(const Subject& s, std::ostream* os) { *os << SubjectName(s); }
 
 // The buffer under test, released at the end of scope (a failing release fails the case).
 class AliasedBuffer {
