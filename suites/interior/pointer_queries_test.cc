@@ -246,6 +246,18 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
                             << CuName(a.single[i]) << ") but cuPointerGetAttributes names device " << ordinal;
       continue;
     }
+    // Two answers break "assigned default NULL values" without telling another story: the byte's
+    // own address as HOST_POINTER (the host does reach it there; r580 says so) and a range slot
+    // left unwritten (r580). They claim no allocation, so here they are recorded; the header's
+    // literal text is asserted once, by UnknownPointerTest.
+    const bool own_host = attr.id == CU_POINTER_ATTRIBUTE_HOST_POINTER && plural == probe.at;
+    const bool range_unwritten = (attr.id == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR ||
+                                  attr.id == CU_POINTER_ATTRIBUTE_RANGE_SIZE) &&
+                                 a.plural_value[i].Unwritten(attr);
+    if (own_host || range_unwritten) {
+      Observe("probe." + probe.name + ".default_" + attr.name, own_host ? "the byte's address" : "unwritten");
+      continue;
+    }
     EXPECT_EQ(plural, 0u) << where << ", " << attr.name << ": cuPointerGetAttribute fails (" << CuName(a.single[i])
                           << ") but cuPointerGetAttributes says " << Hex(plural) << ", not the default NULL"
                           << (a.plural_value[i].Unwritten(attr) ? " (it left the slot unwritten)" : "");
@@ -360,6 +372,44 @@ TEST_P(PointerQueriesTest, PluralSingularAndRuntimeQueriesTellTheSameStoryAboutE
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, PointerQueriesTest, ::testing::ValuesIn(Subjects()),
                          [](const ::testing::TestParamInfo<Subject>& info) { return SubjectName(info.param); });
+
+// The header's text, literally, for one byte no context knows (a heap byte nobody registered):
+// "the attributes are assigned default NULL values and CUDA_SUCCESS is returned". Every slot of
+// the batch, HOST_POINTER and the range included, is NULL (a device ordinal 0 or negative: see
+// ExpectOneStory). r580 answers the byte's own address for HOST_POINTER and leaves RANGE_START_ADDR
+// and RANGE_SIZE unwritten (expectations/nvidia-h200.txt, docs/platforms/nvidia-h200.md#r151).
+class UnknownPointerTest : public DriverApiGpuTest {
+ protected:
+  void SetUp() override {
+    DriverApiGpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
+  }
+};
+
+TEST_F(UnknownPointerTest, BatchQueryOfAnUnknownByteAssignsTheDefaultNullToEverySlot) {
+  PAGELOCK_RULE("R151");
+  std::vector<unsigned char> heap(PageSize() + 100);
+  const CUdeviceptr at = Dptr(heap.data() + 50);
+  const Answers a = Ask(d, at);
+  ASSERT_FALSE(a.known()) << "the driver knows a heap byte nobody registered (MEMORY_TYPE "
+                          << a.Plural(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) << ")";
+  ASSERT_EQ(CuName(a.plural), CuName(CUDA_SUCCESS)) << "cuPointerGetAttributes of an unknown byte";
+  std::string not_null;
+  for (size_t i = 0; i < Attrs().size(); ++i) {
+    const Attr& attr = Attrs()[i];
+    const uint64_t v = a.plural_value[i].Value(attr);
+    const bool null = attr.id == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL ? static_cast<int>(static_cast<uint32_t>(v)) <= 0
+                                                                     : v == 0;
+    if (null) continue;
+    not_null += (not_null.empty() ? "" : ", ") + std::string(attr.name) + "=" +
+                (a.plural_value[i].Unwritten(attr) ? std::string("unwritten")
+                 : v == at                         ? std::string("the byte's address")
+                                                   : Hex(v));
+  }
+  Observe("unknown_byte_not_null", not_null.empty() ? "none" : not_null);
+  EXPECT_TRUE(not_null.empty()) << "cuPointerGetAttributes of an unknown heap byte: not the default NULL: " << not_null;
+}
 
 // ---- Registrations that start and end inside pages -------------------------------------------
 
