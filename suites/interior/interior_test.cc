@@ -46,10 +46,6 @@ using interior::SubjectName;
 using interior::Subjected;
 using interior::Subjects;
 
-// Three pages and a bit, so first, middle and last byte are on different pages and the size is
-// not a page multiple.
-size_t BufferBytes() { return 3 * PageSize() + 100; }
-
 
 
 // The interior bytes a cache looks up: first, middle (a random one, not page aligned) and last.
@@ -102,22 +98,11 @@ void ExpectRangeHolds(const char* key, CUdeviceptr base, size_t size, CUdevicept
   Observe(key, start + ", " + end);
 }
 
-class InteriorPointerTest : public DriverApiGpuTest, public ::testing::WithParamInterface<Subject> {
+class InteriorPointerTest : public interior::SubjectTest {
  protected:
-  void SetUp() override {
-    DriverApiGpuTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
-    if (!GetParam().device && kinds::IsRegistered(GetParam().kind))
-      PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-    std::string why;
-    buf_ = Subjected::Make(GetParam(), BufferBytes(), &why);
-    ASSERT_NE(buf_, nullptr) << SubjectName(GetParam()) << ": " << why;
-  }
-  void TearDown() override {
-    buf_.reset();
-    DriverApiGpuTest::TearDown();
-  }
+  // Three pages and a bit, so first, middle and last byte are on different pages and the size is
+  // not a page multiple.
+  size_t BufferBytes() const override { return 3 * PageSize() + 100; }
   // The answers cuMemGetAddressRange may give for the buffer's own bytes (kAddressRangeDoc).
   std::vector<CUresult> AddressRangeAnswers() const {
     if (GetParam().device) return {CUDA_SUCCESS};

@@ -54,7 +54,6 @@ namespace {
 
 using interior::Subject;
 using interior::SubjectName;
-using interior::Subjected;
 using interior::Subjects;
 
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
@@ -338,30 +337,15 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
 
 // ---- Every kind of memory --------------------------------------------------------------------
 
-// Two pages and a bit: the size is not a page multiple, so the last page has bytes it does not cover.
-size_t BufferBytes() { return 2 * PageSize() + 100; }
 
-
-class PointerQueriesTest : public DriverApiGpuTest, public ::testing::WithParamInterface<Subject> {
+// Without unified addressing cuPointerGetAttributes may answer CUDA_ERROR_INVALID_CONTEXT ("If
+// ptr was not allocated by, mapped by, or registered with a ::CUcontext which uses UVA"), so
+// SubjectTest requires it.
+class PointerQueriesTest : public interior::SubjectTest {
  protected:
-  void SetUp() override {
-    DriverApiGpuTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    // Without unified addressing a host pointer is no device pointer and cuPointerGetAttributes
-    // may answer CUDA_ERROR_INVALID_CONTEXT ("If ptr was not allocated by, mapped by, or
-    // registered with a ::CUcontext which uses UVA").
-    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
-    if (!GetParam().device && kinds::IsRegistered(GetParam().kind))
-      PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-    std::string why;
-    buf_ = Subjected::Make(GetParam(), BufferBytes(), &why);
-    ASSERT_NE(buf_, nullptr) << SubjectName(GetParam()) << ": " << why;
-  }
-  void TearDown() override {
-    buf_.reset();
-    DriverApiGpuTest::TearDown();
-  }
-  std::unique_ptr<Subjected> buf_;
+  // Two pages and a bit: the size is not a page multiple, so the last page has bytes it does not
+  // cover.
+  size_t BufferBytes() const override { return 2 * PageSize() + 100; }
 };
 
 TEST_P(PointerQueriesTest, PluralSingularAndRuntimeQueriesTellTheSameStoryAboutEveryNearbyByte) {

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "fixtures/driver_api.h"
+#include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
@@ -46,6 +50,29 @@ class Subjected {
   DeviceBuffer device_;
   HostRegistration registered_;
   PinnedBuffer pinned_;
+};
+
+// A case over one Subject: requires unified addressing (without it a host pointer is no device
+// pointer, and the driver's pointer queries may answer CUDA_ERROR_INVALID_CONTEXT) and, for a
+// registered kind, cudaDevAttrHostRegisterSupported; buf_ holds BufferBytes() of the subject.
+class SubjectTest : public DriverApiGpuTest, public ::testing::WithParamInterface<Subject> {
+ protected:
+  virtual size_t BufferBytes() const = 0;
+  void SetUp() override {
+    DriverApiGpuTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
+    if (!GetParam().device && kinds::IsRegistered(GetParam().kind))
+      PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    std::string why;
+    buf_ = Subjected::Make(GetParam(), BufferBytes(), &why);
+    ASSERT_NE(buf_, nullptr) << SubjectName(GetParam()) << ": " << why;
+  }
+  void TearDown() override {
+    buf_.reset();
+    DriverApiGpuTest::TearDown();
+  }
+  std::unique_ptr<Subjected> buf_;
 };
 
 }  // namespace interior
