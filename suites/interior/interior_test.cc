@@ -43,7 +43,6 @@ namespace {
 
 using interior::Subject;
 using interior::SubjectName;
-using interior::Subjected;
 using interior::Subjects;
 
 
@@ -111,7 +110,6 @@ class InteriorPointerTest : public interior::SubjectTest {
   void ExpectRangeHoldsTheBuffer(const char* key, CUdeviceptr base, size_t size) {
     ExpectRangeHolds(key, base, size, Dptr(buf_->ptr()), buf_->bytes());
   }
-  std::unique_ptr<Subjected> buf_;
 };
 
 TEST_P(InteriorPointerTest, AddressRangeFromTheFirstAMiddleAndTheLastByteIsOneRangeHoldingTheBuffer) {
