@@ -38,7 +38,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,12 +109,6 @@ struct Slot {
     return !a.boolean;
   }
 };
-
-std::string Hex(uint64_t v) {
-  std::ostringstream s;
-  s << "0x" << std::hex << v;
-  return s.str();
-}
 
 // Everything the three queries say about one byte.
 struct Answers {
