@@ -108,6 +108,10 @@ class EventTimingTest : public GpuTest {
 // The stream kinds events are recorded on (S15, S16).
 enum class RecordOn { kLegacyDefault, kPerThread, kNonBlocking };
 const char* const kStreamNames[] = {"LegacyDefaultStream", "PerThreadStream", "NonBlockingStream"};
+// The stream a RecordOn names; `created` is the case's own non-blocking stream.
+cudaStream_t StreamOn(RecordOn on, cudaStream_t created) {
+  return on == RecordOn::kLegacyDefault ? cudaStreamLegacy : on == RecordOn::kPerThread ? cudaStreamPerThread : created;
+}
 
 struct TimedCase {
   unsigned event_flags;
@@ -156,9 +160,7 @@ TEST_P(ElapsedTimeTest, ElapsedTimeLiesBetweenTheDeviceDelayAndTheHostWallTime) 
   ASSERT_CUDA_OK(created.status());
   ASSERT_CUDA_OK(start.status());
   ASSERT_CUDA_OK(stop.status());
-  const cudaStream_t s = p.on == RecordOn::kLegacyDefault ? cudaStreamLegacy
-                         : p.on == RecordOn::kPerThread   ? cudaStreamPerThread
-                                                          : created.get();
+  const cudaStream_t s = StreamOn(p.on, created.get());
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
   for (double delay_ms : {0.35, 5.5, 50.0}) {
     const auto t0 = Clock::now();
@@ -330,9 +332,7 @@ TEST_P(EventRerecordTest, ARecordMadeWhileThePreviousIsPendingReplacesIt) {
   ASSERT_CUDA_OK(c.status());
   ASSERT_CUDA_OK(e.status());
   ASSERT_CUDA_OK(start.status());
-  const cudaStream_t b = p.on == RecordOn::kLegacyDefault ? cudaStreamLegacy
-                         : p.on == RecordOn::kPerThread   ? cudaStreamPerThread
-                                                          : created.get();
+  const cudaStream_t b = StreamOn(p.on, created.get());
   const std::string on = p.on == RecordOn::kLegacyDefault ? "the legacy default stream"
                          : p.on == RecordOn::kPerThread   ? "cudaStreamPerThread"
                                                           : "a non-blocking stream";
