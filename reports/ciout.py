@@ -14,7 +14,8 @@ file carries the *final* verdict, so:
                                          crash or timeout) per failed attempt: Surefire's
                                          convention, which the Flaky Test Handler and
                                          action-junit-report count as flaky
-  EXPECTED_FAIL, KNOWN_COVERAGE_LOSS     <skipped> with the expectation and its bug link
+  EXPECTED_FAIL, KNOWN_COVERAGE_LOSS,   <skipped> with the expectation and its bug link (or, for
+  PLATFORM_DIFFERS                      PLATFORM_DIFFERS, the platform difference that explains it)
   UNEXPECTED_PASS                        passes; system-out says the expectation is stale
   NOT_SUPPORTED, SKIP                    <skipped> with the reason
 Without a comparison (report.py on bazel-testlogs) the raw status decides: FAIL is <failure>,
@@ -133,14 +134,18 @@ def expectations_update(run, comp):
     point. A `fail` entry carries message= (the one-line reason, as a glob), so the same case
     failing for another reason later is a REGRESSION, as the README recommends."""
     from reports.compare import FINGERPRINT_PREFIX
-    lines = ["# failures of this run, in expectations syntax (add bug= links before committing)"]
+    lines = ["# failures of this run, in expectations syntax: replace each bug=TODO with the bug report",
+             "# (the loader refuses TODO), and key each entry by its cause (driver=, runtime=, host=;",
+             "# reports/expectations.py). tools/qualify --draft-expectations RUN_DIR drafts a new SKU's files."]
+    branch = str(run.fingerprint.get("nvidia_driver", "") or "").split(".", 1)[0]
+    cond = f" driver={branch}" if branch else ""
     for c in run.cases:
         st = comp.status.get(c.id)
         if c.status.is_fail and st != Change.KNOWN_FLAKE:
             why = one_line(c)
-            glob = _message_glob(c.message)
+            glob = message_glob(c.message)
             msg = f" message={glob}" if glob else ""
-            lines.append(f"fail {c.id} status={c.status}{msg} bug=TODO  # {why[:100]}")
+            lines.append(f"fail {c.id} status={c.status}{cond}{msg} bug=TODO  # {why[:100]}")
         if st == Change.FLAKE:
             lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
         if st == Change.COVERAGE_LOST:
@@ -154,7 +159,7 @@ def expectations_update(run, comp):
     return "\n".join(lines) + "\n"
 
 
-def _message_glob(message):
+def message_glob(message):
     """A message= glob for an expectation: the first words of the raw message's first meaningful
     line (expectations match message= against the raw message, not the headline), with digits
     and glob characters wildcarded so the same failure with other values still matches, and
@@ -324,7 +329,7 @@ def junit_xml(run, comp=None, name="pagelock", info=None):
         classname = f"{c.target[2:]}.{c.suite}".replace("/", ".").replace(":", ".")
         msg = _without_status(one_line(c), c.status) if c.message or c.reason or c.first_failure else ""
         prefix = f"[{ch}] " if ch else ""
-        if ch in (Change.EXPECTED_FAIL, Change.KNOWN_COVERAGE_LOSS):
+        if ch in (Change.EXPECTED_FAIL, Change.KNOWN_COVERAGE_LOSS, Change.PLATFORM_DIFFERS):
             doc.case(c.target, classname, c.name, c.seconds, "skipped",
                      f"{ch}: {c.status} as expected ({notes.get(cid, 'no bug link')})"
                      + (f": {msg}" if msg else ""), c.message, _out(c))

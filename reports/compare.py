@@ -32,11 +32,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from reports.expectations import driver_in_range
+from reports import coverage_reasons
+from reports.expectations import Platform
 from reports.model import CaseId, Change, Status
 
 EXIT_QUALIFIED, EXIT_INFRA, EXIT_CONFIG, EXIT_REGRESSION, EXIT_NOTHING_RAN, EXIT_UPDATE = 0, 1, 2, 3, 4, 5
-EXIT_COVERAGE_LOST, EXIT_INTERRUPTED = 6, 7
+EXIT_COVERAGE_LOST, EXIT_INTERRUPTED, EXIT_FIRST_NIGHT = 6, 7, 8
 # exit code: (verdict text, colour, meaning) -- the table in qualify's docstring and README.
 # Colours carry white text: each meets WCAG AA (4.5:1), reports/report_browser_test.py checks.
 EXIT_CODES = {
@@ -57,6 +58,9 @@ EXIT_CODES = {
                          "capability against the baseline, and no expectation names the loss"),
     EXIT_INTERRUPTED: ("INTERRUPTED", "#37474f", "SIGINT/SIGTERM: the running test was stopped; "
                        "the finished cases are kept in a run folder marked INTERRUPTED"),
+    EXIT_FIRST_NIGHT: ("FIRST NIGHT", "#1f5f8b", "no baseline for this SKU yet: nothing failed that "
+                       "a known deviation does not explain, coverage is not yet judged; adopt the "
+                       "run with tools/qualify --draft-expectations RUN_DIR"),
 }
 VERDICTS = {code: (text, color) for code, (text, color, _) in EXIT_CODES.items()}
 
@@ -79,6 +83,11 @@ class Comparison:
     machine: list = field(default_factory=list)  # [(fingerprint:<key>, Change, why)]
     stale: list = field(default_factory=list)  # expectation entries that did nothing here
     stale_why: list = field(default_factory=list)  # [(Entry, why)], the same entries
+    # Entries that name cases of this run but whose conditions exclude this platform: known
+    # elsewhere, judged as the rule here. [(Entry, why not here, number of cases)]
+    elsewhere: list = field(default_factory=list)
+    # The fail entries that excused failures here, in file order: [(Entry, number of cases)]
+    applied: list = field(default_factory=list)
     exit_code: int = EXIT_QUALIFIED
     summary: dict = field(default_factory=dict)
 
@@ -92,7 +101,21 @@ class Comparison:
                 "dropped_covered": self.dropped_covered,
                 "machine_coverage": [{"id": i, "status": str(s), "why": w} for i, s, w in self.machine],
                 "summary": self.summary,
-                "stale_expectations": [f"{e.source}: {e.kind} {e.pattern}" for e in self.stale]}
+                "stale_expectations": [f"{e.source}: {e.kind} {e.pattern}" for e in self.stale],
+                "expectations_elsewhere": [elsewhere_json(e, why, n) for e, why, n in self.elsewhere],
+                "expectations_applied": [{"entry": e.source, "bug": e.bug, "known_on": e.known_on(),
+                                          "cases": n} for e, n in self.applied]}
+
+
+def elsewhere_line(e, why):
+    """'r58 known on driver 580 (expectations/common.txt:12); this driver 550.54: judged as the rule'."""
+    name = e.anchor or e.pattern
+    return f"{name} known on {e.known_on() or 'other platforms'} ({e.source}); {why}: judged as the rule"
+
+
+def elsewhere_json(e, why, n):
+    return {"entry": e.source, "kind": e.kind, "pattern": e.pattern, "bug": e.bug,
+            "known_on": e.known_on(), "why_not_here": why, "cases": n, "line": elsewhere_line(e, why)}
 
 
 def _num(v):
@@ -122,10 +145,10 @@ def machine_losses(fp, base_fp):
     return out
 
 
-def _coverage_entry(expectations, key, driver, matched=None):
+def _coverage_entry(expectations, key, platform, matched=None):
     if not expectations:
         return None
-    entries = expectations.matching_entries(key, driver)
+    entries = expectations.matching_entries(key, platform)
     if matched is not None:
         matched.update(id(e) for e in entries)
     e = {}
@@ -172,7 +195,7 @@ class _TargetNamer:
         return self.known[glob]
 
 
-def stale_entries(expectations, driver, matched, used_fail, run_targets, known_targets=None,
+def stale_entries(expectations, platform, matched, used_fail, run_targets, known_targets=None,
                   skipped_judged=True, matched_by_run=None, matched_by_ran=None):
     """[(Entry, why)] for entries that did nothing in this run, each with its file:line.
     - fail: a case it names ran (not NOT_SUPPORTED or SKIP) and did not fail as it says;
@@ -184,7 +207,7 @@ def stale_entries(expectations, driver, matched, used_fail, run_targets, known_t
     by_run = matched if matched_by_run is None else matched_by_run
     in_run, in_bundle = _TargetNamer(run_targets), _TargetNamer(known_targets or ())
     for e in expectations.entries:
-        if not driver_in_range(driver, e.driver):
+        if not e.applies(platform):
             continue
         if e.pattern.startswith(FINGERPRINT_PREFIX):
             if e.kind in ("coverage", "skip") and id(e) not in matched:
@@ -210,40 +233,57 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
     skip entry is never called stale for matching nothing). known_targets: every target label
     of the bundle, of any tier; an entry naming none of them is stale (a misspelled target)."""
     comp = Comparison()
-    driver = run.fingerprint.get("nvidia_driver", "")
+    platform = Platform.from_fingerprint(run.fingerprint)
     base = baseline.by_id() if baseline else {}
+    differs = platform_differences(run.fingerprint, baseline.fingerprint) if baseline else {}
     used_fail_entries = set()
-    matched_by_run = set()  # id() of every entry whose pattern and driver apply to a case here
+    matched_by_run = set()  # id() of every entry whose pattern and conditions apply to a case here
     # ... and of every entry that applies to a case which really ran: a NOT_SUPPORTED or SKIP
     # case (a capability, or an API the CUDA runtime lacks) says nothing about a `fail` entry.
     matched_by_ran = set()
     matched = set()  # ... or to a skipped or dropped case or a machine key (filled below)
+    elsewhere = {}  # id(entry) -> [entry, why not here, cases]: known on other platforms only
+    applied = {}  # id(entry) -> [entry, cases it excused]
     for c in run.cases:
-        entries = expectations.matching_entries(c.id, driver) if expectations else []
+        named = expectations.entries_for(c.id) if expectations else []
+        entries = []
+        for e in named:
+            why = e.why_not(platform)
+            if not why:
+                entries.append(e)
+            elif e.kind in ("fail", "flake"):
+                elsewhere.setdefault(id(e), [e, why, 0])[2] += 1
         matched_by_run.update(id(e) for e in entries)
         if not c.status.is_coverage_gap:
             matched_by_ran.update(id(e) for e in entries)
         exp = {}
         for e in entries:
             exp.setdefault(e.kind, e)
-        st, note, used = _case_change(c, exp, base.get(c.id), baseline is not None)
+        st, note, used = _case_change(c, exp, base.get(c.id), baseline is not None, differs)
         if used is not None:
             used_fail_entries.add(id(used))
+            applied.setdefault(id(used), [used, 0])[1] += 1
+        if st == Change.REGRESSION:
+            known = [elsewhere_line(e, e.why_not(platform)) for e in named
+                     if e.kind == "fail" and id(e) in elsewhere]
+            note = "; ".join([note] + known) if known else note
         if note is not None:
             comp.notes[c.id] = note
         if st:
             comp.status[c.id] = st
+    comp.elsewhere = [tuple(v) for v in elsewhere.values()]
+    comp.applied = [tuple(v) for v in applied.values()]
     matched |= matched_by_run
     if expectations:
         for i in skipped or ():
-            matched.update(id(e) for e in expectations.matching_entries(str(i), driver))
+            matched.update(id(e) for e in expectations.matching_entries(str(i), platform))
     if baseline is not None:
-        _compare_with_baseline(comp, run, baseline, base, expectations, driver, matched)
+        _compare_with_baseline(comp, run, baseline, base, expectations, platform, matched, differs)
     if expectations:
         keys = set(run.fingerprint) | set(MACHINE_KEYS) | set(baseline.fingerprint if baseline else ())
         for key in keys:
-            matched.update(id(e) for e in expectations.matching_entries(FINGERPRINT_PREFIX + key, driver))
-        comp.stale_why = stale_entries(expectations, driver, matched, used_fail_entries,
+            matched.update(id(e) for e in expectations.matching_entries(FINGERPRINT_PREFIX + key, platform))
+        comp.stale_why = stale_entries(expectations, platform, matched, used_fail_entries,
                                        _run_targets(run, skipped), known_targets, skipped is not None,
                                        matched_by_run, matched_by_ran)
         comp.stale = [e for e, _ in comp.stale_why]
@@ -251,9 +291,10 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
     return comp
 
 
-def _case_change(c, exp, prev, has_baseline):
+def _case_change(c, exp, prev, has_baseline, differs=None):
     """(Change or None, note or None, the fail entry that excused it or None) of one case, by its
-    expectations ({kind: first entry}) and its baseline case (None: not there)."""
+    expectations ({kind: first entry}) and its baseline case (None: not there). differs: how the
+    baseline's platform differs from this one (platform_differences)."""
     if c.flaky:
         if "flake" in exp:
             return Change.KNOWN_FLAKE, exp["flake"].source, None
@@ -272,6 +313,10 @@ def _case_change(c, exp, prev, has_baseline):
         return Change.UNEXPECTED_PASS, f"stale expectation {exp['fail'].source}", None
     if c.status.is_coverage_gap and prev is not None and prev.status.is_pass:
         e = exp.get("coverage") or exp.get("skip")
+        explained = not e and explained_by_platform(c.reason, differs or {})
+        if explained:
+            return Change.PLATFORM_DIFFERS, (f"baseline: {prev.status}; now {c.status} ({c.reason}); "
+                                             f"{explained}"), None
         return (Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
                 f"baseline: {prev.status}; now {c.status}" + (f" ({c.reason})" if c.reason else "")
                 + (f"; {e.source}" if e else ""), None)
@@ -282,19 +327,58 @@ def _case_change(c, exp, prev, has_baseline):
     return None, None, None
 
 
-def _compare_with_baseline(comp, run, baseline, base, expectations, driver, matched):
-    """The dropped cases and the machine's losses against the baseline run."""
+def _compare_with_baseline(comp, run, baseline, base, expectations, platform, matched, differs):
+    """The dropped cases and the machine's losses against the baseline run. A loss that the
+    baseline's other SKU or host explains (differs) is shown as such, never as lost coverage."""
     ids = {c.id for c in run.cases}
     comp.dropped = sorted(i for i in base if i not in ids)
     for i in comp.dropped:
         exercised = base[i].status.is_pass or base[i].status.is_fail
-        if _coverage_entry(expectations, i, driver, matched) or not exercised:
+        if _coverage_entry(expectations, i, platform, matched) or not exercised:
             comp.dropped_covered.append(i)
     for key, why, excusable in machine_losses(run.fingerprint, baseline.fingerprint):
-        e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, driver) if excusable else None
-        comp.machine.append((FINGERPRINT_PREFIX + key,
-                             Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
-                             why + (f"; {e.source}" if e else "")))
+        e = _coverage_entry(expectations, FINGERPRINT_PREFIX + key, platform) if excusable else None
+        other = excusable and not e and _machine_loss_explained(key, differs)
+        status = (Change.KNOWN_COVERAGE_LOSS if e else Change.PLATFORM_DIFFERS if other
+                  else Change.COVERAGE_LOST)
+        comp.machine.append((FINGERPRINT_PREFIX + key, status,
+                             why + (f"; {e.source}" if e else f"; {other}" if other else "")))
+
+
+def platform_differences(fp, base_fp):
+    """How the baseline's platform differs from this run's, for comparing what is comparable:
+    {'sku': 'the baseline ran on NVIDIA H200', 'host': ..., 'facts': {fact: 'lacks'|'has'}}.
+    A baseline of the same SKU on the same host, with the same host facts, differs in nothing:
+    every loss against it is lost coverage."""
+    out = {}
+    if base_fp.get("gpu0_name") and fp.get("gpu0_name") and fp["gpu0_name"] != base_fp["gpu0_name"]:
+        out["sku"] = f"the baseline ran on another SKU ({base_fp['gpu0_name']})"
+    if base_fp.get("host") and fp.get("host") and fp["host"] != base_fp["host"]:
+        out["host"] = f"the baseline ran on another host ({base_fp['host']})"
+    mine, theirs = fp.get("host_facts"), base_fp.get("host_facts")
+    if mine is not None and theirs is not None:
+        a = {f for f in str(mine).split(",") if f}
+        b = {f for f in str(theirs).split(",") if f}
+        out["facts"] = dict({f: "lacks" for f in sorted(b - a)}, **{f: "has" for f in sorted(a - b)})
+    return out
+
+
+def explained_by_platform(reason, differs):
+    """Why a case the baseline ran is NOT_SUPPORTED here, when another SKU or host explains it
+    ('' when it does not): a host setting (coverage_reasons: host setup) of a baseline from
+    another host, or with other host facts; a device capability of a baseline of another SKU."""
+    group = coverage_reasons.classify(reason or "")
+    if group.category == "host setup" and ("host" in differs or "sku" in differs or differs.get("facts")):
+        return "host setup differs from the baseline's" + (f" ({group.fix})" if group.fix else "")
+    if group.category == "capability" and "sku" in differs:
+        return differs["sku"] + ": a capability of that SKU"
+    return ""
+
+
+def _machine_loss_explained(key, differs):
+    if "sku" in differs and (key == "gpu0_name" or _ATTR.match(key)):
+        return differs["sku"]
+    return ""
 
 
 def _run_targets(run, skipped):

@@ -529,13 +529,14 @@ def rules_cited(cases, rules):
 
 
 def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None):
+           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
     folded_sections go right after the changes (HTML from run_info_section), extra_sections
     after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
     title is the page's first line; page_title the browser tab's (default: title). rules:
-    {id: (family, sentence)} (default: suites/rules.tsv)."""
+    {id: (family, sentence)} (default: suites/rules.tsv). first_night: reports/first_night.py's
+    context (results.json info.first_night), shown right after the first screen."""
     rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
@@ -557,6 +558,8 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "filter_changes": sorted({str(v) for v in comp_status.values()}),
         "n_lazy": len(run.cases) if len(run.cases) > EAGER_CASES else 0,
         "rules_cited": cited,
+        "first_night": first_night,
+        "elsewhere": [_elsewhere_row(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
     }
     data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
     if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
@@ -648,7 +651,13 @@ def render_qualification(run, info, comp, baseline, trends, mutation=None):
     title, page_title = qualification_titles(run, info, comp)
     return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
-                  extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title)
+                  extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title,
+                  first_night=info.get("first_night"))
+
+
+def _elsewhere_row(e, why, n):
+    from reports.compare import elsewhere_json  # here, not at the top: compare -> ciout -> here
+    return elsewhere_json(e, why, n)
 
 
 def _cuda_version(v):

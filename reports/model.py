@@ -114,6 +114,10 @@ class Change(str, enum.Enum):
     EXPECTED_FAIL = "EXPECTED_FAIL"
     KNOWN_FLAKE = "KNOWN_FLAKE"  # failed, then passed, a `flake` expectation covers it
     KNOWN_COVERAGE_LOSS = "KNOWN_COVERAGE_LOSS"  # a coverage loss an expectation names
+    # Ran in a baseline of another SKU or host (or other host facts), not here, for a reason that
+    # platform difference explains (a host setting, a capability of the other SKU): shown as such,
+    # never as lost coverage.
+    PLATFORM_DIFFERS = "PLATFORM_DIFFERS"
     FIXED = "FIXED"  # passes now, failed in the baseline
     NEW = "NEW"  # not in the baseline
 

@@ -414,7 +414,8 @@ class BadInputsBeforeAnyTest(Base):
         res["run"]["cases"][0]["target"] = 5
         with open(os.path.join(first, "results.json"), "w") as f:
             json.dump(res, f)
-        self.assertEqual(self.qualify(b), 0, self.output)
+        # Passed over, no baseline is left: the SKU's first night.
+        self.assertEqual(self.qualify(b), cmp.EXIT_FIRST_NIGHT, self.output)
         self.assertIn("passes over", self.output)
         self.assertIn("run.cases[0].target", self.output)
 

@@ -30,9 +30,15 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
                                  running tests were stopped, no process is left; once the run
                                  folder exists its results.json says INTERRUPTED and keeps the
                                  finished cases (a second signal while it finishes is ignored)
+  8  FIRST NIGHT                 no baseline for this SKU yet (no earlier run, no baselines/<sku>/):
+                                 nothing failed that a known deviation does not explain, coverage
+                                 is not yet judged; the page says what was inherited, what is new,
+                                 what did not run for host setup; adopt the run with
+                                 tools/qualify --draft-expectations RUN_DIR
 
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
+  tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
       # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
@@ -53,9 +59,10 @@ sys.path.insert(0, ROOT)
 from reports import ciout  # noqa: E402
 from reports import cliargs  # noqa: E402
 from reports import compare as cmp  # noqa: E402
+from reports import first_night as first_night_mod  # noqa: E402
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402
-from tools.qualification import common, mutation_hook, preflight, publish, running, signals  # noqa: E402
+from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals  # noqa: E402
 from tools.qualification import plan as plan_mod  # noqa: E402
 from tools.qualification import verdict as verdict_mod  # noqa: E402
 from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
@@ -102,6 +109,11 @@ def build_parser(json_errors=False):
                    help="seconds for --mutation (default 300; the faults not reached are NOT_RUN)")
     p.add_argument("--mutation-jobs", type=int, default=12,
                    help="test binaries at once under --mutation (default 12)")
+    p.add_argument("--draft-expectations", metavar="RUN_DIR",
+                   help="bring up a SKU from its first night's run folder: draft expectations/<sku>.txt, "
+                        "baselines/<sku>/ and docs/platforms/<sku>.md (no GPU needed; existing files are "
+                        "kept unless --force); docs/platforms/new-platform.md")
+    p.add_argument("--force", action="store_true", help="with --draft-expectations: replace existing files")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -121,7 +133,10 @@ def main(argv=None, restore_signals=True):
     common.INTERRUPT["by"] = None
     old = {s: signal.signal(s, signals.on_signal) for s in signals.SIGNALS}
     try:
-        code = preflight.preflight_only(args) if args.preflight else _qualify(args, argv)
+        if args.draft_expectations:
+            code = draft.run_draft(args)
+        else:
+            code = preflight.preflight_only(args) if args.preflight else _qualify(args, argv)
     except Stop as e:
         say(str(e))
         code = e.code
@@ -200,6 +215,7 @@ def _run_and_publish(plan, info, args, state):
     comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
                        known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
     why_not = verdict_mod.nothing_passed(run, comp)
+    night = verdict_mod.first_night(plan, run, comp, info)
     state["comp"] = comp
     verdict, _ = comp.verdict
     info.update(verdict=verdict, exit_code=comp.exit_code)
@@ -225,6 +241,12 @@ def _run_and_publish(plan, info, args, state):
         say(f"{st} {key}: {why}")
     for e in comp.stale:
         say(f"stale expectation {e.source}: {e.kind} {e.pattern}")
+    if night:
+        for line in first_night_mod.terminal_lines(night):
+            say(line)
+    else:
+        for e, why, _ in comp.elsewhere:
+            say(cmp.elsewhere_line(e, why))
     if why_not:
         say(why_not)
     for line in verdict_mod.unexpected_lines(run, comp, plan.run_dir):

@@ -25,6 +25,11 @@ from tools.qualification import baselines, common
 from tools.runner import runner_test
 
 
+# The first run into an empty --out, with no committed baseline: its first night (exit 8) where a
+# run with a baseline would qualify.
+FIRST = cmp.EXIT_FIRST_NIGHT
+
+
 class QualifyTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -73,7 +78,8 @@ class QualifyTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
 
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
-        self.assertEqual(self.qualify("--label", "nightly-1130", "--tier", "bat"), 0, self.output)
+        self.assertEqual(self.qualify("--label", "nightly-1130", "--tier", "bat", "--baseline", "none"), 0,
+                         self.output)
         run_dir, res = self.last_run()
         # The history row holds what the fleet report shows: label, tier, run folder, its report.
         db = history.connect(os.path.join(self.out, "history.sqlite"))
@@ -151,7 +157,7 @@ class QualifyTest(unittest.TestCase):
 
     def test_a_failure_an_expectation_excuses_is_not_retried(self):
         self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1  # known\n")
-        self.assertEqual(self.qualify("--retries", "2", mode="fail"), 0, self.output)
+        self.assertEqual(self.qualify("--retries", "2", mode="fail"), FIRST, self.output)
         _, res = self.last_run()
         by = {c["name"]: c for c in res["run"]["cases"]}
         self.assertEqual(by["FailsWhenAsked"]["attempts"], ["FAIL"])
@@ -164,7 +170,7 @@ class QualifyTest(unittest.TestCase):
 
     def test_known_failure_qualifies_and_goes_stale_when_fixed(self):
         self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1  # known\n")
-        self.assertEqual(self.qualify(mode="fail"), 0, self.output)
+        self.assertEqual(self.qualify(mode="fail"), FIRST, self.output)
         self.assertEqual(self.qualify(), 5, self.output)
         self.assertIn("stale expectation", self.output)
         _, res = self.last_run()
@@ -176,7 +182,7 @@ class QualifyTest(unittest.TestCase):
         self.expect("fail selftest:fake_gtest/FakeTest.FailsWhenAsked status=FAIL bug=https://bugs/1\n")
         saved, common.ROOT = common.ROOT, self.tmp
         try:
-            self.assertEqual(self.qualify(mode="fail"), 0, self.output)
+            self.assertEqual(self.qualify(mode="fail"), FIRST, self.output)
             first, _ = self.last_run()
             time.sleep(0.05)
             self.assertEqual(self.qualify(f"--history={self.tmp}/h.sqlite"), 5, self.output)
@@ -208,7 +214,7 @@ class QualifyTest(unittest.TestCase):
 
     def test_skip_expectation_keeps_a_hanging_case_from_running(self):
         self.expect("skip selftest:fake_gtest/FakeTest.HangsWhenAsked  # hangs this machine\n")
-        self.assertEqual(self.qualify(mode="hang"), 0, self.output)
+        self.assertEqual(self.qualify(mode="hang"), FIRST, self.output)
         _, res = self.last_run()
         self.assertNotIn("HangsWhenAsked", [c["name"] for c in res["run"]["cases"]])
 
@@ -252,7 +258,7 @@ class QualifyTest(unittest.TestCase):
 
 FAKE_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "fake_suite.py")
 FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_CASES", "FAKE_NAN",
-            "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED")
+            "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED", "FAKE_GPU_NAME", "FAKE_DRIVER")
 NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
 
 
@@ -271,9 +277,9 @@ class RunKeyTest(unittest.TestCase):
             self.assertEqual(again, first + "-2")
 
 
-class VerdictTest(unittest.TestCase):
-    """The verdict with coverage, seeds that replay, and bad input, on a bundle of
-    tools/testdata/fake_suite.py (a scriptable stand-in for a suite binary; needs no GPU)."""
+class FakeSuiteCase(unittest.TestCase):
+    """Qualify over a bundle of tools/testdata/fake_suite.py (a scriptable stand-in for a suite
+    binary; needs no GPU)."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
@@ -327,6 +333,10 @@ class VerdictTest(unittest.TestCase):
     def expect(self, text):
         with open(os.path.join(self.exp, "nvidia-h200.txt"), "w") as f:
             f.write(text)
+
+
+class VerdictTest(FakeSuiteCase):
+    """The verdict with coverage, seeds that replay, and bad input."""
 
     # --- coverage: the three cases of issue 7 -------------------------------------------------
 
@@ -396,9 +406,10 @@ class VerdictTest(unittest.TestCase):
                           ("//suites/stress:pinned_stress_test", ["gpu", "tier_stress", "stress"])])
         saved, common.ROOT = common.ROOT, self.tmp  # no reference baselines
         self.addCleanup(setattr, common, "ROOT", saved)
-        self.assertEqual(self.qualify("--tier", "full", "--seed", "4243"), 0, self.output)
+        # The first run of each tier has no baseline: its first night (exit 8).
+        self.assertEqual(self.qualify("--tier", "full", "--seed", "4243"), cmp.EXIT_FIRST_NIGHT, self.output)
         full = os.path.basename(self.runs()[-1])
-        self.assertEqual(self.qualify("--tier", "stress", "--seed", "4243"), 0, self.output)
+        self.assertEqual(self.qualify("--tier", "stress", "--seed", "4243"), cmp.EXIT_FIRST_NIGHT, self.output)
         self.assertIn("none (no earlier stress run", self.last()["info"]["baseline"])
         stress = os.path.basename(self.runs()[-1])
         self.assertEqual(self.qualify("--tier", "full", "--seed", "4243"), 0, self.output)
@@ -602,6 +613,75 @@ class RuntimeBaselineTest(unittest.TestCase):
                          os.path.join(self.root, "baselines", "nvidia-h200", "cuda-11.8"))
         self.assertEqual(baselines.baseline_dest("nvidia-h200", 13000),
                          os.path.join(self.root, "baselines", "nvidia-h200"))
+
+class NewPlatformTest(FakeSuiteCase):
+    """A GPU pagelock has never seen: its first night inherits the driver's known deviations, has
+    its own verdict, and one command drafts its files; another driver branch is judged as the rule."""
+    H100 = {"FAKE_GPU_NAME": "NVIDIA H100 80GB HBM3", "FAKE_BAD_SEED": "4242"}
+    KNOWN = ("fail selftest:fake_suite/Pinned.FailsForOneSeed driver=580 message=*bytes_differ_for_run_seed* "
+             "bug=docs/platforms/driver-r580.md#rtest  # a driver deviation\n")
+
+    def setUp(self):
+        super().setUp()
+        saved, common.ROOT = common.ROOT, self.tmp  # no reference baselines; drafts go here
+        self.addCleanup(setattr, common, "ROOT", saved)
+        with open(os.path.join(self.exp, "common.txt"), "w") as f:
+            f.write(self.KNOWN)
+
+    def test_a_new_sku_inherits_the_driver_deviations_on_its_first_night(self):
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_FIRST_NIGHT, self.output)
+        res = self.last()
+        night = res["info"]["first_night"]
+        self.assertEqual([(i["anchor"], i["cases"]) for i in night["inherited"]], [("rtest", 1)])
+        self.assertEqual(night["new_count"], 0)
+        self.assertTrue(night["may_become_baseline"])
+        self.assertIn("first night of nvidia-h100-80gb-hbm3", self.output)
+        with open(os.path.join(self.runs()[-1], "index.html"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn("First night of nvidia-h100-80gb-hbm3", page)
+        self.assertIn(">FIRST NIGHT<", page)
+
+    def test_a_real_failure_on_a_first_night_is_still_a_regression(self):
+        with open(os.path.join(self.exp, "common.txt"), "w") as f:
+            f.write("")
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_REGRESSION, self.output)
+        self.assertEqual(self.last()["info"]["first_night"]["new_count"], 1)
+
+    def test_another_driver_branch_is_judged_as_the_rule_and_told_so(self):
+        rc = self.qualify("--seed", "4242", "--baseline", "none", FAKE_DRIVER="550.54.15", **self.H100)
+        self.assertEqual(rc, cmp.EXIT_REGRESSION, self.output)
+        self.assertIn("rtest known on driver 580", self.output)
+        self.assertIn("this driver 550.54.15: judged as the rule", self.output)
+        self.assertEqual(self.last()["expectations_elsewhere"][0]["why_not_here"], "this driver 550.54.15")
+
+    def test_bringing_up_the_sku_is_one_command_and_the_next_night_qualifies(self):
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_FIRST_NIGHT, self.output)
+        first = self.runs()[-1]
+        self.assertEqual(self.qualify("--draft-expectations", first), 0, self.output)
+        sku = "nvidia-h100-80gb-hbm3"
+        for path in (os.path.join(self.exp, f"{sku}.txt"), os.path.join(self.tmp, "baselines", sku, "results.json"),
+                     os.path.join(self.tmp, "baselines", sku, "README.md"),
+                     os.path.join(self.tmp, "docs", "platforms", f"{sku}.md")):
+            self.assertTrue(os.path.isfile(path), path)
+        self.assertEqual(self.qualify("--draft-expectations", first), 2, self.output)  # never overwrites
+        self.assertIn("--force", self.output)
+        # A later night in a fresh --out compares with the drafted reference baseline.
+        self.out = os.path.join(self.tmp, "runs2")
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), 0, self.output)
+        self.assertIn(f"baselines/{sku}/results.json", self.last()["info"]["baseline"])
+
+    def test_a_drafted_entry_must_be_explained_before_it_loads(self):
+        with open(os.path.join(self.exp, "common.txt"), "w") as f:
+            f.write("")
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_REGRESSION, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        with open(os.path.join(self.exp, "nvidia-h100-80gb-hbm3.txt")) as f:
+            drafted = f.read()
+        self.assertIn("driver=580", drafted)
+        self.assertIn("bug=TODO", drafted)
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), 2, self.output)
+        self.assertRegex(self.output, r"nvidia-h100-80gb-hbm3\.txt:\d+: bug=TODO is a placeholder")
+
 
 class BrowserTest(unittest.TestCase):
     """Opens a generated report in headless Chromium: no console errors, the filters work."""

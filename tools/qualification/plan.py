@@ -42,6 +42,9 @@ class Plan:
     run_dir: str = ""
     db: object = None
     trends: dict = None  # metric name -> [(run_key, driver, value)], this run last
+    # No baseline for this SKU anywhere (--baseline auto found none): the run is its first night.
+    first_night: bool = False
+    sku_file: str = ""  # expectations/<sku>.txt when it exists
 
 
 def make_plan(args):
@@ -80,7 +83,10 @@ def make_plan(args):
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10 ** 12)
     plan = Plan(bundle, manifest, targets, fp, sku, driver, exps, baseline, baseline_name, seed,
                 TIERS[args.tier], db=db)
-    plan.filters, plan.skipped = skip_filters(bundle, targets, exps, driver)
+    plan.filters, plan.skipped = skip_filters(bundle, targets, exps, expect.Platform.from_fingerprint(fp, sku))
+    plan.first_night = args.baseline == "auto" and baseline is None
+    sku_file = os.path.join(args.expectations, f"{sku}.txt")
+    plan.sku_file = (in_checkout(sku_file) or sku_file) if os.path.lexists(sku_file) else ""
     return plan
 
 
@@ -126,11 +132,11 @@ def name_in_checkout(exps):
             e.source = f"{rel}:{line}"
 
 
-def skip_filters(bundle, targets, exps, driver):
+def skip_filters(bundle, targets, exps, platform):
     """{label: negative gtest filter} from `skip` expectations, and the skipped case ids. The
     patterns match whole case ids (any package depth); the binaries' own case lists say which
     cases they name, so each target gets exactly its own cases."""
-    patterns = [e.pattern for e in exps.skip_patterns(driver)]
+    patterns = [e.pattern for e in exps.skip_patterns(platform)]
     if not patterns:
         return {}, []
     filters, skipped = {}, []

@@ -57,8 +57,9 @@ def store_history(plan, run, comp, info, page):
 
 def write_baseline(plan, run, comp, info):
     """--write-baseline: baselines/<sku>[/cuda-X.Y]/<the tier's file>, only from a run that qualifies."""
-    if comp.exit_code != cmp.EXIT_QUALIFIED:
-        say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify")
+    if comp.exit_code not in (cmp.EXIT_QUALIFIED, cmp.EXIT_FIRST_NIGHT):
+        say(f"baseline NOT written: the verdict is {info['verdict']}, a baseline must qualify "
+            "(or be a first night nothing failed in)")
         return
     dest = baselines.baseline_dest(plan.sku, baselines.runtime_of(run.fingerprint))
     os.makedirs(dest, exist_ok=True)

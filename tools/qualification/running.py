@@ -3,6 +3,7 @@ RunnerResult), the typed run it wrote, and the retries of failed cases with the 
 
 import os
 
+from reports import expectations as expect
 from reports import compare as cmp
 from reports import model
 from reports import testlogs as testlogs_reader
@@ -52,7 +53,8 @@ def load_run(plan, testlogs):
 
 def _expected_failure(plan, c):
     """A `fail` entry excuses this failure and no `flake` entry asks for its retries."""
-    entries = plan.expectations.matching_entries(c.id, plan.driver) if plan.expectations else []
+    platform = expect.Platform.from_fingerprint(plan.fingerprint, plan.sku)
+    entries = plan.expectations.matching_entries(c.id, platform) if plan.expectations else []
     if any(e.kind == "flake" for e in entries):
         return False
     return any(e.kind == "fail" and e.excuses(c.status, c.message) for e in entries)

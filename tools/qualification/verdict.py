@@ -5,10 +5,18 @@ import os
 
 from reports import ciout
 from reports import compare as cmp
+from reports import first_night as first_night_mod
+from reports import model
 from tools.runner import runner
 
 UNEXPECTED = ("REGRESSION", "COVERAGE_LOST", "DROPPED", "FLAKE", "UNEXPECTED_PASS")
 UNEXPECTED_PRINTED = 50
+REASON_PRINTED = 160
+
+
+def _cut(text, limit):
+    """text cut to limit characters, the cut said with an ellipsis."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def nothing_passed(run, comp):
@@ -25,6 +33,28 @@ def nothing_passed(run, comp):
     return f"no case passed ({counts}): nothing was exercised, so nothing qualifies"
 
 
+def first_night(plan, run, comp, info):
+    """A first night (no baseline for this SKU anywhere): its own verdict, FIRST NIGHT (exit 8),
+    where the run would otherwise qualify; a real failure stays REGRESSIONS. Its facts go to
+    results.json (info.first_night) and the page. Returns them, or None."""
+    if not plan.first_night:
+        return None
+    if comp.exit_code == cmp.EXIT_QUALIFIED:
+        comp.exit_code = cmp.EXIT_FIRST_NIGHT
+    info["first_night"] = first_night_mod.context(run, comp, plan.sku, plan.sku_file, plan.run_dir)
+    return info["first_night"]
+
+
+def _target_path(cid):
+    """The parts of a case's target folder under testlogs/ (bazel-testlogs' layout):
+    'suites/interior:pointer_queries_test/S.N' -> ['suites', 'interior', 'pointer_queries_test']."""
+    try:
+        i = model.CaseId.parse(cid)
+    except ValueError:
+        return [cid.split("/", 1)[0]]
+    return i.package.split("/") + [i.target_name]
+
+
 def unexpected_lines(run, comp, run_dir, limit=UNEXPECTED_PRINTED):
     """The end of a run, as Bazel and deqp-runner print it: each unexpected result on one line
     (change, case, one-line reason, test.log), regressions first."""
@@ -36,9 +66,8 @@ def unexpected_lines(run, comp, run_dir, limit=UNEXPECTED_PRINTED):
     out = [f"{len(rows)} unexpected result(s):"]
     for st, cid in rows[:limit]:
         c = cases.get(cid)
-        reason = runner.printable(ciout.one_line(c))[:160] if c is not None else ""
-        target = cid.split("/", 1)[0]
-        log = os.path.join(run_dir, "testlogs", *target.split(":"), "test.log")
+        reason = _cut(runner.printable(ciout.one_line(c)), REASON_PRINTED) if c is not None else ""
+        log = os.path.join(run_dir, "testlogs", *_target_path(cid), "test.log")
         out.append(f"  {str(st):<15} {runner.printable(cid)}: {reason or comp.notes.get(cid, '')}  [log: {log}]")
     if len(rows) > limit:
         out.append(f"  ... and {len(rows) - limit} more (index.html and failures.csv have all)")

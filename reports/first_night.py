@@ -1,0 +1,75 @@
+"""A first night: the first qualification of a SKU with no baseline to compare with (no earlier run
+in --out, no baselines/<sku>/). Its verdict is its own (FIRST NIGHT, exit 8) when nothing failed
+that a known deviation does not explain; a real failure is still REGRESSIONS. Its first screen
+says what a reviewer needs before adopting the run as the SKU's baseline:
+
+- inherited: the known deviations (expectations/common.txt, keyed by driver, runtime and host)
+  that excused failures here, and the entries known only on other platforms, judged as the rule;
+- new: the failures nothing explains;
+- not run: the NOT_SUPPORTED reasons grouped, host setup first, each with its fix
+  (reports/coverage_reasons.py);
+- whether the run may become the baseline, and the one command that drafts the SKU's files
+  (tools/qualify --draft-expectations RUN_DIR; docs/platforms/new-platform.md).
+
+  ctx = context(run, comp, sku, sku_file, run_dir)   # a dict: results.json info.first_night
+"""
+
+from reports import compare as cmp
+from reports import coverage_reasons
+from reports.model import Change
+
+SHOWN = 20  # new failures listed by name on the first screen; the cases table has every one
+
+
+def context(run, comp, sku, sku_file, run_dir):
+    """The first night's facts as plain data. sku_file: the SKU's expectations file if it
+    exists ('' if not)."""
+    new = sorted(cid for cid, st in comp.status.items() if st == Change.REGRESSION)
+    not_run = coverage_reasons.summary(run.cases)
+    host_setup = [g for g in not_run if g["category"] in ("host setup", "operator setting")]
+    blocking = comp.exit_code not in (cmp.EXIT_QUALIFIED, cmp.EXIT_FIRST_NIGHT)
+    if not blocking:
+        adopt = ("yes: nothing failed that a known deviation does not explain"
+                 + (f"; first consider the {sum(g['cases'] for g in host_setup)} case(s) not run "
+                    "for host setup below" if host_setup else ""))
+    elif new:
+        adopt = (f"not yet: {len(new)} failure(s) nothing explains: each is a bug to report, or an "
+                 "expectation with its bug= link once it is understood")
+    else:
+        adopt = f"not yet: the verdict is {comp.verdict[0]}"
+    return {
+        "sku": sku,
+        "sku_file": sku_file or "",
+        "inherited": [{"entry": e.source, "anchor": e.anchor, "bug": e.bug, "known_on": e.known_on(),
+                       "cases": n} for e, n in comp.applied],
+        "elsewhere": [cmp.elsewhere_json(e, why, n) for e, why, n in comp.elsewhere],
+        "new": new[:SHOWN],
+        "new_count": len(new),
+        "not_run": not_run,
+        "not_run_count": sum(g["cases"] for g in not_run),
+        "may_become_baseline": not blocking,
+        "adopt": adopt,
+        "draft_command": f"tools/qualify --draft-expectations {run_dir}",
+    }
+
+
+def terminal_lines(ctx):
+    """The first night in a few lines for the terminal."""
+    lines = [f"first night of {ctx['sku']}: no baseline and "
+             + (f"{ctx['sku_file']}" if ctx["sku_file"] else f"no expectations/{ctx['sku']}.txt")]
+    if ctx["inherited"]:
+        lines.append("inherited known deviations: " + ", ".join(
+            f"{i['anchor'] or i['entry']} ({i['known_on'] or 'everywhere'}; {i['cases']} case(s))"
+            for i in ctx["inherited"]))
+    for e in ctx["elsewhere"]:
+        lines.append(e["line"])
+    lines.append(f"new failures: {ctx['new_count']}; not run: {ctx['not_run_count']} case(s) in "
+                 f"{len(ctx['not_run'])} reason(s)")
+    for g in ctx["not_run"]:
+        if g["category"] in ("host setup", "operator setting"):
+            lines.append(f"  {g['category']}: {g['cases']} case(s): {g['reason'][:120]}"
+                         + (f" -> {g['fix']}" if g["fix"] else ""))
+    lines.append(f"may become the baseline: {ctx['adopt']}")
+    if ctx["may_become_baseline"]:
+        lines.append(f"draft the SKU's files: {ctx['draft_command']} (docs/platforms/new-platform.md)")
+    return lines
