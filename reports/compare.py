@@ -227,6 +227,39 @@ def stale_entries(expectations, platform, matched, used_fail, run_targets, known
     return out
 
 
+# Rates judged against the baseline (J3: a floor that catches a halved DMA rate on any link): the
+# large-transfer copy-engine and SM rates, whose run-to-run spread on one machine is about 1 %,
+# and the registration throughputs. Bidirectional, pageable, small-size and host-read figures
+# move by 15-45 % between healthy runs and are only trended. A rate below FLOOR of the
+# baseline's, on the same SKU and PCIe link, fails its case.
+JUDGED_RATES = re.compile(r"^(?:(?:h2d|d2h)_(?:pinned|registered|allocated|writecombined|link_check)_ce|"
+                          r"(?:h2d|d2h)_sm|(?:register|unregister)_\w+)_(?:GBps|GiBps)$")
+BASELINE_RATE_FLOOR = 0.80
+
+
+def rate_drops(run, baseline, floor=BASELINE_RATE_FLOOR):
+    """{case id: note} for the judged rates that fell below floor x the baseline's, when the
+    baseline ran on the same SKU and PCIe link (another one is no yardstick for a rate)."""
+    fp, bfp = run.fingerprint, baseline.fingerprint
+    if fp.get("gpu0_name") != bfp.get("gpu0_name") or fp.get("gpu0_pcie_link") != bfp.get("gpu0_pcie_link"):
+        return {}
+    base = baseline.by_id()
+    out = {}
+    for c in run.cases:
+        prev = base.get(c.id)
+        if prev is None or not c.status.is_pass:
+            continue
+        for name, m in sorted(c.metrics.items()):
+            b = prev.metrics.get(name)
+            if not JUDGED_RATES.match(name) or b is None or not (m.finite and b.finite) or b.value <= 0:
+                continue
+            if m.value < floor * b.value:
+                out.setdefault(str(c.id), []).append(
+                    f"{name} {m.value:.2f} {m.unit} is below {floor:.0%} of the baseline's {b.value:.2f} {b.unit} "
+                    f"(same SKU and link; {m.value / b.value:.0%} of it)")
+    return {k: "; ".join(v) for k, v in out.items()}
+
+
 def compare(run, expectations=None, baseline=None, skipped=None, known_targets=None):
     """run, baseline: model.Run (baseline may be None). skipped: the case ids that `skip`
     entries kept out of this run (qualify's listing); None when the caller did not say (then a
@@ -273,6 +306,9 @@ def compare(run, expectations=None, baseline=None, skipped=None, known_targets=N
             comp.status[c.id] = st
     comp.elsewhere = [tuple(v) for v in elsewhere.values()]
     comp.applied = [tuple(v) for v in applied.values()]
+    for cid, note in (rate_drops(run, baseline) if baseline is not None else {}).items():
+        comp.status[cid] = Change.REGRESSION
+        comp.notes[cid] = note
     matched |= matched_by_run
     if expectations:
         for i in skipped or ():

@@ -19,6 +19,7 @@ from reports import coverage_reasons
 from reports.model import Change
 
 SHOWN = 20  # new failures listed by name on the first screen; the cases table has every one
+FIXABLE = ("host setup", "operator setting")  # not-run reasons the lab can fix
 
 
 def context(run, comp, sku, sku_file, run_dir):
@@ -26,7 +27,7 @@ def context(run, comp, sku, sku_file, run_dir):
     exists ('' if not)."""
     new = sorted(cid for cid, st in comp.status.items() if st == Change.REGRESSION)
     not_run = coverage_reasons.summary(run.cases)
-    host_setup = [g for g in not_run if g["category"] in ("host setup", "operator setting")]
+    host_setup = [g for g in not_run if g["category"] in FIXABLE]
     blocking = comp.exit_code not in (cmp.EXIT_QUALIFIED, cmp.EXIT_FIRST_NIGHT)
     if not blocking:
         adopt = ("yes: nothing failed that a known deviation does not explain"
@@ -40,17 +41,32 @@ def context(run, comp, sku, sku_file, run_dir):
     return {
         "sku": sku,
         "sku_file": sku_file or "",
-        "inherited": [{"entry": e.source, "anchor": e.anchor, "bug": e.bug, "known_on": e.known_on(),
-                       "cases": n} for e, n in comp.applied],
+        "inherited": inherited(comp.applied),
         "elsewhere": [cmp.elsewhere_json(e, why, n) for e, why, n in comp.elsewhere],
         "new": new[:SHOWN],
         "new_count": len(new),
         "not_run": not_run,
+        "not_run_fixable": [g for g in not_run if g["category"] in FIXABLE],
+        "not_run_other": [g for g in not_run if g["category"] not in FIXABLE],
         "not_run_count": sum(g["cases"] for g in not_run),
         "may_become_baseline": not blocking,
         "adopt": adopt,
         "draft_command": f"tools/qualify --draft-expectations {run_dir}",
     }
+
+
+def inherited(applied):
+    """The entries that excused failures, one row per deviation (its anchor, else its entry):
+    [{anchor, entry (every file:line), bug, known_on, cases}] in file order."""
+    rows = {}
+    for e, n in applied:
+        r = rows.setdefault(e.anchor or e.source, {"anchor": e.anchor, "entry": [], "bug": e.bug,
+                                                    "known_on": e.known_on(), "cases": 0})
+        r["entry"].append(e.source)
+        r["cases"] += n
+    for r in rows.values():
+        r["entry"] = ", ".join(r["entry"])
+    return list(rows.values())
 
 
 def terminal_lines(ctx):
@@ -66,7 +82,7 @@ def terminal_lines(ctx):
     lines.append(f"new failures: {ctx['new_count']}; not run: {ctx['not_run_count']} case(s) in "
                  f"{len(ctx['not_run'])} reason(s)")
     for g in ctx["not_run"]:
-        if g["category"] in ("host setup", "operator setting"):
+        if g["category"] in FIXABLE:
             lines.append(f"  {g['category']}: {g['cases']} case(s): {g['reason'][:120]}"
                          + (f" -> {g['fix']}" if g["fix"] else ""))
     lines.append(f"may become the baseline: {ctx['adopt']}")

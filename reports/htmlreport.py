@@ -559,6 +559,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "n_lazy": len(run.cases) if len(run.cases) > EAGER_CASES else 0,
         "rules_cited": cited,
         "first_night": first_night,
+        "host_line": host_line(fp),
         "elsewhere": [_elsewhere_row(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
     }
     data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
@@ -653,6 +654,21 @@ def render_qualification(run, info, comp, baseline, trends, mutation=None):
                   folded_sections=[run_info_section(run, info)],
                   extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title,
                   first_night=info.get("first_night"))
+
+
+def host_line(fp):
+    """The host setup the cases depend on, in one line for the first screen ('' for a run that
+    did not record it): IOMMU mode, hugetlb pool, swap, KSM, memory cgroup."""
+    if "host_iommu" not in fp:
+        return ""
+    pool = fp.get("host_hugetlb_2m_pages", "?")
+    parts = [f"IOMMU {fp['host_iommu']}",
+             f"hugetlb 2 MiB pool {pool if pool not in ('0', '-1') else 'none'}",
+             f"swap {fp.get('host_swap_MiB', '?')} MiB" if fp.get("host_swap_MiB") not in ("0", None) else "swap none",
+             f"KSM {'on' if fp.get('host_ksm_run') == '1' else 'off'}",
+             f"THP {fp.get('host_thp', '?')}",
+             "memory cgroup " + ("yes" if "memory-cgroup" in fp.get("host_facts", "") else "no")]
+    return " · ".join(parts)
 
 
 def _elsewhere_row(e, why, n):

@@ -109,6 +109,26 @@ class ComparableTest(unittest.TestCase):
         self.assertEqual(c.status["suites/a:a_test/S.Bad"], "REGRESSION")
 
 
+class RateFloorTest(unittest.TestCase):
+    def rated(self, value, **fp):
+        c = case("Bw", "PASS")
+        c.metrics = {"h2d_pinned_ce_GBps": model.Metric(value, "GB/s"), "h2d_bidir_ce_GBps": model.Metric(value, "GB/s")}
+        return run(c, **dict(dict(H200, gpu0_pcie_link="gen5 x16 (max gen5 x16)"), **fp))
+
+    def test_a_halved_dma_rate_fails_against_the_baseline_of_the_same_sku_and_link(self):
+        c = cmp.compare(self.rated(27.0), exps(""), self.rated(55.5))
+        self.assertEqual(c.status["suites/a:a_test/S.Bw"], "REGRESSION")
+        self.assertIn("h2d_pinned_ce_GBps 27.00 GB/s is below 80% of the baseline's 55.50 GB/s",
+                      c.notes["suites/a:a_test/S.Bw"])
+        self.assertNotIn("bidir", c.notes["suites/a:a_test/S.Bw"])  # a noisy figure is only trended
+        self.assertEqual(c.exit_code, cmp.EXIT_REGRESSION)
+
+    def test_a_rate_within_the_band_or_on_another_link_is_not_judged(self):
+        self.assertEqual(cmp.compare(self.rated(50.0), exps(""), self.rated(55.5)).exit_code, cmp.EXIT_QUALIFIED)
+        other = self.rated(55.5, gpu0_pcie_link="gen4 x16 (max gen5 x16)")
+        self.assertEqual(cmp.compare(self.rated(27.0), exps(""), other).exit_code, cmp.EXIT_QUALIFIED)
+
+
 class ReasonsTest(unittest.TestCase):
     def test_reasons_fall_into_groups_a_reviewer_can_act_on(self):
         for reason, category in [(ComparableTest.HUGE, "host setup"),
