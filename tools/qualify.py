@@ -91,7 +91,7 @@ def build_parser(json_errors=False):
     p.add_argument("--time-scale", type=float, default=1.0)
     p.add_argument("--jobs", type=int, default=4,
                    help="test binaries run at once (default 4: on one H200 the full tier's runner "
-                   "took 37.8-39.3 s at 4 and 40.2-40.9 s at 3, session 11; the driver's context "
+                   "took 37.8-39.3 s at 4 and 40.2-40.9 s at 3 (2026-12-03); the driver's context "
                    "creation and pinning serialise across processes, so more gain little); "
                    "targets tagged exclusive run alone")
     p.add_argument("--seed", type=int, default=None,
