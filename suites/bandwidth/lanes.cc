@@ -17,7 +17,10 @@ constexpr double kHoldTimeoutS = 10;
 
 }  // namespace
 
-LaneMeter::LaneMeter() : flag_(2 * sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable) {}
+cudaError_t LaneMeter::Init() {
+  flag_ = PinnedBuffer(2 * sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable);
+  return flag_.status();
+}
 
 void LaneMeter::Release() {
   if (flag_) __atomic_store_n(flag_.as<unsigned>(), 1u, __ATOMIC_RELEASE);
@@ -25,7 +28,7 @@ void LaneMeter::Release() {
 
 void LaneMeter::Measure(const std::vector<Lane*>& lanes, const Method& m, const std::function<void(int)>& before,
                         const std::function<void(int)>& after) {
-  ASSERT_CUDA_OK(status());
+  ASSERT_TRUE(flag_) << "LaneMeter::Init() did not run or failed";
   ASSERT_FALSE(lanes.empty());
   unsigned* flag = flag_.as<unsigned>();
   std::vector<OwnedEvent> start(lanes.size()), stop(lanes.size());

@@ -40,8 +40,9 @@ inline constexpr Method kQuick{1, 4, 3};
 
 class LaneMeter {
  public:
-  LaneMeter();  // a mapped host word pair for the hold; status() is its allocation's result
-  cudaError_t status() const { return flag_.status(); }
+  // Allocates the hold's mapped host words (in the fixture's SetUp, after the device check);
+  // returns the allocation's result.
+  cudaError_t Init();
 
   // Times `lanes` together (all on the current device). before(s) runs before sample s is
   // queued, after(s) once it completed. A holding kernel that saw no flag fails the case.
@@ -50,6 +51,8 @@ class LaneMeter {
 
   // Releases the hold (TearDown: never leave a stream held).
   void Release();
+  // Frees the hold's words (TearDown, before the kit's check for leaked pinned memory).
+  cudaError_t Free() { return flag_.Free(); }
 
  private:
   PinnedBuffer flag_;  // [0] hold flag, [1] holding kernel status

@@ -41,6 +41,10 @@ class VmmIpcTest : public DriverApiGpuTest {
     counter_ = PinnedBuffer::Mapped(sizeof(unsigned long long));
     ASSERT_CUDA_OK(counter_.status());
   }
+  void TearDown() override {
+    EXPECT_CUDA_OK(counter_.Free());  // before the kit's check for leaked pinned memory
+    DriverApiGpuTest::TearDown();
+  }
   size_t DeviceCount(const void* p, size_t n, uint32_t seed) {
     *counter_.as<unsigned long long>() = 0;
     EXPECT_CUDA_OK(LaunchCountPatternMismatches(p, n, seed, counter_.as<unsigned long long>(), 0));
