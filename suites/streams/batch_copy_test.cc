@@ -91,6 +91,7 @@ class BatchCopyTest : public DriverApiGpuTest {
     DriverApiGpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     PAGELOCK_REQUIRE(RequireRuntimeApi(12080, "cudaMemcpyBatchAsync"));
+    PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));  // the registered kinds
     ASSERT_CUDA_OK(checker_.status());
   }
 
@@ -409,12 +410,13 @@ TEST_P(HeldStreamBatchTest, SourcesRewrittenAfterTheCallHoldTheBytesTheOrderProm
   Observe("batch_call_ms", call_s * 1e3);
   if (flag[1] == kKernelTimedOut) {
     Warn("the batch call returned only after the held stream's kernel gave up (" + std::to_string(call_s) +
-               " s): it waited for work queued before it");
+         " s): it waited for work queued before it");
   }
   for (size_t i = 0; i < copies.size(); ++i) {
     Copy expect = copies[i];
     if (!during) expect.seed = later[i];  // read when the stream reached it: the later bytes
-    ExpectDelivered(expect, OrderName(order) + " copy " + std::to_string(i) + " from " + MemName(kinds[i]));
+    ExpectDelivered(expect, OrderName(order) + " copy " + std::to_string(i) + " from " + MemName(kinds[i]) +
+                                (flag[1] == kKernelTimedOut ? " (the call waited for the held stream)" : ""));
   }
   if (during) {
     Copy stack;

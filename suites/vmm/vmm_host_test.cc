@@ -364,10 +364,11 @@ TEST_F(VmmHostTest, AReleasedHandleKeepsItsMappingUntilUnmapWhichLeavesAReservat
   EXPECT_CU_OK(m.Release());
 }
 
-// A driver that loses track of what it mapped fails this: cuMemRetainAllocationHandle of the
-// mapped address gives a handle whose properties (cuMemGetAllocationPropertiesFromHandle) are
-// the ones the allocation was made with, and "must be released" like any other handle
-// ("will need to be released with corresponding number of calls to cuMemRelease").
+// A driver that loses track of what it mapped fails this: cuMemRetainAllocationHandle of an
+// address inside the mapping "is guaranteed to be the same handle value used to map the memory",
+// its properties (cuMemGetAllocationPropertiesFromHandle) are the ones the allocation was made
+// with, and "The returned handle must be released with corresponding number of calls to
+// cuMemRelease".
 TEST_F(VmmHostTest, TheRetainedHandleOfAMappedAddressDescribesTheHostAllocation) {
   PAGELOCK_RULE("R174");
   for (const CUmemLocationType type : {CU_MEM_LOCATION_TYPE_HOST, CU_MEM_LOCATION_TYPE_HOST_NUMA}) {
@@ -381,6 +382,7 @@ TEST_F(VmmHostTest, TheRetainedHandleOfAMappedAddressDescribesTheHostAllocation)
     ASSERT_CU_OK(m.Create(prop, gran, &step)) << step;
     CUmemGenericAllocationHandle h = 0;
     ASSERT_CU_OK(d.cuMemRetainAllocationHandle(&h, m.ptr() + gran / 2));
+    EXPECT_EQ(h, m.handle()) << "the retained handle is not the one the memory was mapped with";
     CUmemAllocationProp got{};
     EXPECT_CU_OK(d.cuMemGetAllocationPropertiesFromHandle(&got, h));
     EXPECT_EQ(got.location.type, type) << vmm::LocationName(type);
