@@ -8,9 +8,11 @@ same session, with the ratio pagelock / nvbandwidth for each host<->device case.
 
 PAGELOCK is the bandwidth test binary (bin/suites/bandwidth/bandwidth_test in a bundle; it is run
 with --gtest_filter=BandwidthTest.*), or the gtest XML it wrote, or a folder holding that XML
-(a runner --out folder). With two or more GPUs, give --pagelock again for the all-GPU binary
-(bin/suites/multigpu/all_gpus_bidirectional_stress_test: nvbandwidth's sizes and counts; run with
---gtest_filter=AllGpusCopyTest.*): the figures of every source are merged. BIN is an nvbandwidth
+(a runner --out folder). Give --pagelock again for the bidirectional SM copies
+(bin/suites/bandwidth/sm_traffic_stress_test: nvbandwidth's sizes and counts; run with
+--gtest_filter=SmTrafficTest.Bidirectional*) and, with two or more GPUs, for the all-GPU binary
+(bin/suites/multigpu/all_gpus_bidirectional_stress_test; run with --gtest_filter=AllGpusCopyTest.*):
+the figures of every source are merged. BIN is an nvbandwidth
 binary, run once per case (-t NAME); FILE is saved nvbandwidth output. Without either, only
 pagelock's figures are tabled.
 
@@ -46,6 +48,10 @@ CASES = [
     ("device_to_host_bidirectional_memcpy_ce", ["d2h_bidir_ce_GBps"], "GB/s"),
     ("host_to_device_memcpy_sm", ["h2d_sm_GBps"], "GB/s"),
     ("device_to_host_memcpy_sm", ["d2h_sm_GBps"], "GB/s"),
+    # Bidirectional SM copies through mapped memory, from suites/bandwidth/sm_traffic_test.cc's
+    # stress build (nvbandwidth's sizes and counts).
+    ("host_to_device_bidirectional_memcpy_sm", ["h2d_bidir_sm_GBps"], "GB/s"),
+    ("device_to_host_bidirectional_memcpy_sm", ["d2h_bidir_sm_GBps"], "GB/s"),
     ("host_device_latency_sm", ["host_device_latency_ns"], "ns"),
     # Every GPU at once (two or more GPUs): nvbandwidth's SUM line against pagelock's sum, from
     # suites/multigpu/all_gpus_bidirectional_test.cc (its stress build: nvbandwidth's method)
@@ -81,6 +87,8 @@ BINARY_FILTERS = {
     "bandwidth_test": "BandwidthTest.*",
     "all_gpus_bidirectional_test": "AllGpusCopyTest.*",
     "all_gpus_bidirectional_stress_test": "AllGpusCopyTest.*",
+    "sm_traffic_test": "SmTrafficTest.Bidirectional*",
+    "sm_traffic_stress_test": "SmTrafficTest.Bidirectional*",
 }
 METRIC_PREFIX = "pagelock.metric."
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")

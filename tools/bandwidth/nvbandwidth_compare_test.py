@@ -95,6 +95,33 @@ MULTIGPU_XML = """<?xml version="1.0" encoding="UTF-8"?>
 </testsuite></testsuites>
 """
 
+# nvbandwidth's bidirectional SM cases on one GPU, and what sm_traffic_stress_test writes.
+NVBW_SM_BIDIR = """Running host_to_device_bidirectional_memcpy_sm.
+memcpy SM CPU(row) <-> GPU(column) bandwidth (GB/s)
+           0
+ 0     47.20
+
+SUM host_to_device_bidirectional_memcpy_sm 47.20
+Running device_to_host_bidirectional_memcpy_sm.
+memcpy SM CPU(row) <-> GPU(column) bandwidth (GB/s)
+           0
+ 0     49.00
+
+SUM device_to_host_bidirectional_memcpy_sm 49.00
+"""
+
+SM_TRAFFIC_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="SmTrafficTest">
+ <testcase name="BidirectionalSmCopiesThroughMappedMemoryDeliverEveryByte" classname="SmTrafficTest">
+  <properties>
+   <property name="pagelock.metric.h2d_bidir_sm_GBps" value="47.0 GB/s"/>
+   <property name="pagelock.metric.h2d_bidir_sm_interfering_d2h_GBps" value="48.0 GB/s"/>
+   <property name="pagelock.metric.d2h_bidir_sm_GBps" value="46.0 GB/s"/>
+  </properties>
+ </testcase>
+</testsuite></testsuites>
+"""
+
 XML = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites><testsuite name="BandwidthTest">
  <testcase name="PinnedCopiesReachAFairShareOfThePcieLink" classname="BandwidthTest">
@@ -299,6 +326,34 @@ class CompareTest(unittest.TestCase):
         rc, _, err = self.run_main("--pagelock", mg, "--pagelock", xml, "--nvbandwidth", fake_nvbw, "--rounds", "2")
         self.assertEqual(rc, 2)
         self.assertIn("--rounds", err)
+
+    def test_bidirectional_sm_rows_pair_the_sm_traffic_binarys_figures(self):
+        figures = nc.parse_nvbandwidth(NVBW_SM_BIDIR)
+        self.assertEqual(figures["host_to_device_bidirectional_memcpy_sm"], 47.2)
+        xml = self.write("sm.xml", SM_TRAFFIC_XML)
+        rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML), "--pagelock", xml,
+                                   "--nvbandwidth-output", self.write("nvbw.txt", NVBW_SM_BIDIR))
+        self.assertEqual(rc, 0)
+        self.assertIn("| host_to_device_bidirectional_memcpy_sm | h2d_bidir_sm_GBps | GB/s | 47.20 | 47.00 | 0.996 | yes |",
+                      out)
+        # 46 against 49 is 6% low: outside the tolerance.
+        self.assertIn("| device_to_host_bidirectional_memcpy_sm | d2h_bidir_sm_GBps | GB/s | 49.00 | 46.00 | 0.939 | no |",
+                      out)
+        self.assertNotIn("interfering", out)
+        # Without the SM binary the rows are missing, which --check reports.
+        rc, out, _ = self.run_main("--pagelock", self.write("bw2.xml", XML), "--nvbandwidth-output",
+                                   self.write("nvbw2.txt", NVBW_SM_BIDIR), "--check")
+        self.assertEqual(rc, 3)
+        self.assertIn("| host_to_device_bidirectional_memcpy_sm | h2d_bidir_sm_GBps | GB/s | 47.20 | — | — | missing |", out)
+
+    def test_the_sm_traffic_binary_runs_its_bidirectional_cases_only(self):
+        xml_writer = ("#!/bin/sh\nfor a in \"$@\"; do case $a in --gtest_filter=*) f=${a#--gtest_filter=};; "
+                      "--gtest_output=xml:*) o=${a#--gtest_output=xml:};; esac; done\n"
+                      "[ \"$f\" = \"SmTrafficTest.Bidirectional*\" ] || exit 1\ncat > \"$o\" <<'E'\n"
+                      + SM_TRAFFIC_XML + "E\n")
+        os.makedirs(os.path.join(self.tmp, "bandwidth"))
+        sm = self.write("bandwidth/sm_traffic_stress_test", xml_writer, executable=True)
+        self.assertEqual(nc.pagelock_metrics(sm)["d2h_bidir_sm_GBps"], 46.0)
 
     def test_pagelock_alone_tables_its_figures(self):
         rc, out, _ = self.run_main("--pagelock", self.write("bw.xml", XML))
