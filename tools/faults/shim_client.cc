@@ -1,8 +1,10 @@
 // Drives a libcuda.so.1 (the shim or the fake driver) for the shim's CPU tests, the way the CUDA
 // runtime does: dlopen("libcuda.so.1"), then cuGetProcAddress_v2 for every function.
 //   shim_client run        prints key=value lines: what each call returned and what it did
-//   shim_client catalogue  prints the shim's fault catalogue as TSV (name rule family kind text)
-//   shim_client conforming prints the conforming variations as TSV (... and their justification)
+//   shim_client catalogue  prints the built fault catalogue as TSV, every field of every row
+//                          (order name rule family kind shape batch blind entries description)
+//   shim_client conforming prints the conforming variations as TSV (order name rule family kind
+//                          entries description justification)
 //   shim_client variations prints key=value lines for the calls the conforming variations change
 //   shim_client blind10    prints key=value lines for calls inside and outside the triggers of
 //                          batch blind-10's faults
@@ -19,6 +21,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "tools/faults/fault.h"
 #include "tools/faults/shim.h"
 
 namespace {
@@ -1074,22 +1077,45 @@ int Blind11() {
   return 0;
 }
 
+// The built catalogue as TSV, every field of every row (tables.py writes catalogue.tsv,
+// split.tsv and conforming.tsv from it): faults with their shape, batch and whether the batch is
+// blind; variations with their justification. A catalogue whose tables are inconsistent (a name
+// or order used twice, an unknown shape or batch) is refused with the reason.
 int PrintCatalogue(const char* symbol, bool conforming) {
   using Cat = const pagelock_faults::Fault* (*)(size_t*);
+  using Batches = const pagelock_faults::Batch* (*)(size_t*);
+  using Problem = const char* (*)();
+  using Entries = const char* (*)(const char*);
   auto cat = reinterpret_cast<Cat>(dlsym(g_lib, symbol));
-  if (!cat) {
+  auto batches = reinterpret_cast<Batches>(dlsym(g_lib, "pagelock_fault_batches"));
+  auto problem = reinterpret_cast<Problem>(dlsym(g_lib, "pagelock_fault_catalogue_problem"));
+  auto entries = reinterpret_cast<Entries>(dlsym(g_lib, "pagelock_fault_entries"));
+  if (!cat || !batches || !problem || !entries) {
     fprintf(stderr, "shim_client: the library has no %s (not the shim?)\n", symbol);
     return 1;
   }
-  using Entries = const char* (*)(const char*);
-  auto entries = reinterpret_cast<Entries>(dlsym(g_lib, "pagelock_fault_entries"));
-  size_t n = 0;
+  if (const char* why = problem()) {
+    fprintf(stderr, "shim_client: the catalogue is inconsistent: %s\n", why);
+    return 1;
+  }
+  size_t n = 0, nb = 0;
   const pagelock_faults::Fault* f = cat(&n);
-  printf("name\trule\tfamily\tkind\tentries\tdescription%s\n", conforming ? "\tjustification" : "");
+  const pagelock_faults::Batch* b = batches(&nb);
+  if (conforming) {
+    printf("order\tname\trule\tfamily\tkind\tentries\tdescription\tjustification\n");
+    for (size_t i = 0; i < n; ++i)
+      printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f[i].order, f[i].name, f[i].rule, f[i].family,
+             f[i].kind, entries(f[i].name), f[i].description, f[i].doc);
+    return 0;
+  }
+  printf("order\tname\trule\tfamily\tkind\tshape\tbatch\tblind\tentries\tdescription\n");
   for (size_t i = 0; i < n; ++i) {
-    printf("%s\t%s\t%s\t%s\t%s\t%s", f[i].name, f[i].rule, f[i].family, f[i].kind,
-           entries ? entries(f[i].name) : "", f[i].description);
-    printf(conforming ? "\t%s\n" : "\n", f[i].doc);
+    const char* blind = "?";
+    for (size_t k = 0; k < nb; ++k)
+      if (strcmp(b[k].name, f[i].batch) == 0) blind = b[k].blind ? "yes" : "no";
+    printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f[i].order, f[i].name, f[i].rule,
+           f[i].family, f[i].kind, f[i].shape, f[i].batch, blind, entries(f[i].name),
+           f[i].description);
   }
   return 0;
 }
