@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "tools/faults/shim.h"
 
@@ -49,10 +50,24 @@ size_t CrossingOffset(uintptr_t a, size_t n, uintptr_t unit);
 // ---------------------------------------------------------------------------------------------
 // Corrupting a copy's result.
 
+// The body most data faults share: the real call's result `r`, after `damage()` when the call
+// succeeded and `hit`. Decide `hit` before the call where it asks about memory the call changes:
+//   const bool hit = IsHtoD(d, s);
+//   return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, n - 1); });
+template <typename Damage>
+CUresult ThenCorrupt(CUresult r, bool hit, Damage&& damage) {
+  if (r == CUDA_SUCCESS && hit) damage();
+  return r;
+}
+
 // Flips a host byte when the stream reaches this point (for asynchronous device-to-host copies).
 void FlipHostByteInStream(void* p, CUstream s);
 // Makes byte k of a completed copy's destination differ from the source's (any memory kinds).
 void CorruptByteAt(CUdeviceptr dst, CUdeviceptr src, size_t k);
+// The same for a host-to-device copy from host memory `src`: one cuMemsetD8 of its complement.
+inline CUresult SetWrongByte(CUdeviceptr dst, const void* src, size_t k) {
+  return RealSetByte(dst + k, static_cast<const unsigned char*>(src)[k] ^ 0xff);
+}
 // The same in stream order, for an asynchronous copy from host to device or into host memory
 // (a device-to-device copy is left alone: its source byte cannot be read without a wait).
 void CorruptByteAtAsync(CUdeviceptr dst, CUdeviceptr src, size_t k, CUstream st);
@@ -91,6 +106,32 @@ bool BeingCaptured(R real, CUstream s, const char* name) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   return capturing && capturing(RealStream(real, s, name), &status) == CUDA_SUCCESS &&
          status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waits.
+
+// A wait with a timeout whose expiry is taken for completion: asks `query(h)` up to 20 times
+// 100 us apart and answers as it does once the work is done (or failed), success after about
+// 2 ms while it is still pending.
+template <typename Query, typename H>
+CUresult GiveUpAfter2ms(Query query, H h) {
+  for (int i = 0; i < 20; ++i) {
+    CUresult r = query(h);
+    if (r != CUDA_ERROR_NOT_READY) return r;
+    usleep(100);
+  }
+  return CUDA_SUCCESS;
+}
+
+// A wait or call that returns late: the real call, then `kMicroseconds` of sleep, noted (for a
+// conforming variation: it changed an answer's timing) as `kWhat`.
+template <useconds_t kMicroseconds, const char* kWhat, typename Real, typename... A>
+CUresult ThenSleep(Real real, A... a) {
+  CUresult r = real(a...);
+  NoteChanged(kWhat);
+  usleep(kMicroseconds);
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------

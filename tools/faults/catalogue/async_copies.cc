@@ -15,18 +15,16 @@ namespace {
 void InstallHtodAsyncCorrupts() {
   HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
                          CUstream st) -> CUresult {
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && n)
+    return ThenCorrupt(real(d, s, n, st), n, [&] {
       RealSetByteAsync(d + n - 1, static_cast<const unsigned char*>(s)[n - 1] ^ 0xff, st);
-    return r;
+    });
   });
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
-    bool hit = n && IsHtoD(d, s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit)
+    const bool hit = n && IsHtoD(d, s);
+    return ThenCorrupt(real(d, s, n, st), hit, [&] {
       RealSetByteAsync(d + n - 1, HostView(s + n - 1)[0] ^ 0xff, st);
-    return r;
+    });
   });
 }
 
@@ -34,16 +32,16 @@ void InstallHtodAsyncCorrupts() {
 void InstallDtohAsyncCorrupts() {
   HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
                          CUstream st) -> CUresult {
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && n) FlipHostByteInStream(static_cast<unsigned char*>(d) + n - 1, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), n, [&] {
+      FlipHostByteInStream(static_cast<unsigned char*>(d) + n - 1, st);
+    });
   });
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
-    bool hit = n && IsDtoH(d, s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) FlipHostByteInStream(HostView(d + n - 1), st);
-    return r;
+    const bool hit = n && IsDtoH(d, s);
+    return ThenCorrupt(real(d, s, n, st), hit, [&] {
+      FlipHostByteInStream(HostView(d + n - 1), st);
+    });
   });
 }
 
@@ -96,9 +94,7 @@ void InstallUnalignedHtodAsyncCorrupts() {
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
     const bool hit = n && s % 8 && IsHtoD(d, s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, 0, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(d, s, 0, st); });
   });
 }
 
@@ -195,9 +191,9 @@ void InstallAsyncHostToHostCorrupts() {
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
     const bool hit = n && !IsDevice(d) && !IsDevice(s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) FlipHostByteInStream(HostView(d + n - 1), st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] {
+      FlipHostByteInStream(HostView(d + n - 1), st);
+    });
   });
 }
 

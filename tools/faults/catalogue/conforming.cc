@@ -261,36 +261,24 @@ void InstallCompletionDelayed() {
 
 // R77: waits return 5 ms after the work completed (the documentation bounds when a wait may
 // return early, never how late).
-template <typename Real, typename... A>
-CUresult ThenSleep(Real real, A... a) {
-  CUresult r = real(a...);
-  NoteChanged("wait returned 5 ms late");
-  usleep(5000);
-  return r;
-}
+constexpr char kWaitLate[] = "wait returned 5 ms late";
 void InstallWaitsReturnLate() {
-  HookCtxSynchronize(&ThenSleep<Real_CtxSynchronize>);
-  HookCtxSynchronize13(&ThenSleep<Real_CtxSynchronize13, CUcontext>);
-  HookStreamSynchronize(&ThenSleep<Real_StreamSynchronize, CUstream>);
-  HookEventSynchronize(&ThenSleep<Real_EventSynchronize, CUevent>);
+  HookCtxSynchronize(&ThenSleep<5000, kWaitLate, Real_CtxSynchronize>);
+  HookCtxSynchronize13(&ThenSleep<5000, kWaitLate, Real_CtxSynchronize13, CUcontext>);
+  HookStreamSynchronize(&ThenSleep<5000, kWaitLate, Real_StreamSynchronize, CUstream>);
+  HookEventSynchronize(&ThenSleep<5000, kWaitLate, Real_EventSynchronize, CUevent>);
 }
 
 // R76: synchronous copies and memsets return 1 ms after they completed (a synchronous call is
 // bounded below, by its completion, never above).
-template <typename Real, typename... A>
-CUresult ThenSleepOneMs(Real real, A... a) {
-  CUresult r = real(a...);
-  NoteChanged("synchronous copy returned 1 ms late");
-  usleep(1000);
-  return r;
-}
+constexpr char kCopyLate[] = "synchronous copy returned 1 ms late";
 void InstallSyncCopiesReturnLate() {
-  HookMemcpy(&ThenSleepOneMs<Real_Memcpy, CUdeviceptr, CUdeviceptr, size_t>);
-  HookMemcpyHtoD(&ThenSleepOneMs<Real_MemcpyHtoD, CUdeviceptr, const void*, size_t>);
-  HookMemcpyDtoH(&ThenSleepOneMs<Real_MemcpyDtoH, void*, CUdeviceptr, size_t>);
-  HookMemcpyDtoD(&ThenSleepOneMs<Real_MemcpyDtoD, CUdeviceptr, CUdeviceptr, size_t>);
-  HookMemsetD8(&ThenSleepOneMs<Real_MemsetD8, CUdeviceptr, unsigned char, size_t>);
-  HookMemsetD32(&ThenSleepOneMs<Real_MemsetD32, CUdeviceptr, unsigned int, size_t>);
+  HookMemcpy(&ThenSleep<1000, kCopyLate, Real_Memcpy, CUdeviceptr, CUdeviceptr, size_t>);
+  HookMemcpyHtoD(&ThenSleep<1000, kCopyLate, Real_MemcpyHtoD, CUdeviceptr, const void*, size_t>);
+  HookMemcpyDtoH(&ThenSleep<1000, kCopyLate, Real_MemcpyDtoH, void*, CUdeviceptr, size_t>);
+  HookMemcpyDtoD(&ThenSleep<1000, kCopyLate, Real_MemcpyDtoD, CUdeviceptr, CUdeviceptr, size_t>);
+  HookMemsetD8(&ThenSleep<1000, kCopyLate, Real_MemsetD8, CUdeviceptr, unsigned char, size_t>);
+  HookMemsetD32(&ThenSleep<1000, kCopyLate, Real_MemsetD32, CUdeviceptr, unsigned int, size_t>);
 }
 
 // R32: overlap is judged per page: a registration that shares a page (but no byte) with an

@@ -19,30 +19,22 @@ void CorruptLastByte(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 // R76: a synchronous host-to-device copy delivers a wrong last byte.
 void InstallHtodCorruptsLastByte() {
   HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n) RealSetByte(d + n - 1, static_cast<const unsigned char*>(s)[n - 1] ^ 0xff);
-    return r;
+    return ThenCorrupt(real(d, s, n), n, [&] { SetWrongByte(d, s, n - 1); });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    bool hit = IsHtoD(d, s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptLastByte(d, s, n);
-    return r;
+    const bool hit = IsHtoD(d, s);
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptLastByte(d, s, n); });
   });
 }
 
 // R76: a synchronous device-to-host copy delivers a wrong last byte.
 void InstallDtohCorruptsLastByte() {
   HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
-    return r;
+    return ThenCorrupt(real(d, s, n), n, [&] { static_cast<unsigned char*>(d)[n - 1] ^= 0xff; });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    bool hit = IsDtoH(d, s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptLastByte(d, s, n);
-    return r;
+    const bool hit = IsDtoH(d, s);
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptLastByte(d, s, n); });
   });
 }
 
@@ -71,15 +63,11 @@ void InstallDtohTruncated() {
 void InstallPinnedCopyCorrupts() {
   HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
     const bool hit = n && IsPinnedHost(s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) RealSetByte(d + n - 1, static_cast<const unsigned char*>(s)[n - 1] ^ 0xff);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { SetWrongByte(d, s, n - 1); });
   });
   HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n && IsPinnedHost(d);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { static_cast<unsigned char*>(d)[n - 1] ^= 0xff; });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n && (IsPinnedHost(reinterpret_cast<void*>(d)) ||
@@ -109,28 +97,22 @@ void InstallDtohReturnsEarly() {
 // path or splits the copy into chunks) delivers a wrong last byte; smaller copies are exact.
 void InstallHtodLargeCorrupts() {
   HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n >= 64 * kMiB) CorruptByteAt(d, Ptr(s), n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), n >= 64 * kMiB, [&] { CorruptByteAt(d, Ptr(s), n - 1); });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n >= 64 * kMiB && IsHtoD(d, s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, n - 1); });
   });
   HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
                          CUstream st) -> CUresult {
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && n >= 64 * kMiB) CorruptByteAtAsync(d, Ptr(s), n - 1, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), n >= 64 * kMiB, [&] {
+      CorruptByteAtAsync(d, Ptr(s), n - 1, st);
+    });
   });
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
     const bool hit = n >= 64 * kMiB && IsHtoD(d, s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, n - 1, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(d, s, n - 1, st); });
   });
 }
 
@@ -189,19 +171,15 @@ void InstallCopyCrossing4GiBCorrupts() { HookSyncCopiesCrossing<uintptr_t{4} << 
 // the last whole word is mishandled); copies of even sizes are exact.
 void InstallOddSizeCopyCorrupts() {
   HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n % 2) CorruptByteAt(d, Ptr(s), n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), n % 2, [&] { CorruptByteAt(d, Ptr(s), n - 1); });
   });
   HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n % 2) static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
-    return r;
+    return ThenCorrupt(real(d, s, n), n % 2, [&] {
+      static_cast<unsigned char*>(d)[n - 1] ^= 0xff;
+    });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && n % 2) CorruptByteAt(d, s, n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), n % 2, [&] { CorruptByteAt(d, s, n - 1); });
   });
 }
 
@@ -220,42 +198,30 @@ void InstallPageableCopySecondChunkCorrupts() {
   constexpr size_t k = kStagingChunk;
   HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
     const bool hit = n > k && IsPageable(s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, Ptr(s), k);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, Ptr(s), k); });
   });
   HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n > k && IsPageable(d);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) static_cast<unsigned char*>(d)[k] ^= 0xff;
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { static_cast<unsigned char*>(d)[k] ^= 0xff; });
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n > k && PageableCopy(d, s);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, k);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, k); });
   });
   HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
                          CUstream st) -> CUresult {
     const bool hit = n > k && IsPageable(s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, Ptr(s), k, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(d, Ptr(s), k, st); });
   });
   HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
                          CUstream st) -> CUresult {
     const bool hit = n > k && IsPageable(d);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(Ptr(d), s, k, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(Ptr(d), s, k, st); });
   });
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
     const bool hit = n > k && PageableCopy(d, s);
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, k, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(d, s, k, st); });
   });
 }
 
@@ -322,9 +288,7 @@ void InstallRegisteredCopyCorrupts() {
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n && (IsRegistered(HostView(d)) || IsRegistered(HostView(s)));
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, n - 1); });
   });
 }
 
@@ -344,16 +308,12 @@ void InstallWriteCombinedHtodCorrupts() {
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n && IsHtoD(d, s) && IsWriteCombined(HostView(s));
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, n - 1); });
   });
   HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
                      CUstream st) -> CUresult {
     const bool hit = n && IsHtoD(d, s) && IsWriteCombined(HostView(s));
-    CUresult r = real(d, s, n, st);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAtAsync(d, s, n - 1, st);
-    return r;
+    return ThenCorrupt(real(d, s, n, st), hit, [&] { CorruptByteAtAsync(d, s, n - 1, st); });
   });
 }
 
@@ -367,9 +327,7 @@ void InstallEvery16thHtodCorrupts() {
   });
   HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
     const bool hit = n && IsHtoD(d, s) && EveryNth(&g_calls, 16);
-    CUresult r = real(d, s, n);
-    if (r == CUDA_SUCCESS && hit) CorruptByteAt(d, s, n - 1);
-    return r;
+    return ThenCorrupt(real(d, s, n), hit, [&] { CorruptByteAt(d, s, n - 1); });
   });
 }
 

@@ -2,7 +2,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tools/faults/fault.h"
 #include "tools/faults/hooks.h"
@@ -91,13 +90,7 @@ void InstallEventRerecordWhilePendingDropped() {
 void InstallEventSyncTimesOut() {
   HookEventSynchronize([](Real_EventSynchronize real, CUevent e) -> CUresult {
     static const auto query = Real<Real_EventQuery>("cuEventQuery");
-    if (!query) return real(e);
-    for (int i = 0; i < 20; ++i) {
-      CUresult r = query(e);
-      if (r != CUDA_ERROR_NOT_READY) return r;
-      usleep(100);
-    }
-    return CUDA_SUCCESS;
+    return query ? GiveUpAfter2ms(query, e) : real(e);
   });
 }
 

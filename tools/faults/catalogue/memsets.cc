@@ -10,14 +10,12 @@ namespace {
 // R77: memset writes the value everywhere but in the last byte (synchronous, 8- and 32-bit).
 void InstallMemsetWrongLastByte() {
   HookMemsetD8([](Real_MemsetD8 real, CUdeviceptr d, unsigned char v, size_t n) -> CUresult {
-    CUresult r = real(d, v, n);
-    if (r == CUDA_SUCCESS && n) RealSetByte(d + n - 1, v ^ 0xff);
-    return r;
+    return ThenCorrupt(real(d, v, n), n, [&] { RealSetByte(d + n - 1, v ^ 0xff); });
   });
   HookMemsetD32([](Real_MemsetD32 real, CUdeviceptr d, unsigned int v, size_t n) -> CUresult {
-    CUresult r = real(d, v, n);
-    if (r == CUDA_SUCCESS && n) RealSetByte(d + 4 * n - 1, static_cast<unsigned char>(v >> 24) ^ 0xff);
-    return r;
+    return ThenCorrupt(real(d, v, n), n, [&] {
+      RealSetByte(d + 4 * n - 1, static_cast<unsigned char>(v >> 24) ^ 0xff);
+    });
   });
   HookMemsetD2D8([](Real_MemsetD2D8 real, CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
                     size_t h) -> CUresult {
@@ -43,16 +41,13 @@ void InstallMemsetTruncated() {
 void InstallMemsetAsyncWrongLastByte() {
   HookMemsetD8Async([](Real_MemsetD8Async real, CUdeviceptr d, unsigned char v, size_t n,
                        CUstream st) -> CUresult {
-    CUresult r = real(d, v, n, st);
-    if (r == CUDA_SUCCESS && n) RealSetByteAsync(d + n - 1, v ^ 0xff, st);
-    return r;
+    return ThenCorrupt(real(d, v, n, st), n, [&] { RealSetByteAsync(d + n - 1, v ^ 0xff, st); });
   });
   HookMemsetD32Async([](Real_MemsetD32Async real, CUdeviceptr d, unsigned int v, size_t n,
                         CUstream st) -> CUresult {
-    CUresult r = real(d, v, n, st);
-    if (r == CUDA_SUCCESS && n)
+    return ThenCorrupt(real(d, v, n, st), n, [&] {
       RealSetByteAsync(d + 4 * n - 1, static_cast<unsigned char>(v >> 24) ^ 0xff, st);
-    return r;
+    });
   });
   HookMemsetD2D8Async([](Real_MemsetD2D8Async real, CUdeviceptr d, size_t pitch, unsigned char v,
                          size_t w, size_t h, CUstream st) -> CUresult {
@@ -85,10 +80,9 @@ void InstallMemsetLargeTruncated() {
 // 32-bit word is filled with the value's bytes swapped); even counts are exact.
 void InstallMemsetD16OddCountWrongLast() {
   HookMemsetD16([](Real_MemsetD16 real, CUdeviceptr d, unsigned short v, size_t n) -> CUresult {
-    CUresult r = real(d, v, n);
-    if (r == CUDA_SUCCESS && n % 2)
+    return ThenCorrupt(real(d, v, n), n % 2, [&] {
       RealSetByte(d + 2 * n - 1, static_cast<unsigned char>(~(v >> 8)));
-    return r;
+    });
   });
 }
 

@@ -160,13 +160,7 @@ void InstallEvery32ndLaunchDropped() {
 void InstallStreamSyncTimesOut() {
   HookStreamSynchronize([](Real_StreamSynchronize real, CUstream s) -> CUresult {
     static const auto query = Real<Real_StreamQuery>("cuStreamQuery");
-    if (!query) return real(s);
-    for (int i = 0; i < 20; ++i) {
-      CUresult r = query(s);
-      if (r != CUDA_ERROR_NOT_READY) return r;
-      usleep(100);
-    }
-    return CUDA_SUCCESS;
+    return query ? GiveUpAfter2ms(query, s) : real(s);
   });
 }
 
