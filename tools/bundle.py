@@ -43,11 +43,11 @@ SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may be replaced
 SHIM_LABEL = "//tools/faults:shim/libcuda.so.1"
 # The parts of tools/faults that only a checkout uses: the refresher of an older bundle, the
-# generator of symbols.inc, the generator of the catalogue's TSV files and the shim's CPU-test
-# client. Every other file of the folder travels, and so does every file of its subfolders that
+# generator of symbols.inc, the generator of the catalogue's TSV files, the comparison of two
+# shims and the shim's CPU-test client. Every other file of the folder travels, and so does every file of its subfolders that
 # hold the shim's sources (the areas of the catalogue), so that build_shim.sh can rebuild it.
-FAULTS_CHECKOUT_ONLY = {"BUILD.bazel", "add_to_bundle.py", "built.py", "gen_symbols.sh",
-                        "shim_client.cc", "tables.py"}
+FAULTS_CHECKOUT_ONLY = {"BUILD.bazel", "add_to_bundle.py", "built.py", "compare_shims.py",
+                        "gen_symbols.sh", "shim_client.cc", "tables.py"}
 FAULTS_SOURCE_FOLDERS = ("catalogue",)
 
 

@@ -82,7 +82,7 @@ class FaultLayerTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(os.path.join(b, "tools/faults/catalogue"))), areas)
         for rel in ("fault.h", "hooks.h", "hooks.cc", "catalogue.cc", "shim.cc", "shim.h"):
             self.assertTrue(os.path.isfile(os.path.join(b, "tools/faults", rel)), rel)
-        for rel in ("tables.py", "built.py", "shim_client.cc", "BUILD.bazel"):
+        for rel in ("tables.py", "built.py", "compare_shims.py", "shim_client.cc", "BUILD.bazel"):
             self.assertFalse(os.path.exists(os.path.join(b, "tools/faults", rel)), rel)
 
     def test_the_mutation_tool_runs_from_the_bundle_alone(self):
