@@ -5,7 +5,6 @@
 // only the calls the documentation leaves open and forwards everything else untouched.
 #include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <tuple>

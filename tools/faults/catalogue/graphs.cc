@@ -1,6 +1,5 @@
 // Graphs: stream capture and graph launches.
 #include <pthread.h>
-#include <string.h>
 
 #include "tools/faults/fault.h"
 #include "tools/faults/hooks.h"

@@ -1,7 +1,6 @@
 // Pinned host allocation (cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost, cuMemHostGetFlags)
 // and host-located memory pools.
 #include <pthread.h>
-#include <stdlib.h>
 
 #include "tools/faults/fault.h"
 #include "tools/faults/hooks.h"

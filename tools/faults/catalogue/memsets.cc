@@ -1,6 +1,4 @@
 // Memsets of every width and shape (cuMemsetD8/D16/D32, 1D and 2D, sync and async).
-#include <string.h>
-
 #include "tools/faults/fault.h"
 #include "tools/faults/hooks.h"
 

@@ -1,7 +1,6 @@
 // Work on streams and its completion: kernel launches, context and stream synchronisation,
 // stream queries and waits, host functions and stream memory operations.
 #include <pthread.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "tools/faults/fault.h"
