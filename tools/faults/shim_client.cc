@@ -5,6 +5,7 @@
 //                           (order name rule family kind shape batch blind entries description)
 //   shim_client conforming  prints the conforming variations as TSV (order name rule family kind
 //                           entries description justification)
+//   shim_client batches     prints the batches the faults came in as TSV (batch blind how)
 //   shim_client variations  prints key=value lines for the calls the conforming variations change
 //   shim_client probe [AREA...]  prints key=value lines for calls inside and beside the triggers
 //                           of the faults that have probes (probes/<area>.cc), every area or those
@@ -210,6 +211,21 @@ int PrintCatalogue(const char* symbol, bool conforming) {
   return 0;
 }
 
+// The batches of the catalogue as TSV (tables.py writes batches.tsv from it).
+int PrintBatches() {
+  using Batches = const pagelock_faults::Batch* (*)(size_t*);
+  auto batches = reinterpret_cast<Batches>(dlsym(g_lib, "pagelock_fault_batches"));
+  if (!batches) {
+    fprintf(stderr, "shim_client: the library has no pagelock_fault_batches (not the shim?)\n");
+    return 1;
+  }
+  size_t n = 0;
+  const pagelock_faults::Batch* b = batches(&n);
+  printf("batch\tblind\thow\n");
+  for (size_t i = 0; i < n; ++i) printf("%s\t%s\t%s\n", b[i].name, b[i].blind ? "yes" : "no", b[i].how);
+  return 0;
+}
+
 // The probes of the areas named (all when none is), in the catalogue's order, in this process.
 // Exit 2 for an area with no probes; 1 when a probe lacked an entry it needs (after the others).
 int RunProbes(int argc, char** argv) {
@@ -233,11 +249,12 @@ int RunProbes(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* const kModes[] = {"run", "catalogue", "conforming", "variations", "probe"};
+  const char* const kModes[] = {"run", "catalogue", "conforming", "batches", "variations", "probe"};
   bool known = false;
   for (const char* m : kModes) known = known || (argc >= 2 && strcmp(argv[1], m) == 0);
   if (!known || (argc > 2 && strcmp(argv[1], "probe") != 0)) {
-    fprintf(stderr, "usage: shim_client run|catalogue|conforming|variations|probe [AREA...]\n");
+    fprintf(stderr,
+            "usage: shim_client run|catalogue|conforming|batches|variations|probe [AREA...]\n");
     return 2;
   }
   const char* lib = getenv("SHIM_CLIENT_LIB");  // default: the LD_LIBRARY_PATH search
@@ -255,6 +272,7 @@ int main(int argc, char** argv) {
   int rc = mode == "run"          ? Run()
            : mode == "catalogue"  ? PrintCatalogue("pagelock_fault_catalogue", false)
            : mode == "conforming" ? PrintCatalogue("pagelock_fault_conforming", true)
+           : mode == "batches"    ? PrintBatches()
            : mode == "probe"      ? RunProbes(argc - 2, argv + 2)
                                   : probes::Variations();
   fflush(stdout);

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The catalogue's TSV files, generated from the built catalogue (what `shim_client catalogue`
-and `shim_client conforming` print), never written by hand:
+"""The catalogue's TSV files, generated from the built catalogue (what `shim_client catalogue`,
+`conforming` and `batches` print), never written by hand:
 
   catalogue.tsv   name rule family kind entries description            (the faults)
   split.tsv       name kind shape half batch blind                     (the fixed split)
   conforming.tsv  name rule family kind entries description justification
+  batches.tsv     batch faults blind how                               (the batches)
 
 The mutation tool reads them from the bundle. split.tsv gives each fault its half: "tuning" when
 the first byte of sha256(name) is even, else "heldout". Suite work may look at the tuning half
@@ -13,7 +14,7 @@ tuned against. The half follows from the name alone, so adding, removing or reor
 never moves another. Shape, batch and blind are fields of the built catalogue (catalogue.cc).
 
   tables.py            check: exit 1 when a committed file is not what the build prints
-  tables.py --write    rewrite the three files
+  tables.py --write    rewrite the four files
   tables.py --summary  the number of faults of each kind, shape and batch in each half
 
 `bazel run //tools/faults:tables -- --write` uses Bazel's build; run directly from a checkout it
@@ -38,11 +39,13 @@ FAULT_LISTING = ("order", "name", "rule", "family", "kind", "shape", "batch", "b
                  "description")
 VARIATION_LISTING = ("order", "name", "rule", "family", "kind", "entries", "description",
                      "justification")
+BATCH_LISTING = ("batch", "blind", "how")
 FILES = {
     "catalogue.tsv": ("name", "rule", "family", "kind", "entries", "description"),
     "split.tsv": ("name", "kind", "shape", "half", "batch", "blind"),
     "conforming.tsv": ("name", "rule", "family", "kind", "entries", "description",
                        "justification"),
+    "batches.tsv": ("batch", "faults", "blind", "how"),
 }
 
 
@@ -66,9 +69,10 @@ def parse_listing(text, header, what):
 
 
 def listings(shim_dir, client):
-    """(faults, variations): the built catalogue's rows, as shim_client prints them."""
+    """(faults, variations, batches): the built catalogue's rows, as shim_client prints them."""
     out = []
-    for mode, header in (("catalogue", FAULT_LISTING), ("conforming", VARIATION_LISTING)):
+    for mode, header in (("catalogue", FAULT_LISTING), ("conforming", VARIATION_LISTING),
+                         ("batches", BATCH_LISTING)):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PAGELOCK_")}
         env["SHIM_CLIENT_LIB"] = os.path.join(shim_dir, "libcuda.so.1")
         p = subprocess.run([client, mode], env=env, capture_output=True, text=True, timeout=60)
@@ -78,12 +82,14 @@ def listings(shim_dir, client):
     return tuple(out)
 
 
-def tables(faults, variations):
-    """{file name: its text} of the three files."""
+def tables(faults, variations, batches):
+    """{file name: its text} of the four files."""
     faults = [dict(r, half=half_of(r["name"])) for r in faults]
+    counts = collections.Counter(r["batch"] for r in faults)
+    batches = [dict(b, faults=str(counts[b["batch"]])) for b in batches]
     texts = {}
     for name, columns in FILES.items():
-        rows = variations if name == "conforming.tsv" else faults
+        rows = {"conforming.tsv": variations, "batches.tsv": batches}.get(name, faults)
         texts[name] = "".join("\t".join(r) + "\n" for r in
                               [columns] + [[row[c] for c in columns] for row in rows])
     return texts
@@ -119,18 +125,18 @@ def stale(texts, folder):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--write", action="store_true", help="rewrite the three files")
+    p.add_argument("--write", action="store_true", help="rewrite the four files")
     p.add_argument("--summary", action="store_true", help="counts per kind, shape, batch and half")
     args = p.parse_args(argv)
     # bazel run: write into the checkout, not into the runfiles
     folder = os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY") or built.ROOT, "tools", "faults")
     try:
         shim_dir, _, client = built.layer()
-        faults, variations = listings(shim_dir, client)
+        faults, variations, batches = listings(shim_dir, client)
     except (built.BuildError, OSError, ValueError, subprocess.TimeoutExpired) as e:
         print(f"tables: {e}", file=sys.stderr)
         return 2
-    texts = tables(faults, variations)
+    texts = tables(faults, variations, batches)
     if args.summary:
         print(summary(faults))
         return 0

@@ -13,7 +13,7 @@ import built  # noqa: E402
 import tables  # noqa: E402
 
 SHIM, _, CLIENT = built.layer()
-FAULTS, VARIATIONS = tables.listings(SHIM, CLIENT)
+FAULTS, VARIATIONS, BATCHES = tables.listings(SHIM, CLIENT)
 
 
 def committed(name):
@@ -24,8 +24,8 @@ def committed(name):
 
 class TablesTest(unittest.TestCase):
     def test_the_committed_files_are_what_the_built_catalogue_prints(self):
-        texts = tables.tables(FAULTS, VARIATIONS)
-        self.assertEqual(sorted(texts), ["catalogue.tsv", "conforming.tsv", "split.tsv"])
+        texts = tables.tables(FAULTS, VARIATIONS, BATCHES)
+        self.assertEqual(sorted(texts), ["batches.tsv", "catalogue.tsv", "conforming.tsv", "split.tsv"])
         for name, text in texts.items():
             with open(os.path.join(HERE, name), encoding="utf-8") as f:
                 self.assertEqual(f.read(), text, f"tools/faults/{name} is stale: run "
@@ -57,6 +57,15 @@ class TablesTest(unittest.TestCase):
         self.assertEqual({(r[2], r[4], r[5]) for r in rows[:72]}, {("baseline", "catalogue-1", "no")})
         self.assertNotIn("baseline", {r[2] for r in rows[72:]})
 
+    def test_every_fault_is_in_a_listed_batch_and_every_batch_holds_faults(self):
+        header, rows = committed("batches.tsv")
+        self.assertEqual(tuple(header), tables.FILES["batches.tsv"])
+        self.assertEqual({r["batch"] for r in FAULTS}, {r[0] for r in rows})
+        self.assertEqual(sum(int(r[1]) for r in rows), len(FAULTS))
+        blind = {r[0]: r[2] for r in rows}
+        for r in FAULTS:
+            self.assertEqual(r["blind"], blind[r["batch"]], r["name"])
+
     def test_a_batch_is_blind_or_not_as_a_whole(self):
         by_batch = {}
         for r in FAULTS:
@@ -73,7 +82,7 @@ class TablesTest(unittest.TestCase):
             tables.parse_listing(header + "\na\tb\tc\n", tables.FAULT_LISTING, "x")
 
     def test_a_stale_file_is_named(self):
-        texts = tables.tables(FAULTS, VARIATIONS)
+        texts = tables.tables(FAULTS, VARIATIONS, BATCHES)
         texts["split.tsv"] += "extra\n"
         self.assertEqual(tables.stale(texts, HERE), ["split.tsv"])
 
