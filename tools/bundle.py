@@ -13,7 +13,7 @@ Then, on the GPU machine:
   python3 OUT_DIR/reports/report.py RESULTS/testlogs --html RESULTS/index.html
   python3 OUT_DIR/tools/mutation/mutation.py OUT_DIR --out RESULTS/mutation   # mutation score
 
-Every bundle carries the fault layer (issue 12): OUT_DIR/faults/libcuda.so.1 (the shim, built
+Every bundle carries the fault layer: OUT_DIR/faults/libcuda.so.1 (the shim, built
 by the same Bazel run), faults/catalogue.tsv and faults/survivors.tsv, the mutation tool and the
 shim's sources with tools/faults/build_shim.sh (g++ alone rebuilds it where Bazel is absent).
 
@@ -43,8 +43,12 @@ SIZE_TIMEOUTS = {"small": 60, "medium": 300, "large": 900, "enormous": 3600}
 MARKER = ".pagelock_bundle"  # a folder holding this file is a bundle that may be replaced
 SHIM_LABEL = "//tools/faults:shim/libcuda.so.1"
 # The parts of tools/faults that only a checkout uses: the refresher of an older bundle, the
-# generator of symbols.inc and the shim's CPU-test client. Every other file of the folder travels.
-FAULTS_CHECKOUT_ONLY = {"BUILD.bazel", "add_to_bundle.py", "gen_symbols.sh", "shim_client.cc"}
+# generator of symbols.inc, the generator of the catalogue's TSV files, the comparison of two
+# shims and the shim's CPU-test client. Every other file of the folder travels, and so does every file of its subfolders that
+# hold the shim's sources (the areas of the catalogue), so that build_shim.sh can rebuild it.
+FAULTS_CHECKOUT_ONLY = {"BUILD.bazel", "add_to_bundle.py", "built.py", "compare_shims.py",
+                        "gen_symbols.sh", "shim_client.cc", "tables.py"}
+FAULTS_SOURCE_FOLDERS = ("catalogue",)
 
 
 def python_modules(folder, exclude=()):
@@ -61,6 +65,9 @@ def fault_files():
     own = sorted(f"tools/faults/{n}" for n in os.listdir(d)
                  if os.path.isfile(os.path.join(d, n)) and not n.endswith("_test.py")
                  and n not in FAULTS_CHECKOUT_ONLY)
+    for sub in FAULTS_SOURCE_FOLDERS:
+        own += sorted(f"tools/faults/{sub}/{n}" for n in os.listdir(os.path.join(d, sub))
+                      if os.path.isfile(os.path.join(d, sub, n)))
     return own + python_modules("tools/mutation")
 
 

@@ -75,6 +75,15 @@ class FaultLayerTest(unittest.TestCase):
         with open(os.path.join(b, "faults/catalogue.tsv")) as f, \
                 open(os.path.join(ROOT, "tools/faults/catalogue.tsv")) as g:
             self.assertEqual(f.read(), g.read())
+        # The shim's sources, every area of the catalogue among them (build_shim.sh compiles the
+        # folder); the checkout-only tools stay behind.
+        areas = sorted(os.listdir(os.path.join(ROOT, "tools/faults/catalogue")))
+        self.assertIn("copies.cc", areas)
+        self.assertEqual(sorted(os.listdir(os.path.join(b, "tools/faults/catalogue"))), areas)
+        for rel in ("fault.h", "hooks.h", "hooks.cc", "catalogue.cc", "shim.cc", "shim.h"):
+            self.assertTrue(os.path.isfile(os.path.join(b, "tools/faults", rel)), rel)
+        for rel in ("tables.py", "built.py", "compare_shims.py", "shim_client.cc", "BUILD.bazel"):
+            self.assertFalse(os.path.exists(os.path.join(b, "tools/faults", rel)), rel)
 
     def test_the_mutation_tool_runs_from_the_bundle_alone(self):
         b = self.make_bundle("b2")
@@ -98,6 +107,7 @@ class FaultLayerTest(unittest.TestCase):
         self.assertEqual(doc["false_alarms"]["count"], 0)
 
     def test_without_the_shim_binary_the_bundle_rebuilds_it_with_gpp(self):
+        # build_shim.sh in the bundle compiles the mechanism and every area of the catalogue.
         b = self.make_bundle("b3")
         os.remove(os.path.join(b, "faults/libcuda.so.1"))
         out = os.path.join(self.tmp, "m3")

@@ -3,7 +3,7 @@
 //
 // Environment:
 //   PAGELOCK_REAL_LIBCUDA  absolute path of the real driver (default: the usual install paths)
-//   PAGELOCK_FAULT         a fault of the catalogue (faults.cc); unset or "none": no fault
+//   PAGELOCK_FAULT         a fault of the catalogue (catalogue/); unset or "none": no fault
 //   PAGELOCK_FAULT_LOG     append one line per cuGetProcAddress request, fired fault and error
 //   PAGELOCK_FAULT_LOG_REQUESTS=0  leave the request lines out (the mutation tool's runs)
 //
@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tools/faults/fault.h"
 #include "tools/faults/shim.h"
 
 // The real pointers the exported forwarders jump through; a missing one returns NOT_FOUND.
@@ -317,6 +318,15 @@ __attribute__((visibility("default"))) const pagelock_faults::Fault* pagelock_fa
 __attribute__((visibility("default"))) const pagelock_faults::Fault* pagelock_fault_conforming(
     size_t* count) {
   return pagelock_faults::Conforming(count);
+}
+// The batches the faults came in (their blind flags), for the same tools.
+__attribute__((visibility("default"))) const pagelock_faults::Batch* pagelock_fault_batches(
+    size_t* count) {
+  return pagelock_faults::Batches(count);
+}
+// What is wrong with the catalogue's tables, or null (the tools refuse to print a broken one).
+__attribute__((visibility("default"))) const char* pagelock_fault_catalogue_problem() {
+  return pagelock_faults::CatalogueProblem();
 }
 // The entries a fault hooks, space-separated ("" for an unknown fault). Installs the fault's hooks
 // on a clean table and removes them again: only for tools, never in a process under test.

@@ -1,5 +1,5 @@
-// The fault-injecting driver layer: shared declarations of shim.cc (loader, cuGetProcAddress
-// interposition, log) and faults.cc (the catalogue).
+// The fault-injecting driver layer: what shim.cc (loader, cuGetProcAddress interposition, log)
+// gives the catalogue (fault.h, catalogue.cc and the areas under catalogue/).
 //
 // The CUDA runtime reaches almost every driver function through cuGetProcAddress. For each
 // function a fault may change (the "wrappable" entries below) the shim keeps the real function
@@ -195,24 +195,6 @@ Fn Real(const char* name, int version = CUDA_VERSION) {
 
 // One line in the log (PAGELOCK_FAULT_LOG), when logging is on.
 void Log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
-// The catalogues (faults.cc): the injected faults (catalogue.tsv) and the conforming variations
-// (conforming.tsv), selected the same way, by PAGELOCK_FAULT=<name>.
-struct Fault {
-  const char* name;         // PAGELOCK_FAULT value
-  const char* rule;         // the rule(s) of suites/rules.tsv it violates (a variation: it tests;
-                            //   comma-separated)
-  const char* family;       // API family of the suites
-  const char* kind;         // faults: "error" | "data" | "sync" | "flag" | "capability" |
-                            //   "resource" | "perf"; variations: "code" | "layout" | "timing" |
-                            //   "capability" | "flag" | "overlap" | "resource"
-  const char* description;  // what the buggy (or differently conforming) driver does
-  void (*install)();        // sets the hooks
-  const char* doc;          // variations: the documentation that allows it ("" for faults)
-};
-const Fault* Catalogue(size_t* count);
-const Fault* Conforming(size_t* count);
-const Fault* FindFault(const char* name);  // either catalogue
 
 }  // namespace pagelock_faults
 

@@ -4,7 +4,7 @@ loads the driver named by PAGELOCK_REAL_LIBCUDA, forwards every call, applies a 
 requests, and a fault-free run is unchanged.
 
 Under Bazel the shim, the fake driver and shim_client come from the runfiles; run directly
-(python3 tools/faults/shim_test.py) it builds them with g++/gcc into a temporary folder.
+(python3 tools/faults/shim_test.py) it builds them with g++/gcc into a temporary folder (built.py).
 """
 import os
 import shutil
@@ -14,40 +14,20 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import built  # noqa: E402
+
+ROOT = built.ROOT
 
 
-def locate():
-    """Returns (shim dir, fake driver path, client path, catalogue.tsv, rules.tsv); conforming.tsv
-    lies next to catalogue.tsv."""
-    srcdir = os.environ.get("TEST_SRCDIR")
-    if srcdir:
-        base = os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "pagelock"))
-        return (os.path.join(base, "tools/faults/shim"),
-                os.path.join(base, "tools/faults/testdata/libfakecuda.so"),
-                os.path.join(base, "tools/faults/shim_client"),
-                os.path.join(base, "tools/faults/catalogue.tsv"),
-                os.path.join(base, "suites/rules.tsv"))
-    out = tempfile.mkdtemp(prefix="shim_test_")
-    cuda = os.environ.get("CUDA_PATH", "/usr/local/cuda")
-    subprocess.run([os.path.join(HERE, "build_shim.sh"), os.path.join(out, "shim")], check=True,
-                   stdout=subprocess.DEVNULL)
-    subprocess.run(["gcc", "-shared", "-fPIC", os.path.join(HERE, "testdata/fake_libcuda.c"),
-                    "-o", os.path.join(out, "libfakecuda.so")], check=True)
-    subprocess.run(["g++", "-std=c++17", "-I" + ROOT, "-I" + os.path.join(cuda, "include"),
-                    os.path.join(HERE, "shim_client.cc"), "-o", os.path.join(out, "shim_client"),
-                    "-ldl"], check=True)
-    return (os.path.join(out, "shim"), os.path.join(out, "libfakecuda.so"),
-            os.path.join(out, "shim_client"), os.path.join(HERE, "catalogue.tsv"),
-            os.path.join(ROOT, "suites/rules.tsv"))
+SHIM, FAKE, CLIENT = built.layer()
+CATALOGUE = os.path.join(HERE, "catalogue.tsv")
+CONFORMING = os.path.join(HERE, "conforming.tsv")
+SPLIT = os.path.join(HERE, "split.tsv")
+RULES = os.path.join(ROOT, "suites/rules.tsv")
 
 
-SHIM, FAKE, CLIENT, CATALOGUE, RULES = locate()
-CONFORMING = os.path.join(os.path.dirname(CATALOGUE), "conforming.tsv")
-BATCHES = os.path.join(os.path.dirname(CATALOGUE), "batches.tsv")
-
-
-def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
+def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE, extra=()):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PAGELOCK_") and k != "LD_LIBRARY_PATH"}
     if through_shim:
@@ -59,8 +39,8 @@ def run(mode="run", fault=None, log=None, through_shim=True, real=FAKE):
         env["PAGELOCK_FAULT"] = fault
     if log:
         env["PAGELOCK_FAULT_LOG"] = log
-    p = subprocess.run([CLIENT, mode], env=env, capture_output=True, text=True, timeout=60)
-    if mode in ("variations", "blind10", "blind11"):  # several key=value pairs a line
+    p = subprocess.run([CLIENT, mode, *extra], env=env, capture_output=True, text=True, timeout=60)
+    if mode in ("variations", "probe"):  # several key=value pairs a line
         values = dict(tok.split("=", 1) for tok in p.stdout.split() if "=" in tok)
     else:
         values = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
@@ -190,14 +170,6 @@ class ShimTest(unittest.TestCase):
 
 
 class CatalogueTest(unittest.TestCase):
-    def test_catalogue_tsv_matches_the_shim(self):
-        p, _ = run(mode="catalogue")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        with open(CATALOGUE) as f:
-            self.assertEqual(p.stdout, f.read(),
-                             "tools/faults/catalogue.tsv is stale: regenerate it with "
-                             "'shim_client catalogue' (see tools/faults/README text)")
-
     def test_at_least_40_uniquely_named_faults_each_naming_a_known_rule(self):
         with open(CATALOGUE) as f:
             rows = [l.rstrip("\n").split("\t") for l in f][1:]
@@ -343,113 +315,132 @@ class ConformingVariationTest(unittest.TestCase):
             self.assertNotIn("\tchanged\t", f.read())
 
 
-# What each fault of batch blind-10 changes in `shim_client blind10` (against the fake driver,
-# which answers as r580 would): the calls inside its trigger. Every other answer, among them a
-# call beside each trigger that the fault must leave alone, stays as in the clean run.
-BLIND10_CHANGES = {
-    # Padding narrower than the row (pitch 24, row 16 bytes), sync and async: the padding of the
-    # first two rows (8 bytes each) takes the value; wider padding, one row and unpadded rows
-    # are exact.
-    "memset2d32_narrow_padding_overwritten": {
-        "memset2d32_narrow": "0,12,16", "memset2d32_narrow_async": "0,12,16"},
-    # 6 and 7 bytes through cuMemcpyAsync: the bytes past the last whole word stay; 8 and 3
-    # bytes, and cuMemcpyHtoDAsync, are exact.
-    "unified_async_copy_drops_partial_word": {"unified_htod_6": "0,2", "unified_dtoh_7": "0,3"},
+# What each probed fault changes in `shim_client probe` (probes/<area>.cc, against the fake
+# driver, which answers as r580 would): the calls inside its trigger. Every other answer, among
+# them a call beside each trigger that the fault must leave alone, stays as in the clean run.
+# By area, as the catalogue files them.
+PROBE_CHANGES = {
+    # probes/copies.cc
     # Every entry, at a host offset of 4 GiB + 16 (+ a page): the bytes 4 GiB lower; an offset
     # below 4 GiB is exact.
     "copy_past_4gib_host_offset_wraps": {k: "0,low" for k in (
         "past4g_htod", "past4g_htod_async", "past4g_unified_async", "past4g_dtoh",
         "past4g_dtoh_async")},
+    # probes/async_copies.cc
+    # 6 and 7 bytes through cuMemcpyAsync: the bytes past the last whole word stay; 8 and 3
+    # bytes, and cuMemcpyHtoDAsync, are exact.
+    "unified_async_copy_drops_partial_word": {"unified_htod_6": "0,2", "unified_dtoh_7": "0,3"},
+    # Pageable sources are copied from the shim's pinned buffer between two host functions (the
+    # fake runs them at once, so the bytes are right); pinned sources and a capture are not.
+    "pageable_async_htod_reads_source_late": {
+        "pageable_htod_async": "0,other,2,0", "pageable_unified_async": "0,other,2,0",
+        "pageable_htod_async_again": "0,other,2,0"},
+    # probes/copies_2d_3d.cc
+    # Two slices of two rows, host slices four rows apart (as source, sync and async, and as
+    # destination): the second slice's 16 bytes are wrong; packed host slices, one slice and a
+    # padded device side are exact.
+    "copy3d_padded_slices_read_packed": {
+        "copy3d_host_padded_src": "0,16", "copy3d_host_padded_src_async": "0,16",
+        "copy3d_host_padded_dst": "0,16"},
+    # probes/memsets.cc
+    # Padding narrower than the row (pitch 24, row 16 bytes), sync and async: the padding of the
+    # first two rows (8 bytes each) takes the value; wider padding, one row and unpadded rows
+    # are exact.
+    "memset2d32_narrow_padding_overwritten": {
+        "memset2d32_narrow": "0,12,16", "memset2d32_narrow_async": "0,12,16"},
+    # Rows of 100 16-bit values, the first crossing a page 50 values in (sync and async): that
+    # value stays unwritten, no byte outside the rows is touched; rows inside a page are exact.
+    "memset2d16_page_crossing_row_skips_element": {
+        "memset2d16_crossing": "0,299,0", "memset2d16_crossing_async": "0,299,0"},
+    # probes/streams.cc
     # EQ (with and without FLUSH) reaches the driver as a 32-bit wait on the low word; GEQ and
     # AND stay 64-bit.
     "wait_value64_eq_compares_low_word": {
         "wait64_eq": "0,32,5", "wait64_eq_flush": "0,32,5"},
-    # Copies on the captured stream lose their last byte; the eager copy is exact.
-    "captured_copy_node_short": {k: "0,1" for k in (
-        "captured_htod", "captured_dtoh", "captured_unified")},
-    # Only the Mapped, not Portable block asked about in another context.
-    "mapped_unportable_devptr_refused_elsewhere": {"devptr_mapped_other_context": "1"},
-    # The second registration at an address pins nothing; a first one elsewhere is right.
-    "reregistered_range_not_pinned": {
-        "reregister": "0,0", "reregistered_type_rc": "1", "reregistered_unregister": "713"},
-    # Contexts holding a live allocation or registration are not destroyed (but popped);
-    # contexts whose pins were freed, or that had none, are.
-    "ctx_destroy_keeps_context_with_pins": {
-        "destroy_with_pins": "0,0,none", "destroy_with_registration": "0,0"},
+    # The writes after a wait reach the driver first; batches whose writes all come before
+    # their wait, and batches without one, keep their order.
+    "batch_memop_writes_hoisted_before_wait": {
+        "batch_wait_then_writes": "0,524", "batch_write_wait_write": "0,251"},
+    # probes/events.cc
     # Re-records of the pending event never reach the driver; records of a completed event and
     # records into a capture do.
     "event_rerecord_while_pending_dropped": {
         "rerecord_pending": "0,0", "rerecord_pending_with_flags": "0,0"},
+    # Events recorded on the non-blocking stream: the host time between the record calls.
+    "non_blocking_elapsed_time_from_submission": {
+        "elapsed_non_blocking": "0,0.0", "elapsed_mixed": "0,0.0"},
+    # 2.75 ms with a BlockingSync event at either end: 2 ms; default events: 2.75.
+    "blocking_sync_event_elapsed_whole_ms": {
+        "elapsed_blocking_start": "0,2.00", "elapsed_blocking_end": "0,2.00"},
+    # probes/graphs.cc
+    # Copies on the captured stream lose their last byte (the pageable-source probe's captured
+    # copy among them); the eager copy is exact.
+    "captured_copy_node_short": {**{k: "0,1" for k in (
+        "captured_htod", "captured_dtoh", "captured_unified")},
+        "pageable_htod_captured": "0,own,0,1"},
+    # The second and third launch of one exec go to the shim's stream; first launches (also of
+    # a handle destroyed and made again) and a launch into a capture stay on the caller's.
+    "graph_relaunch_skips_stream_order": {"graph_second": "0,other", "graph_third": "0,other"},
+    # probes/host_allocation.cc
     # Host pools with a maximum: after the refused allocation the next ones fail before the
     # driver; pools without a maximum and device pools are right.
     "host_pool_poisoned_after_failed_alloc": {
         "host_pool_max": "2,2,2,1", "host_numa_pool_max": "2,2,2,1"},
-    # Events recorded on the non-blocking stream: the host time between the record calls.
-    "non_blocking_elapsed_time_from_submission": {
-        "elapsed_non_blocking": "0,0.0", "elapsed_mixed": "0,0.0"},
+    # The free of a host (and host-NUMA) pool's allocation never reaches the driver; a device
+    # pool's does.
+    "host_pool_async_free_leaks": {
+        "free_async_host_pool": "0,0", "free_async_host_numa_pool": "0,0"},
+    # The synchronisation right after an OUT_OF_MEMORY allocation reports it once; one after a
+    # bad-flags failure, and the next one, are right.
+    "failed_pin_error_resurfaces_at_next_sync": {
+        "sync_after_failed_hostalloc": "2,2", "stream_sync_after_failed_allochost": "2,2"},
+    # probes/registration.cc
+    # The second registration at an address pins nothing; a first one elsewhere is right.
+    "reregistered_range_not_pinned": {
+        "reregister": "0,0", "reregistered_type_rc": "1", "reregistered_unregister": "713"},
+    # Unregistered from another context: success, still known, and the registering context's
+    # unregister succeeds too; an unregister in the registering context is right.
+    "unregister_elsewhere_keeps_registration": {"unregister_elsewhere": "0,0,0"},
+    # probes/device_pointers.cc
+    # Only the Mapped, not Portable block asked about in another context.
+    "mapped_unportable_devptr_refused_elsewhere": {"devptr_mapped_other_context": "1"},
+    # 2 MiB + 100 bytes into a 3 MiB registration: the alias of offset 100; the first 2 MiB of a
+    # registration and an allocated block are right.
+    "registered_devptr_offset_wraps_at_2mib": {"devptr_registered_past_2mib": "0,100"},
+    # probes/pointer_attributes.cc
+    # A byte beside a sub-page registration on its page is described as the registration (its
+    # own address as the pointers); cuPointerGetAttribute still does not know it, and bytes
+    # inside the registration or on the next page are answered as before.
+    "attributes_page_granular_for_subpage_registration": {
+        "attrs_beside_subpage": "0,1,1000,1000,100,1"},
+    # probes/contexts.cc
+    # Contexts holding a live allocation or registration are not destroyed (but popped);
+    # contexts whose pins were freed, or that had none, are.
+    "ctx_destroy_keeps_context_with_pins": {
+        "destroy_with_pins": "0,0,none", "destroy_with_registration": "0,0"},
+    # Rejected (INVALID_VALUE) as before, but the valid bits are applied; valid calls are right.
+    "rejected_ctx_flags_applied_anyway": {
+        "primary_flags_rejected": "1,4", "primary_flags_rejected_after_valid": "1,1",
+        "ctx_flags_rejected": "1,128"},
+    # probes/capabilities.cc
     # Attribute 147 without native host atomics; with them, the driver's answer.
     "partial_host_atomics_claimed_without_ops": {"atomics_none": "0,1"},
 }
+# The batches whose every fault has a probe.
+PROBED_BATCHES = ("blind-10", "blind-11")
 
 
-def batch_faults(batch):
-    """The faults batches.tsv names for a batch."""
-    with open(BATCHES) as f:
-        rows = [l.rstrip("\n").split("\t") for l in f if l.strip() and not l.startswith("#")]
-    header = rows[0]
-    for row in rows[1:]:
-        r = dict(zip(header, row))
-        if r["batch"] == batch:
-            return {n.strip() for n in r["faults"].split(",") if n.strip()}
-    return set()
+def batch_faults(batches):
+    """The faults of the batches (split.tsv, generated from the built catalogue)."""
+    with open(SPLIT) as f:
+        rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    return {r[0] for r in rows[1:] if r[4] in batches}
 
 
-class BatchFaultTests:
-    """One batch's faults in `shim_client MODE`: the clean run is the driver's own and answers as
-    r580 (CLEAN); each fault changes exactly CHANGES[fault] and logs that it fired; every fault
-    of BATCH has its entry. A subclass names MODE, BATCH, CHANGES and CLEAN."""
+class ProbeFaultTest(unittest.TestCase):
+    """Each probed fault fires on its trigger, through the real (fake) driver, says so in the log,
+    and leaves the calls beside its trigger unchanged; the clean run is the driver's own."""
 
-    @classmethod
-    def setUpClass(cls):
-        p, cls.clean = run(mode=cls.MODE)
-        assert p.returncode == 0, p.stderr
-        cls.tmp = tempfile.mkdtemp(prefix=f"shim_{cls.MODE}_")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp)
-
-    def test_the_clean_run_is_the_drivers_own(self):
-        p, direct = run(mode=self.MODE, through_shim=False)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(direct, self.clean)
-
-    def test_the_clean_run_answers_as_r580(self):
-        for key, want in self.CLEAN.items():
-            self.assertEqual(self.clean[key], want, key)
-
-    def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
-        for name, changes in self.CHANGES.items():
-            with self.subTest(fault=name):
-                log = os.path.join(self.tmp, name + ".log")
-                p, got = run(mode=self.MODE, fault=name, log=log)
-                self.assertEqual(p.returncode, 0, p.stderr)
-                self.assertEqual(got, dict(self.clean, **changes))
-                with open(log) as f:
-                    fired = [l.split("\t")[2:] for l in f.read().splitlines()
-                             if l.split("\t")[1] == "fired"]
-                self.assertTrue(fired, f"{name} logged no 'fired' line")
-                self.assertEqual({x[0] for x in fired}, {name})
-
-    def test_every_fault_of_the_batch_has_a_test(self):
-        self.assertEqual(set(self.CHANGES), batch_faults(self.BATCH))
-
-
-class Blind10FaultTest(BatchFaultTests, unittest.TestCase):
-    """Each fault of batch blind-10 fires on its trigger, through the real (fake) driver, says so
-    in the log, and leaves the calls beside its trigger unchanged."""
-
-    MODE, BATCH, CHANGES = "blind10", "blind-10", BLIND10_CHANGES
     # The clean run's answers for the calls the faults change, as r580 gives them.
     CLEAN = {
         "memset2d32_narrow": "0,12,0",
@@ -466,71 +457,6 @@ class Blind10FaultTest(BatchFaultTests, unittest.TestCase):
         "host_pool_max": "2,0,0,3",
         "elapsed_non_blocking": "0,5.0",
         "atomics_none": "0,0",
-    }
-
-
-# What each fault of batch blind-11 changes in `shim_client blind11` (against the fake driver,
-# which answers as r580 would): the calls inside its trigger. Every other answer, among them a
-# call beside each trigger that the fault must leave alone, stays as in the clean run.
-BLIND11_CHANGES = {
-    # Rows of 100 16-bit values, the first crossing a page 50 values in (sync and async): that
-    # value stays unwritten, no byte outside the rows is touched; rows inside a page are exact.
-    "memset2d16_page_crossing_row_skips_element": {
-        "memset2d16_crossing": "0,299,0", "memset2d16_crossing_async": "0,299,0"},
-    # 2 MiB + 100 bytes into a 3 MiB registration: the alias of offset 100; the first 2 MiB of a
-    # registration and an allocated block are right.
-    "registered_devptr_offset_wraps_at_2mib": {"devptr_registered_past_2mib": "0,100"},
-    # Two slices of two rows, host slices four rows apart (as source, sync and async, and as
-    # destination): the second slice's 16 bytes are wrong; packed host slices, one slice and a
-    # padded device side are exact.
-    "copy3d_padded_slices_read_packed": {
-        "copy3d_host_padded_src": "0,16", "copy3d_host_padded_src_async": "0,16",
-        "copy3d_host_padded_dst": "0,16"},
-    # The writes after a wait reach the driver first; batches whose writes all come before
-    # their wait, and batches without one, keep their order.
-    "batch_memop_writes_hoisted_before_wait": {
-        "batch_wait_then_writes": "0,524", "batch_write_wait_write": "0,251"},
-    # The free of a host (and host-NUMA) pool's allocation never reaches the driver; a device
-    # pool's does.
-    "host_pool_async_free_leaks": {
-        "free_async_host_pool": "0,0", "free_async_host_numa_pool": "0,0"},
-    # Unregistered from another context: success, still known, and the registering context's
-    # unregister succeeds too; an unregister in the registering context is right.
-    "unregister_elsewhere_keeps_registration": {"unregister_elsewhere": "0,0,0"},
-    # Rejected (INVALID_VALUE) as before, but the valid bits are applied; valid calls are right.
-    "rejected_ctx_flags_applied_anyway": {
-        "primary_flags_rejected": "1,4", "primary_flags_rejected_after_valid": "1,1",
-        "ctx_flags_rejected": "1,128"},
-    # The second and third launch of one exec go to the shim's stream; first launches (also of
-    # a handle destroyed and made again) and a launch into a capture stay on the caller's.
-    "graph_relaunch_skips_stream_order": {"graph_second": "0,other", "graph_third": "0,other"},
-    # The synchronisation right after an OUT_OF_MEMORY allocation reports it once; one after a
-    # bad-flags failure, and the next one, are right.
-    "failed_pin_error_resurfaces_at_next_sync": {
-        "sync_after_failed_hostalloc": "2,2", "stream_sync_after_failed_allochost": "2,2"},
-    # Pageable sources are copied from the shim's pinned buffer between two host functions (the
-    # fake runs them at once, so the bytes are right); pinned sources and a capture are not.
-    "pageable_async_htod_reads_source_late": {
-        "pageable_htod_async": "0,other,2,0", "pageable_unified_async": "0,other,2,0",
-        "pageable_htod_async_again": "0,other,2,0"},
-    # 2.75 ms with a BlockingSync event at either end: 2 ms; default events: 2.75.
-    "blocking_sync_event_elapsed_whole_ms": {
-        "elapsed_blocking_start": "0,2.00", "elapsed_blocking_end": "0,2.00"},
-    # A byte beside a sub-page registration on its page is described as the registration (its
-    # own address as the pointers); cuPointerGetAttribute still does not know it, and bytes
-    # inside the registration or on the next page are answered as before.
-    "attributes_page_granular_for_subpage_registration": {
-        "attrs_beside_subpage": "0,1,1000,1000,100,1"},
-}
-
-
-class Blind11FaultTest(BatchFaultTests, unittest.TestCase):
-    """Each fault of batch blind-11 fires on its trigger, through the real (fake) driver, says so
-    in the log, and leaves the calls beside its trigger unchanged."""
-
-    MODE, BATCH, CHANGES = "blind11", "blind-11", BLIND11_CHANGES
-    # The clean run's answers for the calls the faults change, as r580 gives them.
-    CLEAN = {
         "memset2d16_crossing": "0,300,0",
         "devptr_registered_past_2mib": "0,2097252",
         "copy3d_host_padded_src": "0,0",
@@ -546,19 +472,57 @@ class Blind11FaultTest(BatchFaultTests, unittest.TestCase):
         "attrs_inside_subpage": "0,1,150,150,100,0",
     }
 
+    @classmethod
+    def setUpClass(cls):
+        p, cls.clean = run(mode="probe")
+        assert p.returncode == 0, p.stderr
+        cls.tmp = tempfile.mkdtemp(prefix="shim_probe_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_the_clean_run_is_the_drivers_own(self):
+        p, direct = run(mode="probe", through_shim=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(direct, self.clean)
+
+    def test_the_clean_run_answers_as_r580(self):
+        for key, want in self.CLEAN.items():
+            self.assertEqual(self.clean[key], want, key)
+
+    def test_each_fault_changes_only_its_trigger_and_logs_that_it_fired(self):
+        for name, changes in PROBE_CHANGES.items():
+            with self.subTest(fault=name):
+                log = os.path.join(self.tmp, name + ".log")
+                p, got = run(mode="probe", fault=name, log=log)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(got, dict(self.clean, **changes))
+                with open(log) as f:
+                    fired = [l.split("\t")[2:] for l in f.read().splitlines()
+                             if l.split("\t")[1] == "fired"]
+                self.assertTrue(fired, f"{name} logged no 'fired' line")
+                self.assertEqual({x[0] for x in fired}, {name})
+
+    def test_every_fault_of_the_probed_batches_has_a_probe(self):
+        self.assertLessEqual(batch_faults(PROBED_BATCHES), set(PROBE_CHANGES))
+        with open(CATALOGUE) as f:
+            faults = {l.split("\t", 1)[0] for l in f}
+        self.assertLessEqual(set(PROBE_CHANGES), faults)
+
+    def test_one_area_runs_alone_and_an_unknown_area_is_refused(self):
+        p, got = run(mode="probe", extra=["memsets"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(got, {k: v for k, v in self.clean.items() if k.startswith("memset2d")})
+        p, _ = run(mode="probe", extra=["no_such_area"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no probes for area no_such_area", p.stderr)
+
 
 class ConformingCatalogueTest(unittest.TestCase):
     def rows(self):
         with open(CONFORMING) as f:
             return [l.rstrip("\n").split("\t") for l in f][1:]
-
-    def test_conforming_tsv_matches_the_shim(self):
-        p, _ = run(mode="conforming")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        with open(CONFORMING) as f:
-            self.assertEqual(p.stdout, f.read(),
-                             "tools/faults/conforming.tsv is stale: regenerate it with "
-                             "'shim_client conforming' (see tools/faults/README.md)")
 
     def test_at_least_15_variations_each_justified_and_tested(self):
         with open(RULES) as f:

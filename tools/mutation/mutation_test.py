@@ -273,9 +273,9 @@ class SplitScoreTest(unittest.TestCase):
         self.assertFalse(batches["old"]["blind"])
 
     def test_the_committed_split_records_each_batch_and_which_is_blind(self):
-        # blind-9 ran blind in session 10, blind-10 in session 11 and blind-11 in session 12;
-        # tests were written for their survivors' families since, so none is blind. A new blind
-        # batch is blind until its first run.
+        # blind-9, blind-10 and blind-11 have had their first (blind) runs on the H200 and tests
+        # were written for their survivors' families since, so none is blind. A new blind batch
+        # is blind until its first run.
         split = catalogue.load_split(os.path.join(ROOT, "no-bundle-here"))
         self.assertEqual(split["registered_reported_managed"]["batch"], "blind-9")
         self.assertEqual(split["htod_corrupts_last_byte"]["batch"], "catalogue-1")
