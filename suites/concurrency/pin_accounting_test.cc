@@ -323,7 +323,7 @@ PAGELOCK_SCENARIO(ExitHoldingPins) {
 }
 
 TEST_F(PinAccountingTest, AChildExitingWithLivePinsReturnsThePinBalance) {
-  PAGELOCK_RULE("R13,C04");
+  PAGELOCK_RULE("R13,C04,R27");
   const int64_t hold = HoldBytes(), slack = SlackBytes();
   Budget("child_hold_MiB", static_cast<double>(2 * hold / kMiB), "MiB");
   Budget("memavailable_slack_MiB", static_cast<double>(slack / kMiB), "MiB");
