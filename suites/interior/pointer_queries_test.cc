@@ -263,8 +263,14 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
 
   // A byte the driver knows is in some allocation's range ("the starting address for the
   // allocation referenced by the device pointer ptr", "the size for the allocation"); the two
-  // queries' ranges were compared above.
-  if (a.known()) {
+  // queries' ranges were compared above. Where the single query refuses the range (an older
+  // driver, for a registration: nothing is said of registrations) the batch's NULL was judged
+  // above and the refusal is recorded; that allocations answer is R95's and R130's to judge.
+  const CUresult range_r = a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)] != CUDA_SUCCESS
+                               ? a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)]
+                               : a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_SIZE)];
+  if (a.known() && range_r != CUDA_SUCCESS) Observe("probe." + probe.name + ".range_refused", CuName(range_r));
+  if (a.known() && range_r == CUDA_SUCCESS) {
     const CUdeviceptr range_start = a.Plural(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR);
     const size_t range_size = a.Plural(CU_POINTER_ATTRIBUTE_RANGE_SIZE);
     EXPECT_TRUE(probe.at >= range_start && probe.at - range_start < range_size)
