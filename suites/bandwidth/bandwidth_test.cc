@@ -16,12 +16,16 @@
 // figure is also given as a fraction of the PCIe link limit read from the device. Every timed copy
 // is then checked byte by byte (on the device where the data is big). Figures are metrics; the
 // gates are: pinned copies reach PAGELOCK_BANDWIDTH_FLOOR (default 0.40) of the link's rate, else
-// FAIL (fixtures/pcie.h); the link runs at its maximum generation and width under load (or at the
-// link the operator declares in PAGELOCK_PCIE_EXPECT), else FAIL "link degraded"; the median
-// host<->device latency, a device->host mapped read and a host flag answered by a polling kernel,
-// stays below PAGELOCK_LATENCY_CEILING_US per hop (default 5 us), else FAIL, as DCGM's
-// DCGM_FR_HIGH_LATENCY; and every case is judged on the link's AER and replay counters
-// (fixtures/link_health.h).
+// FAIL (fixtures/pcie.h); the link runs at its slot's maximum generation and width under load (the
+// smallest of the GPU's, its upstream port's and NVML's system maximum, or the link the operator
+// declares in PAGELOCK_PCIE_EXPECT), else FAIL "link degraded"; the median host<->device latency,
+// a device->host mapped read and a host flag answered by a polling kernel, stays below
+// PAGELOCK_LATENCY_CEILING_US per hop (default 5 us), else FAIL, as DCGM's DCGM_FR_HIGH_LATENCY;
+// and every case is judged on the link's AER and replay counters (fixtures/link_health.h). The
+// floors and the ceiling are operator policy (rules.tsv kind `policy`): each failure names where
+// its figure came from. Where the GPU reaches the host over NVLink-C2C (attribute 100 = 1, or
+// NVML's C2C mode) the PCIe gates are NotSupported with the reason (RequirePcieHostLink): their
+// figures are PCIe's, and the copies do not cross a PCIe link there.
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
 
@@ -202,6 +206,7 @@ class BandwidthTest : public GpuTest {
         ASSERT_CUDA_OK(cudaEventElapsedTime(&ms, start[i], stop[i]));
         ASSERT_GT(ms, 0.f) << "zero elapsed time between events around " << loops << " copies";
         if (s >= discard) lanes[i]->gbps.push_back(static_cast<double>(lanes[i]->bytes) * loops / (ms * 1e-3) / 1e9);
+        link_watch_.Moved(static_cast<double>(lanes[i]->bytes) * (loops + warmup));  // beside the P06 deltas
       }
       ASSERT_NE(flag_[1], kKernelTimedOut) << "the holding kernel never saw the host's flag";
     }
@@ -289,7 +294,9 @@ class BandwidthTest : public GpuTest {
 };
 
 // A copy path (or a timer) 10x slower than the link fails this: at the default floor of 0.40 an
-// H200 on gen5 x16 (63 GB/s) must reach 25.2 GB/s each way; it measures about 55.
+// H200 on gen5 x16 (63 GB/s) must reach 25.2 GB/s each way; it measures about 55. The link is the
+// slot's (NVML's maximum for this device and system), so a gen5 GPU in a gen4 slot is held to
+// 0.40 of gen4. Policy (P04): the failure names the floor's provenance.
 TEST_F(BandwidthTest, PinnedCopiesReachAFairShareOfThePcieLink) {
   PAGELOCK_RULE("P03,P04,P06,R04");
   // A floor that is not a fraction is a configuration error: fail closed, before anything else.
@@ -297,6 +304,9 @@ TEST_F(BandwidthTest, PinnedCopiesReachAFairShareOfThePcieLink) {
   ASSERT_EQ(floor.error, "");
   Budget("bandwidth_floor_fraction", floor.fraction, "ratio");
   Observe("bandwidth_floor_source", floor.source);
+  // A floor of a PCIe link's rate says nothing of copies over NVLink-C2C (about 400 GB/s against a
+  // 25 GB/s floor could never fail): NotSupported there, before any work.
+  PAGELOCK_REQUIRE(RequirePcieHostLink());
   // The gate needs the link: NotSupported before any work when it is unknown.
   if (link_ <= 0) {
     PAGELOCK_NOT_SUPPORTED("PCIe link unknown on device 0: " + link_basis_);
@@ -317,12 +327,15 @@ TEST_F(BandwidthTest, PinnedCopiesReachAFairShareOfThePcieLink) {
 
 // Links train down at idle and back up under load, so the state is read while copies run: the
 // best of five readings per sample, 10 ms apart (a sample's copies take about 150 ms on gen5 x16).
-// A link trained below the device's maximum FAILs "link degraded: gen X (max Y) width xA (max
-// xB)", as DCGM's DCGM_FR_PCIE_GENERATION / DCGM_FR_PCIE_WIDTH do: a failed retrain (a link
-// stuck at gen1), a lane lost to a bad riser or slot. A lab whose slot, riser or hypervisor caps
-// the link by design declares the link it expects (PAGELOCK_PCIE_EXPECT=gen4x8, recorded), and
-// then only a link below that fails. A link that cannot be read is NotSupported (no sysfs files)
-// or a WARN naming the value sysfs wrote ("Unknown"), never a verdict.
+// A link trained below its slot's maximum FAILs "link degraded: gen X (max Y) width xA (max xB)":
+// a failed retrain (a link stuck at gen1), a lane lost to a bad riser or slot. The slot's maximum
+// is the smallest of the GPU's own (sysfs max_link_*), its upstream port's and NVML's "maximum
+// ... possible with this device and system": a gen5 GPU in a gen4 slot trains to gen4 by design
+// and passes at gen4, and still fails at gen3 (both maxima are in the message). DCGM judges
+// against configured minimums (min_pci_gen, min_pci_width): here that is PAGELOCK_PCIE_EXPECT
+// (gen4x8, recorded), and then only a link below it fails. A link that cannot be read is
+// NotSupported (no sysfs files) or a WARN naming the value sysfs wrote ("Unknown"), never a
+// verdict; over NVLink-C2C the PCIe link carries none of the copies, so it is NotSupported.
 TEST_F(BandwidthTest, PcieLinkRunsAtItsMaximumGenerationAndWidthUnderLoad) {
   PAGELOCK_RULE("P05,P06,P09,R04,S07");
   // A declaration that is not a link is a configuration error: fail closed, before anything else.
@@ -333,11 +346,14 @@ TEST_F(BandwidthTest, PcieLinkRunsAtItsMaximumGenerationAndWidthUnderLoad) {
     Budget("pcie_link_expected_gen", expect.gen, "gen");
     Budget("pcie_link_expected_width", expect.width, "lanes");
   }
+  PAGELOCK_REQUIRE(RequirePcieHostLink());
   const std::string bus = device().pci_bus_id;
   const pcie::LinkState idle = pcie::ReadLink(bus);
   if (!idle.readable()) {
     PAGELOCK_NOT_SUPPORTED("PCIe link state not in sysfs: no " + idle.missing);
   }
+  const pcie::UpstreamPort port = pcie::ReadUpstreamPort(bus);
+  Observe("pcie_link_upstream_port", port.known() ? port.name + " max " + port.link.Max() : port.why);
   PinnedBuffer pinned = PinnedBuffer::Mapped(kNvbwBytes);
   ASSERT_CUDA_OK(pinned.status());
   DeviceBuffer dev(kNvbwBytes);
@@ -369,7 +385,14 @@ TEST_F(BandwidthTest, PcieLinkRunsAtItsMaximumGenerationAndWidthUnderLoad) {
     AddWarning("cannot read the PCIe link under load, so it is not judged: sysfs wrote " + unknown);
     return;
   }
-  const std::string degraded = pcie::JudgeLink(loaded, expect);
+  // NVML's maximum counts only where the probe's link came from NVML (else it is sysfs's own).
+  const bool nvml = device().pcie_source == "nvml";
+  const pcie::SlotMax slot = pcie::SlotMaximum(loaded, port, nvml ? device().pcie_max_gen : -1,
+                                               nvml ? device().pcie_max_width : -1);
+  Observe("pcie_link_slot_max", slot.basis);
+  // A driver or platform that leaves the link below what the slot allows (a failed retrain, a
+  // lost lane) still fails: the slot's maximum only ever lowers the GPU's own.
+  const std::string degraded = pcie::JudgeLink(loaded, expect, slot);
   if (!degraded.empty()) ADD_FAILURE() << degraded;
 }
 
@@ -444,7 +467,9 @@ TEST_F(BandwidthTest, SmCopiesThroughTheDeviceAliasDeliverEveryByte) {
 // link trained to gen1 x1, a poll of a fault handler. Each hop of the chase is one dependent 8-byte
 // load from host memory, a full PCIe read round trip (1.19 us on the H200 at gen5 x16, as
 // nvbandwidth's host_device_latency_sm); the default ceiling of 5 us per hop leaves room for
-// switches, retimers, a remote socket and an IOMMU on any PCIe system.
+// switches, retimers, a remote socket and an IOMMU on any PCIe system. Policy (P07): the failure
+// names the ceiling's provenance. Over NVLink-C2C the walk is checked and the median recorded,
+// but a PCIe hop's ceiling is not judged (NotSupported with the reason).
 TEST_F(BandwidthTest, HostDeviceLatencyByAPointerChaseThroughMappedMemory) {
   PAGELOCK_RULE("P06,P07,R14,S07");
   // A ceiling that is not a time is a configuration error: fail closed, before anything else.
@@ -482,6 +507,8 @@ TEST_F(BandwidthTest, HostDeviceLatencyByAPointerChaseThroughMappedMemory) {
   std::ostringstream samples;
   for (double v : ns) samples << FormatNumber(v) << " ";
   Observe("host_device_latency_samples_ns", samples.str());
+  if (HasFailure()) return;
+  PAGELOCK_REQUIRE(RequirePcieHostLink());
   const std::string high = pcie::JudgeLatency(
       "device->host mapped read (pointer chase)", median, 1, ceiling,
       "median of " + std::to_string(kSamples) + " repetitions of " + std::to_string(kSteps) +
@@ -505,7 +532,8 @@ bool HostAwait(const unsigned* p, unsigned want, double timeout_s) {
 // to host memory held back in a buffer, a mapping that traps. A round is three hops, so the
 // ceiling is three times PAGELOCK_LATENCY_CEILING_US: the host's flag seen by the device's poll,
 // the device's read of the payload, the device's answer seen by the host (the kernel fences at
-// system scope around them). Every round must be answered with the right payload.
+// system scope around them). Every round must be answered with the right payload, on any host
+// link; the ceiling (policy, P08) is judged on PCIe hosts only.
 TEST_F(BandwidthTest, HostDeviceFlagRoundTripStaysBelowTheLatencyCeiling) {
   PAGELOCK_RULE("P06,P08,R14,R77,S07");
   const pcie::LatencyCeiling ceiling = pcie::LatencyCeilingFromEnv();
@@ -552,6 +580,8 @@ TEST_F(BandwidthTest, HostDeviceFlagRoundTripStaysBelowTheLatencyCeiling) {
   Metric("host_device_round_trip_ns", median, "ns");
   std::sort(ns.begin(), ns.end());
   Metric("host_device_round_trip_p99_ns", ns[ns.size() * 99 / 100], "ns");
+  if (HasFailure()) return;
+  PAGELOCK_REQUIRE(RequirePcieHostLink());
   const std::string high = pcie::JudgeLatency(
       "host flag -> polling kernel -> host round trip", median, 3, ceiling,
       "median of " + std::to_string(ns.size()) + " rounds after " + std::to_string(kWarmup) + " warm-up rounds");
@@ -560,7 +590,8 @@ TEST_F(BandwidthTest, HostDeviceFlagRoundTripStaysBelowTheLatencyCeiling) {
 
 // A registration copied through a slower path than an allocation (staged, split per page) fails:
 // each direction must reach PAGELOCK_REGISTERED_RATIO_FLOOR (default 0.5) of allocated pinned
-// memory's rate, measured the same way in the same case; the H200 measures 1.00.
+// memory's rate, measured the same way in the same case; the H200 measures 1.00. Policy (P14):
+// the failure names the floor's provenance. A ratio, so it holds over any host link.
 TEST_F(BandwidthTest, RegisteredMemoryCopiesLikeAllocatedMemory) {
   PAGELOCK_RULE("P06,P14,R04,R45,S07");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
@@ -588,13 +619,15 @@ TEST_F(BandwidthTest, RegisteredMemoryCopiesLikeAllocatedMemory) {
   for (const auto& [dir, ratio] : {std::pair<const char*, double>{"H2D", h2d / ah2d}, {"D2H", d2h / ad2h}}) {
     EXPECT_GE(ratio, floor.fraction)
         << dir << ": registered memory copied at " << ratio << " of allocated pinned memory's rate, below the floor of "
-        << floor.fraction << " (" << floor.source << ")";
+        << floor.fraction << " (" << floor.provenance << ")";
   }
 }
 
 // A pageable path that collapsed (staging serialised, a page fault per page, a bounce through
 // a slow buffer) fails: at the default floor of 0.02 of the link (1.26 GB/s on gen5 x16), about
 // 5x below what the H200 guest measures; labs set PAGELOCK_PAGEABLE_BANDWIDTH_FLOOR per SKU.
+// Policy (P13): the failure names the floor's provenance. The bytes are checked on any host link;
+// the floor, a share of a PCIe link, is judged on PCIe hosts only.
 TEST_F(BandwidthTest, PageableCopiesDeliverEveryByteAboveTheirFloor) {
   PAGELOCK_RULE("P06,P13,R76,S07");
   const pcie::Floor floor = pcie::PageableBandwidthFloor();
@@ -606,7 +639,8 @@ TEST_F(BandwidthTest, PageableCopiesDeliverEveryByteAboveTheirFloor) {
   double h2d = 0, d2h = 0;
   CopyEngineBothWays("pageable", pageable.data(), nullptr, &h2d, &d2h);
   if (HasFatalFailure()) return;
-  if (link_ <= 0) return;  // the bytes were checked; without the link there is no floor to judge
+  if (link_ <= 0 || HasFailure()) return;  // the bytes were checked; without the link there is no floor
+  PAGELOCK_REQUIRE(RequirePcieHostLink());
   Budget("pageable_bandwidth_floor_GBps", floor.fraction * link_, "GB/s");
   const std::string below = pcie::JudgeFloor(h2d, d2h, link_, floor, link_basis_, "pageable copies");
   if (!below.empty()) ADD_FAILURE() << below;

@@ -43,6 +43,7 @@
 
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/platform_gates.h"
 #include "fixtures/profile.h"
 #include "fixtures/resources.h"
 #include "suites/hostkinds/host_kinds.h"
@@ -228,14 +229,19 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
       continue;
     }
     // "the attributes are assigned default NULL values". A device ordinal is an int, where NULL
-    // read as a number is device 0: 0 and a negative ordinal (the runtime's cudaInvalidDeviceId
-    // -2, cudaCpuDeviceId -1) both say "no device", and which one is recorded. A positive ordinal
-    // names a device the single query did not.
+    // read as a number is device 0: 0 and the runtime's cudaCpuDeviceId -1 and cudaInvalidDeviceId
+    // -2 say "no device", and which one is recorded. Any other ordinal (a device the single query
+    // did not name, a stale value) fails. A slot left unwritten is recorded here, as the range
+    // slots are (its filler reads as a negative int, so it is told apart first); the literal
+    // text is asserted by UnknownPointerTest.
     if (attr.id == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
-      const int ordinal = static_cast<int>(static_cast<uint32_t>(plural));
-      Observe("probe." + probe.name + ".default_device_ordinal", ordinal);
-      EXPECT_LE(ordinal, 0) << where << ", " << attr.name << ": cuPointerGetAttribute fails ("
-                            << CuName(a.single[i]) << ") but cuPointerGetAttributes names device " << ordinal;
+      const std::string bad = gates::NotDefaultNull(true, plural, a.plural_value[i].Unwritten(attr), probe.at);
+      Observe("probe." + probe.name + ".default_device_ordinal",
+              bad == "unwritten" ? bad : std::to_string(static_cast<int>(static_cast<uint32_t>(plural))));
+      if (bad != "unwritten") {
+        EXPECT_EQ(bad, "") << where << ", " << attr.name << ": cuPointerGetAttribute fails (" << CuName(a.single[i])
+                           << ") but cuPointerGetAttributes names device " << bad << ", not 0, -1 or -2";
+      }
       continue;
     }
     // Two answers break "assigned default NULL values" without telling another story: the byte's
@@ -257,8 +263,14 @@ void ExpectOneStory(const DriverApi& d, const Probe& probe, CUdeviceptr start) {
 
   // A byte the driver knows is in some allocation's range ("the starting address for the
   // allocation referenced by the device pointer ptr", "the size for the allocation"); the two
-  // queries' ranges were compared above.
-  if (a.known()) {
+  // queries' ranges were compared above. Where the single query refuses the range (an older
+  // driver, for a registration: nothing is said of registrations) the batch's NULL was judged
+  // above and the refusal is recorded; that allocations answer is R95's and R130's to judge.
+  const CUresult range_r = a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)] != CUDA_SUCCESS
+                               ? a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)]
+                               : a.single[AttrIndex(CU_POINTER_ATTRIBUTE_RANGE_SIZE)];
+  if (a.known() && range_r != CUDA_SUCCESS) Observe("probe." + probe.name + ".range_refused", CuName(range_r));
+  if (a.known() && range_r == CUDA_SUCCESS) {
     const CUdeviceptr range_start = a.Plural(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR);
     const size_t range_size = a.Plural(CU_POINTER_ATTRIBUTE_RANGE_SIZE);
     EXPECT_TRUE(probe.at >= range_start && probe.at - range_start < range_size)
@@ -352,9 +364,14 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, PointerQueriesTest, ::testing::ValuesIn(Subj
 
 // The header's text, literally, for one byte no context knows (a heap byte nobody registered):
 // "the attributes are assigned default NULL values and CUDA_SUCCESS is returned". Every slot of
-// the batch, HOST_POINTER and the range included, is NULL (a device ordinal 0 or negative: see
-// ExpectOneStory). r580 answers the byte's own address for HOST_POINTER and leaves RANGE_START_ADDR
-// and RANGE_SIZE unwritten (expectations/nvidia-h200.txt, docs/platforms/nvidia-h200.md#r151).
+// the batch, HOST_POINTER and the range included, is NULL (a device ordinal 0, -1 or -2, never an
+// unwritten slot: gates::NotDefaultNull). r580 answers the byte's own address for HOST_POINTER and
+// leaves RANGE_START_ADDR and RANGE_SIZE unwritten (expectations/nvidia-h200.txt,
+// docs/platforms/nvidia-h200.md#r151). The premise that the byte is unknown holds where the device
+// cannot address pageable memory (attribute 88 = 0): there a driver that describes a heap byte
+// nobody registered fails. Where it can (HMM, ATS: 88 = 1) nothing says how pageable memory is
+// described, so a known byte is NotSupported with the driver's answer recorded
+// (gates::UnknownBytePremise).
 class UnknownPointerTest : public DriverApiGpuTest {
  protected:
   void SetUp() override {
@@ -369,20 +386,25 @@ TEST_F(UnknownPointerTest, BatchQueryOfAnUnknownByteAssignsTheDefaultNullToEvery
   std::vector<unsigned char> heap(PageSize() + 100);
   const CUdeviceptr at = Dptr(heap.data() + 50);
   const Answers a = Ask(d, at);
-  ASSERT_FALSE(a.known()) << "the driver knows a heap byte nobody registered (MEMORY_TYPE "
-                          << a.Plural(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) << ")";
+  const int pageable = device().Attr(cudaDevAttrPageableMemoryAccess);
+  Observe("pageable_memory_access", pageable);
+  const gates::Verdict premise = gates::UnknownBytePremise(pageable, a.known());
+  if (premise == gates::Verdict::kNotSupported) {
+    Observe("heap_byte_memory_type", static_cast<unsigned long long>(a.Plural(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)));
+    PAGELOCK_NOT_SUPPORTED("cudaDevAttrPageableMemoryAccess=1 and the driver describes a plain heap byte (MEMORY_TYPE " +
+                           std::to_string(a.Plural(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)) +
+                           "): no byte is unknown to it, and how it describes pageable memory is not documented");
+  }
+  ASSERT_EQ(premise, gates::Verdict::kJudge)
+      << "the driver knows a heap byte nobody registered (MEMORY_TYPE " << a.Plural(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+      << ") on a device without pageable memory access (cudaDevAttrPageableMemoryAccess=" << pageable << ")";
   ASSERT_EQ(CuName(a.plural), CuName(CUDA_SUCCESS)) << "cuPointerGetAttributes of an unknown byte";
   std::string not_null;
   for (size_t i = 0; i < Attrs().size(); ++i) {
     const Attr& attr = Attrs()[i];
-    const uint64_t v = a.plural_value[i].Value(attr);
-    const bool null = attr.id == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL ? static_cast<int>(static_cast<uint32_t>(v)) <= 0
-                                                                     : v == 0;
-    if (null) continue;
-    not_null += (not_null.empty() ? "" : ", ") + std::string(attr.name) + "=" +
-                (a.plural_value[i].Unwritten(attr) ? std::string("unwritten")
-                 : v == at                         ? std::string("the byte's address")
-                                                   : Hex(v));
+    const std::string bad = gates::NotDefaultNull(attr.id == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                                  a.plural_value[i].Value(attr), a.plural_value[i].Unwritten(attr), at);
+    if (!bad.empty()) not_null += (not_null.empty() ? "" : ", ") + std::string(attr.name) + "=" + bad;
   }
   Observe("unknown_byte_not_null", not_null.empty() ? "none" : not_null);
   EXPECT_TRUE(not_null.empty()) << "cuPointerGetAttributes of an unknown heap byte: not the default NULL: " << not_null;

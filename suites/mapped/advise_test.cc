@@ -6,10 +6,13 @@
 // cudaErrorInvalidDevice as the results. That sentence is a requirement on the caller: no code
 // is stated for breaking it, and both calls are hints (cudaMemAdvise: "Advise the Unified Memory
 // subsystem about the usage pattern"; cudaMemPrefetchAsync: "This API is not required for
-// functionality and only serves to improve performance"). So on page-locked memory cudaSuccess
-// and cudaErrorInvalidValue are both documented whatever cudaDevAttrPageableMemoryAccess says
-// (cudaErrorInvalidDevice too where a device location lacks cudaDevAttrConcurrentManagedAccess);
-// which came is recorded, with the attribute beside it. What is asserted is what a hint must not
+// functionality and only serves to improve performance"). Both return lists name cudaSuccess,
+// cudaErrorInvalidValue and cudaErrorInvalidDevice with no condition, and cudaMemAdvise adds that
+// "The memory range could also refer to system-allocated pageable memory ... Specifying an invalid
+// system-allocated pageable memory range results in an error being returned": on an HMM or ATS
+// host (attribute 88 or 100 = 1) page-locked memory is system-allocated memory the driver may act
+// on or refuse, for a host location too. So every hint accepts the whole list whatever the
+// attributes; which came is recorded, with attributes 88 and 100 beside it. What is asserted is what a hint must not
 // do: the bytes are intact afterwards (host and device read what the host wrote, the device's
 // writes reach the host), no undocumented code comes, and no error stays behind. The signatures
 // changed in CUDA 13.0 (a cudaMemLocation instead of a device ordinal); both compile. Rule ids
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/platform_gates.h"
 #include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 #include "kernels/pattern.h"
@@ -37,19 +41,18 @@ struct Hint {
   bool prefetch;              // cudaMemPrefetchAsync to `where`; else cudaMemAdvise(advice)
   cudaMemoryAdvise advice;
   Where where;
-  bool device_location;       // the call names device 0 as its location (its rules apply)
 };
 
 const Hint kHints[] = {
-    {"SetReadMostly", false, cudaMemAdviseSetReadMostly, Where::kDevice0, false},
-    {"UnsetReadMostly", false, cudaMemAdviseUnsetReadMostly, Where::kDevice0, false},
-    {"SetPreferredLocationDevice", false, cudaMemAdviseSetPreferredLocation, Where::kDevice0, true},
-    {"SetPreferredLocationHost", false, cudaMemAdviseSetPreferredLocation, Where::kHost, false},
-    {"UnsetPreferredLocation", false, cudaMemAdviseUnsetPreferredLocation, Where::kDevice0, false},
-    {"SetAccessedByDevice", false, cudaMemAdviseSetAccessedBy, Where::kDevice0, true},
-    {"UnsetAccessedByDevice", false, cudaMemAdviseUnsetAccessedBy, Where::kDevice0, true},
-    {"PrefetchToDevice", true, cudaMemAdviseSetReadMostly, Where::kDevice0, true},
-    {"PrefetchToHost", true, cudaMemAdviseSetReadMostly, Where::kHost, false},
+    {"SetReadMostly", false, cudaMemAdviseSetReadMostly, Where::kDevice0},
+    {"UnsetReadMostly", false, cudaMemAdviseUnsetReadMostly, Where::kDevice0},
+    {"SetPreferredLocationDevice", false, cudaMemAdviseSetPreferredLocation, Where::kDevice0},
+    {"SetPreferredLocationHost", false, cudaMemAdviseSetPreferredLocation, Where::kHost},
+    {"UnsetPreferredLocation", false, cudaMemAdviseUnsetPreferredLocation, Where::kDevice0},
+    {"SetAccessedByDevice", false, cudaMemAdviseSetAccessedBy, Where::kDevice0},
+    {"UnsetAccessedByDevice", false, cudaMemAdviseUnsetAccessedBy, Where::kDevice0},
+    {"PrefetchToDevice", true, cudaMemAdviseSetReadMostly, Where::kDevice0},
+    {"PrefetchToHost", true, cudaMemAdviseSetReadMostly, Where::kHost},
 };
 
 struct Param {
@@ -94,20 +97,13 @@ class AdviseTest : public GpuTest, public ::testing::WithParamInterface<Param> {
   }
   cudaStream_t stream() const { return stream_.get(); }
 
-  // The results the documentation allows for this hint on page-locked memory here. cudaSuccess
-  // whatever attribute 88 says: "The memory range must refer to managed memory ..." binds the
-  // caller and names no code, both return lists (cuda_runtime_api.h 13.0) start with
-  // "::cudaSuccess", and the calls are hints (a prefetch "is not required for functionality").
-  // A driver that ignores the hint on memory it does not manage is conforming; the byte checks
-  // in the test catch one that acts on it wrongly.
-  std::vector<cudaError_t> Documented() const {
-    const Hint& h = GetParam().hint;
-    std::vector<cudaError_t> ok = {cudaSuccess, cudaErrorInvalidValue};
-    if (h.device_location && device().Attr(cudaDevAttrConcurrentManagedAccess) != 1) {
-      ok.push_back(cudaErrorInvalidDevice);
-    }
-    return ok;
-  }
+  // The results the documentation allows for any hint on page-locked memory: the whole return
+  // list (cuda_runtime_api.h 13.0), whatever attributes 88, 100 and 89 say. "The memory range must
+  // refer to managed memory ..." binds the caller and names no code, and the calls are hints (a
+  // prefetch "is not required for functionality"). A driver that ignores the hint, refuses it or
+  // acts on it is conforming; the byte checks in the test catch one that acts on it wrongly, and
+  // an unlisted code (cudaErrorNotSupported, cudaErrorMemoryAllocation) still fails.
+  const std::vector<cudaError_t>& Documented() const { return gates::AdviseDocumentedResults(); }
 
  private:
   OwnedStream stream_;
@@ -115,9 +111,9 @@ class AdviseTest : public GpuTest, public ::testing::WithParamInterface<Param> {
 
 // A driver that corrupts, migrates away or unmaps page-locked memory on a hint (host or device
 // then reads other bytes, or the device alias stops working), that returns an undocumented
-// error, or whose refusal leaves a sticky error behind fails this. Accepting the hint where
-// cudaDevAttrPageableMemoryAccess=0 does not: it is recorded (observation hint_..., with
-// pageable_memory_access beside it).
+// error, or whose refusal leaves a sticky error behind fails this. Accepting or refusing the hint
+// with a listed code does not, on any host: it is recorded (observation hint_..., with
+// pageable_memory_access and uses_host_page_tables beside it).
 TEST_P(AdviseTest, HintOnPinnedMemoryGivesADocumentedResultAndLeavesTheBytesIntact) {
   PAGELOCK_RULE("R143");
   const Hint& h = GetParam().hint;
@@ -125,12 +121,13 @@ TEST_P(AdviseTest, HintOnPinnedMemoryGivesADocumentedResultAndLeavesTheBytesInta
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
   HostFillPattern(m.host, kBytes, seed);
   Observe("pageable_memory_access", device().Attr(cudaDevAttrPageableMemoryAccess));
+  Observe("uses_host_page_tables", device().Attr(cudaDevAttrPageableMemoryAccessUsesHostPageTables));
   const std::string call = h.prefetch ? "cudaMemPrefetchAsync" : "cudaMemAdvise";
   const std::string doc =
       call + " (CUDA runtime API): the range must be managed memory, or system-allocated memory where "
              "cudaDevAttrPageableMemoryAccess=" + std::to_string(device().Attr(cudaDevAttrPageableMemoryAccess)) +
       " (a requirement on the caller, no code stated; the call is a performance hint)"
-      "; returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDevice";
+      "; returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDevice, for any hint and location";
   EXPECT_DOCUMENTED_ONE_OF(std::string("hint_") + h.name + "_on_" + MappedKindName(GetParam().kind),
                            Apply(h, m.host, kBytes, stream()), Documented(), doc);
   EXPECT_CUDA_OK(cudaStreamSynchronize(stream()));  // a prefetch, if one was queued, is done

@@ -1,7 +1,10 @@
 // NUMA placement of pinned pages (peer gap F8), through the system calls themselves
 // (fixtures/numa.h: set_mempolicy, get_mempolicy, move_pages via syscall(2)):
 //   - memory first-touched by a thread bound to each node with memory, then registered: every
-//     page stays resident while registered (a rule); whether a page changed node is recorded;
+//     page stays resident while registered (a rule); whether a page changed node is recorded; on
+//     a node with only movable memory (has_memory but not has_normal_memory: CXL, hot-plugged
+//     memory, a GH200's GPU memory) the kernel will not pin in place, so a refused registration
+//     there is recorded (numa::ClassifyNodes);
 //   - cudaHostAlloc under a thread bound to each node: where its pages are is recorded, and,
 //     with two nodes or more, whether that follows the policy;
 //   - the GPU's NUMA node (sysfs numa_node of its PCI device) is recorded.
@@ -45,6 +48,9 @@ class NumaTest : public GpuTest {
     }
     Observe("numa_nodes_with_memory", List(with_memory_));
     Observe("numa_nodes_allowed", List(allowed));
+    const std::vector<int> normal = numa::NodesWithNormalMemory(&why);
+    classes_ = numa::ClassifyNodes(with_memory_, normal.empty() ? nullptr : &normal);
+    Observe("numa_nodes_movable_only", normal.empty() ? "unknown: " + why : List(classes_.movable_only));
     if (nodes_.empty()) {
       PAGELOCK_NOT_SUPPORTED("no node with memory (" + List(with_memory_) + ") is allowed to this thread (" +
                              List(allowed) + ")");
@@ -56,15 +62,22 @@ class NumaTest : public GpuTest {
   }
 
   // Where cudaHostAlloc's pages are when the calling thread is bound to `node`: a histogram, or
-  // why it could not be seen.
+  // why it could not be seen. Bound to a movable-only node, a failed allocation is recorded (the
+  // driver's pinned pages cannot stay there); elsewhere it fails.
   std::string HostAllocPlacement(int node, std::vector<int>* status) {
     void* p = nullptr;
+    cudaError_t e = cudaSuccess;
     {
       numa::ThreadBind bind(node);
       EXPECT_EQ(bind.error(), "");
       if (!bind.error().empty()) return "unbound: " + bind.error();
-      EXPECT_CUDA_OK(cudaHostAlloc(&p, kBytes, cudaHostAllocDefault));
+      e = cudaHostAlloc(&p, kBytes, cudaHostAllocDefault);
     }
+    if (e != cudaSuccess && numa::IsMovableOnly(classes_, node)) {
+      (void)cudaGetLastError();
+      return "cudaHostAlloc failed on a movable-only node: " + ErrName(e);
+    }
+    EXPECT_CUDA_OK(e);
     if (!p) return "cudaHostAlloc failed";
     PinnedBuffer own = PinnedBuffer::Adopt(p, kBytes);
     std::string why;
@@ -74,6 +87,7 @@ class NumaTest : public GpuTest {
   }
 
   std::vector<int> with_memory_, nodes_;  // nodes_: with memory and allowed to this thread
+  numa::NodeClasses classes_;             // with_memory_ split by has_normal_memory
 };
 
 // Registered memory is page-locked: resident for as long as the registration lasts. A driver
@@ -83,7 +97,11 @@ class NumaTest : public GpuTest {
 // migrates FOLL_LONGTERM pins out of ZONE_MOVABLE and CMA before pinning (mm/gup.c,
 // Documentation/admin-guide/mm/memory-hotplug.rst), possibly to another node. That the pages
 // first lie on the bound node is the kernel's promise (set_mempolicy(2), MPOL_BIND: "a strict
-// policy that restricts memory allocation to the nodes specified"), checked as the premise.
+// policy that restricts memory allocation to the nodes specified"), checked as the premise. On a
+// movable-only node the pin must migrate the pages off it ("we do not allow pinning long-term
+// pages in ZONE_MOVABLE", include/linux/mmzone.h), which a bind to that node may leave nowhere to
+// go: a refused registration there is recorded, never judged; a registration that succeeds is
+// judged as on any node. A driver that refuses on a normal node still fails.
 TEST_F(NumaTest, RegisteredPagesStayResidentOnEveryNodeTheyWereFirstTouchedOn) {
   PAGELOCK_RULE("P10,P11");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
@@ -102,7 +120,13 @@ TEST_F(NumaTest, RegisteredPagesStayResidentOnEveryNodeTheyWereFirstTouchedOn) {
     Observe(key + "_first_touch_pages", numa::Histogram(before));
     EXPECT_EQ(numa::CountOn(before, node), before.size())
         << key << ": a thread bound to the node first-touched pages elsewhere: " << numa::Histogram(before);
-    ASSERT_CUDA_OK(cudaHostRegister(region->data(), kBytes, cudaHostRegisterDefault));
+    const cudaError_t e = cudaHostRegister(region->data(), kBytes, cudaHostRegisterDefault);
+    if (e != cudaSuccess && numa::IsMovableOnly(classes_, node)) {
+      (void)cudaGetLastError();
+      Observe(key + "_register_on_a_movable_only_node", ErrName(e));
+      continue;
+    }
+    ASSERT_CUDA_OK(e) << key << (numa::IsMovableOnly(classes_, node) ? "" : " (a node with normal memory)");
     auto own = HostRegistration::Adopt(region->data());
     ASSERT_TRUE(numa::PageNodes(region->data(), kBytes, &after, &why)) << why;
     ASSERT_EQ(after.size(), before.size());

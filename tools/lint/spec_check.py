@@ -5,7 +5,11 @@ test or says why not, and the table's `tests` column lists them.
 
 Columns: id, kind, family, rule, versions, capability, tests.
   kind   `rule`: the documentation promises it, the tests assert it (a violation FAILs);
-         `observation`: platform behaviour the documentation leaves open, recorded, never FAIL.
+         `observation`: platform behaviour the documentation leaves open, recorded, never FAIL;
+         `policy`: an operator's floor or ceiling the documentation gives no figure for (a
+         bandwidth floor, a latency ceiling): it FAILs below the floor, and the message names
+         where the floor came from (its default and the measurement behind it, or the variable
+         that set it), so a FAIL never reads as a CUDA violation.
   tests  the tests that name the row (written by --write), or, for a row no test names,
          "untested: <reason>" (kept by --write; a row that a test names loses its reason).
 
@@ -23,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TEST_RE = re.compile(r"^\s*(TEST|TEST_F|TEST_P|RC_GTEST_PROP|RC_GTEST_FIXTURE_PROP)\(\s*(\w+)\s*,\s*(\w+)\s*[,)]", re.M)
 RULE_RE = re.compile(r'PAGELOCK_RULE\("([^"]*)"\)')
 COLUMNS = ["id", "kind", "family", "rule", "versions", "capability", "tests"]
-KINDS = ("rule", "observation")
+KINDS = ("rule", "observation", "policy")
 UNTESTED = "untested: "
 
 
@@ -120,9 +124,10 @@ def main(argv=None):
     for prob in problems:
         print(f"spec_check: {prob}", file=sys.stderr)
     observations = sum(r["kind"] == "observation" for r in rows)
+    policies = sum(r["kind"] == "policy" for r in rows)
     untested = sum(not by_rule[r["id"]] for r in rows)
-    print(f"spec_check: {len(rows)} rules ({observations} observations, {untested} untested with a "
-          f"reason), {len(tests)} tests, {len(problems)} problems")
+    print(f"spec_check: {len(rows)} rules ({observations} observations, {policies} policies, {untested} "
+          f"untested with a reason), {len(tests)} tests, {len(problems)} problems")
     return 1 if problems else 0
 
 

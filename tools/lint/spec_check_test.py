@@ -86,13 +86,21 @@ class SpecCheckTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertRegex(out, r"rules.tsv:\d+: R01: duplicate id \(first at line 2\)")
 
-    def test_a_kind_other_than_rule_or_observation_exits_two(self):
+    def test_a_kind_other_than_rule_observation_or_policy_exits_two(self):
         tmp = self.copy()
         with open(os.path.join(tmp, "suites", "rules.tsv"), "a") as f:
             f.write("R996\tobserved\tx\tsome rule\tall\t\tuntested: why\n")
         rc, out = self.run_check(tmp)
         self.assertEqual(rc, 2)
-        self.assertRegex(out, r"rules.tsv:\d+: kind 'observed' is not one of rule, observation")
+        self.assertRegex(out, r"rules.tsv:\d+: kind 'observed' is not one of rule, observation, policy")
+
+    def test_a_policy_row_is_accepted_and_counted(self):
+        tmp = self.copy()
+        with open(os.path.join(tmp, "suites", "rules.tsv"), "a") as f:
+            f.write("P996\tpolicy\tx\tan operator's floor\tall\t\tuntested: needs a lab\n")
+        rc, out = self.run_check(tmp)
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"\d+ policies")
 
     def test_a_row_without_test_passes_only_with_a_reason_and_write_keeps_it(self):
         tmp = self.copy()
@@ -113,9 +121,12 @@ class SpecCheckTest(unittest.TestCase):
     def test_every_row_of_the_repository_has_a_kind(self):
         rows = spec_check.read_table(os.path.join(workspace_root(), "suites", "rules.tsv"))
         kinds = {r["id"]: r["kind"] for r in rows}
-        self.assertEqual(set(kinds.values()), {"rule", "observation"})
+        self.assertEqual(set(kinds.values()), {"rule", "observation", "policy"})
         self.assertEqual(kinds["R32"], "observation")  # recorded only: undocumented
         self.assertEqual(kinds["R66"], "rule")  # a documented set, asserted
+        # The operators' floors and ceilings: no CUDA figure behind them.
+        for floor in ("P04", "P07", "P08", "P13", "P14"):
+            self.assertEqual(kinds[floor], "policy", floor)
 
 
 if __name__ == "__main__":
