@@ -18,7 +18,12 @@ int main() {
   cudaFree(0);  // a context, so the query has one to ask
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPoint("cuPointerGetAttributes", &fn, cudaEnableDefault, &q) != cudaSuccess || !fn) {
+#if CUDART_VERSION >= 12050
+  const cudaError_t e = cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 7000, cudaEnableDefault, &q);
+#else
+  const cudaError_t e = cudaGetDriverEntryPoint("cuPointerGetAttributes", &fn, cudaEnableDefault, &q);
+#endif
+  if (e != cudaSuccess || !fn) {
     printf("cuPointerGetAttributes not found\n");
     return 2;
   }
