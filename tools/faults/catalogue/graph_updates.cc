@@ -225,7 +225,7 @@ const Fault kFaults[] = {
              "Once an executable graph has been launched, cuGraphExecMemcpyNodeSetParams reports "
              "success but later launches keep the old buffers.",
              InstallExecMemcpyUpdateIgnoredAfterLaunch),
-    PL_FAULT(171, "whole_graph_update_keeps_memcpy_buffers", "S28", "streams", "data", "baseline",
+    PL_FAULT(171, "whole_graph_update_keeps_memcpy_buffers", "S28", "streams", "data", "variant",
              "blind-12",
              "A successful cuGraphExecUpdate leaves every memcpy node with the buffers it had at "
              "instantiation.", InstallWholeGraphUpdateKeepsMemcpyBuffers),
