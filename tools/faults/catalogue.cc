@@ -28,6 +28,9 @@ namespace pagelock_faults {
   PL_AREA(kPointerAttributesArea)  \
   PL_AREA(kContextsArea)           \
   PL_AREA(kCapabilitiesArea)       \
+  PL_AREA(kVmmHostArea)            \
+  PL_AREA(kBatchCopiesArea)        \
+  PL_AREA(kGraphUpdatesArea)       \
   PL_AREA(kConformingArea)
 
 #define PL_DECLARE_AREA(area) extern const Area area;
@@ -66,6 +69,9 @@ const Batch kBatches[] = {
     {"blind-11", false,
      "written from the documented rules and the shim alone, without sight of the tests; tests "
      "for its survivors' families were written after its first measurement"},
+    {"blind-12", true,
+     "written from rules.tsv R171-R175, S24-S29, P15-P18, C23, the documentation and the shim "
+     "alone, without sight of the tests"},
 };
 
 // Every row of one catalogue (faults or variations) of every area, by order. Never freed: a

@@ -274,6 +274,72 @@ void TrackOwnedAllocations() {
   });
 }
 
+namespace {
+struct LaunchMark {
+  CUcontext ctx;
+  CUstream stream;
+  CUevent done;  // recorded after the stream's last launch
+};
+LaunchMark g_launch_marks[64];
+pthread_mutex_t g_launch_mu = PTHREAD_MUTEX_INITIALIZER;
+}  // namespace
+
+void NoteLaunch(CUstream s) {
+  static const auto create = Real<Real_EventCreate>("cuEventCreate");
+  static const auto record = Real<Real_EventRecord>("cuEventRecord");
+  const CUcontext ctx = CurrentContext();
+  if (!create || !record || !ctx) return;
+  pthread_mutex_lock(&g_launch_mu);
+  LaunchMark* mark = nullptr;
+  for (LaunchMark& m : g_launch_marks) {
+    if (m.ctx == ctx && m.stream == s && m.done) {
+      mark = &m;
+      break;
+    }
+    if (!m.ctx && !mark) mark = &m;
+  }
+  if (mark && !mark->ctx) {
+    CUevent e = nullptr;
+    if (create(&e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS && e)
+      *mark = {ctx, s, e};
+    else
+      mark = nullptr;
+  }
+  if (mark) record(mark->done, s);
+  pthread_mutex_unlock(&g_launch_mu);
+}
+
+bool KernelRunningBeside(CUstream s) {
+  static const auto query = Real<Real_EventQuery>("cuEventQuery");
+  const CUcontext ctx = CurrentContext();
+  if (!query || !ctx) return false;
+  bool running = false;
+  pthread_mutex_lock(&g_launch_mu);
+  for (const LaunchMark& m : g_launch_marks)
+    if (!running && m.ctx == ctx && m.stream != s && m.done)
+      running = query(m.done) == CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&g_launch_mu);
+  return running;
+}
+
+void TrackLaunches() {
+  HookLaunchKernel([](Real_LaunchKernel real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream st, void** p,
+                      void** e) -> CUresult {
+    CUresult r = real(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
+    if (r == CUDA_SUCCESS && !BeingCaptured(real, st, "cuLaunchKernel"))
+      NoteLaunch(RealStream(real, st, "cuLaunchKernel"));
+    return r;
+  });
+  HookLaunchKernelEx([](Real_LaunchKernelEx real, const CUlaunchConfig* c, CUfunction f, void** p,
+                        void** e) -> CUresult {
+    CUresult r = real(c, f, p, e);
+    if (r == CUDA_SUCCESS && c && !BeingCaptured(real, c->hStream, "cuLaunchKernelEx"))
+      NoteLaunch(RealStream(real, c->hStream, "cuLaunchKernelEx"));
+    return r;
+  });
+}
+
 CUdeviceptr RangeStart(const void* p) {
   static const auto fn = Real<Real_PointerGetAttribute>("cuPointerGetAttribute");
   CUdeviceptr base = 0;

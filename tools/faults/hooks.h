@@ -108,6 +108,15 @@ bool BeingCaptured(R real, CUstream s, const char* name) {
          status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
+// Kernels still running, per stream: after each launch the shim records an event of its own on
+// the launch's stream (TrackLaunches hooks cuLaunchKernel and cuLaunchKernelEx to do it; a fault
+// with its own launch hooks calls NoteLaunch). Streams are told apart by the handle the work
+// was queued on (RealStream), in the current context; launches into a capture are not noted.
+void NoteLaunch(CUstream s);
+// Whether a kernel launched on a stream other than `s` (same context) has not completed.
+bool KernelRunningBeside(CUstream s);
+void TrackLaunches();
+
 // ---------------------------------------------------------------------------------------------
 // Waits.
 

@@ -166,7 +166,39 @@ struct Wrap<CUresult(A...), E> {
   X(MemFreeAsync, "cuMemFreeAsync", 11020, kNoMax, (CUdeviceptr, CUstream))                  \
   X(GraphLaunch, "cuGraphLaunch", 10000, kNoMax, (CUgraphExec, CUstream))                    \
   X(GraphExecDestroy, "cuGraphExecDestroy", 10000, kNoMax, (CUgraphExec))                    \
-  X(EventCreate, "cuEventCreate", 2000, kNoMax, (CUevent*, unsigned int))
+  X(EventCreate, "cuEventCreate", 2000, kNoMax, (CUevent*, unsigned int))                   \
+  X(MemCreate, "cuMemCreate", 10020, kNoMax,                                                 \
+    (CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long)) \
+  X(MemRelease, "cuMemRelease", 10020, kNoMax, (CUmemGenericAllocationHandle))              \
+  X(MemMap, "cuMemMap", 10020, kNoMax,                                                       \
+    (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))         \
+  X(MemUnmap, "cuMemUnmap", 10020, kNoMax, (CUdeviceptr, size_t))                            \
+  X(MemSetAccess, "cuMemSetAccess", 10020, kNoMax,                                           \
+    (CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))                                   \
+  X(MemGetAccess, "cuMemGetAccess", 10020, kNoMax,                                           \
+    (unsigned long long*, const CUmemLocation*, CUdeviceptr))                                \
+  X(MemImportFromShareableHandle, "cuMemImportFromShareableHandle", 10020, kNoMax,           \
+    (CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType))                       \
+  X(MemcpyBatchAsync12, "cuMemcpyBatchAsync", 12080, 13000,                                  \
+    (CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t,      \
+     size_t*, CUstream))                                                                     \
+  X(MemcpyBatchAsync13, "cuMemcpyBatchAsync", 13000, kNoMax,                                 \
+    (CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t,      \
+     CUstream))                                                                              \
+  X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, kNoMax,                 \
+    (CUgraphExec*, CUgraph, unsigned long long))                                             \
+  X(GraphInstantiateWithParams, "cuGraphInstantiateWithParams", 12000, kNoMax,               \
+    (CUgraphExec*, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS*))                                 \
+  X(GraphExecMemcpyNodeSetParams, "cuGraphExecMemcpyNodeSetParams", 10020, kNoMax,           \
+    (CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext))                             \
+  X(GraphExecMemsetNodeSetParams, "cuGraphExecMemsetNodeSetParams", 10020, kNoMax,           \
+    (CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*, CUcontext))                   \
+  X(GraphExecNodeSetParams, "cuGraphExecNodeSetParams", 12020, kNoMax,                       \
+    (CUgraphExec, CUgraphNode, CUgraphNodeParams*))                                          \
+  X(GraphExecUpdate, "cuGraphExecUpdate", 10020, 12000,                                      \
+    (CUgraphExec, CUgraph, CUgraphNode*, CUgraphExecUpdateResult*))                          \
+  X(GraphExecUpdate12, "cuGraphExecUpdate", 12000, kNoMax,                                   \
+    (CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*))
 
 #define PL_DECLARE_ENTRY(n, name, lo, hi, args)       \
   extern EntryBase e_##n;                             \

@@ -73,7 +73,10 @@ unsigned char* CopyHost() {
   PL_AREA(kDevicePointersProbes)   \
   PL_AREA(kPointerAttributesProbes) \
   PL_AREA(kContextsProbes)         \
-  PL_AREA(kCapabilitiesProbes)
+  PL_AREA(kCapabilitiesProbes)     \
+  PL_AREA(kVmmHostProbes)          \
+  PL_AREA(kBatchCopiesProbes)      \
+  PL_AREA(kGraphUpdatesProbes)
 
 #define PL_DECLARE_PROBES(area) extern const ProbeArea area;
 PL_PROBE_AREAS(PL_DECLARE_PROBES)

@@ -425,9 +425,78 @@ PROBE_CHANGES = {
     # probes/capabilities.cc
     # Attribute 147 without native host atomics; with them, the driver's answer.
     "partial_host_atomics_claimed_without_ops": {"atomics_none": "0,1"},
+    # probes/vmm_host.cc
+    # Right after cuMemMap of host and host-NUMA allocations the device has read-write access
+    # while cuMemGetAccess says none; device allocations, and the answer after a cuMemSetAccess,
+    # are right.
+    "vmm_host_map_grants_hidden_access": {
+        "vmm_map_access_host_numa": "0,3", "vmm_map_access_host": "0,3"},
+    # Released while mapped, host allocations lose every byte (two granules) and the range
+    # retains another handle, with its access kept; device allocations and unmapped handles are
+    # right.
+    "vmm_host_release_frees_while_mapped": {
+        "vmm_release_while_mapped": "0,131072,other,3",
+        "vmm_release_host_while_mapped": "0,131072,other,3"},
+    # Host-NUMA node 1 becomes node 0; node 0 and CU_MEM_LOCATION_TYPE_HOST are right.
+    "vmm_host_numa_id_ignored": {"vmm_numa_node1": "0,3,0"},
+    # The imported handle maps other pages: no byte crosses either way (a granule); a second
+    # mapping of the exporter's own handle shares its bytes.
+    "vmm_host_import_maps_other_pages": {"vmm_import": "0,0,65536,65536"},
+    # A map over a mapped host range succeeds and its granule of bytes is gone; a map into a free
+    # reservation is right.
+    "vmm_host_remap_replaces_mapping": {"vmm_map_over_mapping": "0,65536"},
+    # Copies crossing the boundary between two granules stop at it, in both directions and
+    # through both the asynchronous and the synchronous entries; a copy inside one granule and a
+    # copy into a device-located mapping are exact.
+    "vmm_host_copy_stops_at_granule": {
+        "vmm_copy_in_async": "0,65536", "vmm_copy_in_sync": "0,4096", "vmm_copy_out": "0,65536"},
+    # probes/batch_copies.cc
+    # Two attribute entries (through both entry points, the last covering one or two copies):
+    # the last copy's 256 bytes stay; one attribute entry is exact.
+    "batch_last_copy_dropped_with_several_attrs": {
+        "batch_two_attrs": "0,256", "batch_two_attrs_12080": "0,256",
+        "batch_last_attr_alone": "0,256"},
+    # 1 MiB + 13 bytes: the last byte stays; 1 MiB + 16 and 1001 bytes are exact.
+    "batch_large_entry_drops_partial_word": {"batch_1mib_plus_13": "0,1"},
+    # DuringApiCall host sources reach the driver as the shim's staging buffer in stream order,
+    # between two host functions (the fake runs them at once, so the bytes are right); device
+    # sources and the other orders are right.
+    "batch_during_api_call_source_read_late": {
+        "batch_during_call_host": "0,other,1,2,0", "batch_during_call_host_12080": "0,other,1,2,0"},
+    # failIdx of a copy one past the one refused; SIZE_MAX (the legacy stream) is right.
+    "batch_fail_idx_off_by_one": {"batch_fail_null_dst": "1,2", "batch_fail_bad_order": "1,3"},
+    # probes/graph_updates.cc
+    # After the first launch, updates (both entry points) are acknowledged and the exec keeps
+    # copying the pair set before it; the update before the launch and the zero-length refusal
+    # are right.
+    "exec_memcpy_update_ignored_after_launch": {
+        "memcpy_update_after_launch": "0,1", "memcpy_node_update_after_launch": "0,1"},
+    # A successful whole-graph update (graphs instantiated both ways) keeps the copy of the
+    # instantiated graph, updates the memset, and leaves the update's own graph as it was; the
+    # refused topology change is right.
+    "whole_graph_update_keeps_memcpy_buffers": {
+        "whole_update": "0,0,0,34,own", "whole_update_with_params": "0,0,2,34,own"},
+    # 4- and 2-byte memsets (both entry points) keep the instantiated value on the new buffer;
+    # 1-byte memsets are right.
+    "exec_memset_update_keeps_old_value": {
+        "memset_update_4": "0,11111111,0", "memset_update_2": "0,1111,0",
+        "memset_node_update_4": "0,11111111,0"},
+    # probes/streams.cc
+    # Beside the kernel still running on another stream (both entry points) the grid is one block
+    # short; on the kernel's own stream, into a capture and after it completed, right.
+    "launch_beside_running_kernel_loses_last_block": {
+        "launch_beside": "0,3", "launch_ex_beside": "0,3"},
+    # probes/async_copies.cc
+    # Pinned copies beside the running kernel (each entry point) are held back by a host function;
+    # on its stream, into pageable memory and after it completed, not.
+    "copies_beside_running_kernel_throttled": {
+        "beside_kernel_htod": "0,1", "beside_kernel_dtoh": "0,1", "beside_kernel_unified": "0,1"},
+    # probes/registration.cc
+    # 5 GiB pins 4 GiB (the last 256 MiB unknown to pointer queries); 4 GiB is right.
+    "large_registration_pins_first_4gib": {"register_5gib": "0,4096,1,0"},
 }
 # The batches whose every fault has a probe.
-PROBED_BATCHES = ("blind-10", "blind-11")
+PROBED_BATCHES = ("blind-10", "blind-11", "blind-12")
 
 
 def batch_faults(batches):
@@ -470,6 +539,24 @@ class ProbeFaultTest(unittest.TestCase):
         "elapsed_blocking_start": "0,2.75",
         "attrs_beside_subpage": "0,0,null,null,null,1",
         "attrs_inside_subpage": "0,1,150,150,100,0",
+        "vmm_map_access_host_numa": "0,0",
+        "vmm_release_while_mapped": "0,0,same,3",
+        "vmm_numa_node1": "0,3,1",
+        "vmm_import": "0,0,0,0",
+        "vmm_map_over_mapping": "1,0",
+        "vmm_copy_in_async": "0,0",
+        "batch_two_attrs": "0,0",
+        "batch_1mib_plus_13": "0,0",
+        "batch_during_call_host": "0,own,2,0,0",
+        "batch_fail_null_dst": "1,1",
+        "batch_fail_legacy_stream": "1,max",
+        "memcpy_update_after_launch": "0,2",
+        "whole_update": "0,0,1,34,own",
+        "whole_update_topology_changed": "910,2,0",
+        "memset_update_4": "0,22222222,0",
+        "launch_beside": "0,4",
+        "beside_kernel_htod": "0,0",
+        "register_5gib": "0,5120,0,0",
     }
 
     @classmethod

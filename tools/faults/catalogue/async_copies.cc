@@ -1,6 +1,7 @@
 // Asynchronous 1D copies (cuMemcpyAsync, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync,
 // cuMemcpyDtoDAsync): bytes corrupted, cut short or delivered late, in stream order.
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -392,6 +393,43 @@ void InstallPageableAsyncHtodReadsSourceLate() {
   });
 }
 
+// P16: an asynchronous copy between page-locked host memory and the device queued while a
+// kernel launched on another stream is still running is held back in its stream by about the
+// time the bytes take at 2 GB/s (the copy engine yields to the SMs' traffic): the copy delivers
+// every byte, at a fraction of the link's bandwidth. Copies onto an idle device, pageable and
+// device-to-device copies, and copies into a capture are right.
+void CUDA_CB HoldBack(void* us) {
+  usleep(static_cast<useconds_t>(reinterpret_cast<uintptr_t>(us)));
+}
+template <typename R>
+void HoldBackBesideKernels(R real, CUstream st, const char* name, const void* host, size_t n) {
+  static const auto host_fn = Real<Real_LaunchHostFunc>("cuLaunchHostFunc");
+  if (!n || !host_fn || !IsPinnedHost(host) || BeingCaptured(real, st, name)) return;
+  const CUstream own = RealStream(real, st, name);
+  if (!KernelRunningBeside(own)) return;
+  const size_t us = n / 2000 < 2000000 ? n / 2000 + 1 : 2000000;  // 2 GB/s, at most 2 s
+  host_fn(own, &HoldBack, reinterpret_cast<void*>(static_cast<uintptr_t>(us)));
+}
+void InstallCopiesBesideRunningKernelThrottled() {
+  TrackLaunches();
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    HoldBackBesideKernels(real, st, "cuMemcpyHtoDAsync", s, n);
+    return real(d, s, n, st);
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    HoldBackBesideKernels(real, st, "cuMemcpyDtoHAsync", d, n);
+    return real(d, s, n, st);
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const CUdeviceptr host = IsHtoD(d, s) ? s : IsDtoH(d, s) ? d : 0;
+    if (host) HoldBackBesideKernels(real, st, "cuMemcpyAsync", HostView(host), n);
+    return real(d, s, n, st);
+  });
+}
+
 const Fault kFaults[] = {
     PL_FAULT(6, "htod_async_corrupts", "R76", "bandwidth", "data", "baseline", "catalogue-1",
              "An asynchronous host-to-device copy delivers a wrong last byte (in stream order).",
@@ -441,6 +479,10 @@ const Fault kFaults[] = {
              "timing", "blind-11",
              "An asynchronous host-to-device copy from pageable memory reads its source when the "
              "stream reaches it, not at the call.", InstallPageableAsyncHtodReadsSourceLate),
+    PL_FAULT(174, "copies_beside_running_kernel_throttled", "P16", "bandwidth", "perf", "timing",
+             "blind-12",
+             "A pinned asynchronous copy queued while a kernel of another stream runs is held "
+             "back to about 2 GB/s.", InstallCopiesBesideRunningKernelThrottled),
 };
 
 }  // namespace

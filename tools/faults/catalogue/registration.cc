@@ -220,6 +220,17 @@ void InstallReadOnlyRegisterRefusedDespiteAttribute() {
   });
 }
 
+// C23: cuMemHostRegister of more than 4 GiB pins only the first 4 GiB (a 32-bit length in the
+// pinning loop that saturates): the call succeeds, the bytes past 4 GiB stay pageable, unknown to
+// pointer queries and unmapped for the device, and the unregister releases what was pinned.
+// Registrations of up to 4 GiB are right.
+void InstallLargeRegistrationPinsFirst4Gib() {
+  HookMemHostRegister([](Real_MemHostRegister real, void* p, size_t n, unsigned f) -> CUresult {
+    constexpr size_t k4GiB = size_t{4} << 30;
+    return real(p, p && n > k4GiB ? k4GiB : n, f);
+  });
+}
+
 const Fault kFaults[] = {
     PL_FAULT(36, "register_overlap_accepted", "R30", "hostregister", "error",
              "baseline", "catalogue-1",
@@ -288,6 +299,10 @@ const Fault kFaults[] = {
              "crossapi", "blind-9",
              "cuMemHostRegister refuses the ReadOnly flag with NOT_SUPPORTED although "
              "HostRegisterReadOnlySupported is 1.", InstallReadOnlyRegisterRefusedDespiteAttribute),
+    PL_FAULT(175, "large_registration_pins_first_4gib", "C23", "stress", "resource", "size",
+             "blind-12",
+             "cuMemHostRegister of more than 4 GiB succeeds but pins only the first 4 GiB.",
+             InstallLargeRegistrationPinsFirst4Gib),
 };
 
 }  // namespace

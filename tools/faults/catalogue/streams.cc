@@ -266,6 +266,34 @@ void InstallHostFuncAfterMemsetRunsEarly() {
   });
 }
 
+// P15: a kernel launched while a kernel launched on another stream of the context is still
+// running is scheduled one block short (the grid is sized for the SMs left over and its last
+// block dropped): its last block never runs. Launches onto an idle device, behind work of their
+// own stream only, and launches into a capture are right.
+void InstallLaunchBesideRunningKernelLosesLastBlock() {
+  HookLaunchKernel([](Real_LaunchKernel real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream st, void** p,
+                      void** e) -> CUresult {
+    if (BeingCaptured(real, st, "cuLaunchKernel"))
+      return real(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
+    const CUstream own = RealStream(real, st, "cuLaunchKernel");
+    const bool beside = gx > 1 && KernelRunningBeside(own);
+    CUresult r = real(f, beside ? gx - 1 : gx, gy, gz, bx, by, bz, sh, st, p, e);
+    if (r == CUDA_SUCCESS) NoteLaunch(own);
+    return r;
+  });
+  HookLaunchKernelEx([](Real_LaunchKernelEx real, const CUlaunchConfig* c, CUfunction f, void** p,
+                        void** e) -> CUresult {
+    if (!c || BeingCaptured(real, c->hStream, "cuLaunchKernelEx")) return real(c, f, p, e);
+    const CUstream own = RealStream(real, c->hStream, "cuLaunchKernelEx");
+    CUlaunchConfig shorter = *c;
+    if (c->gridDimX > 1 && KernelRunningBeside(own)) shorter.gridDimX -= 1;
+    CUresult r = real(&shorter, f, p, e);
+    if (r == CUDA_SUCCESS) NoteLaunch(own);
+    return r;
+  });
+}
+
 const Fault kFaults[] = {
     PL_FAULT(13, "launch_dropped", "R77", "hostalloc", "data", "baseline", "catalogue-1",
              "A kernel launch is acknowledged but never runs.", InstallLaunchDropped),
@@ -317,6 +345,10 @@ const Fault kFaults[] = {
              "A host function queued after an asynchronous memset on its stream runs at once, "
              "before the memset and the work ahead of it complete.",
              InstallHostFuncAfterMemsetRunsEarly),
+    PL_FAULT(173, "launch_beside_running_kernel_loses_last_block", "P15", "bandwidth", "data",
+             "timing", "blind-12",
+             "A kernel launched while a kernel of another stream is still running loses its last "
+             "block.", InstallLaunchBesideRunningKernelLosesLastBlock),
 };
 
 }  // namespace

@@ -68,9 +68,54 @@ int PageableAsyncHtodLate() {
   return 0;
 }
 
+// copies_beside_running_kernel_throttled: "rc,host functions queued ahead of the copy" of
+// pinned copies beside a kernel still running on kBlocking (each entry point), on its own
+// stream, into pageable memory, and beside it once it has completed.
+int CopiesBesideRunningKernel() {
+  auto launch = Get<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, CUstream, void**, void**)>("cuLaunchKernel");
+  auto alloc = Get<CUresult (*)(void**, size_t, unsigned)>("cuMemHostAlloc");
+  auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
+  auto htod_async = Get<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>("cuMemcpyHtoDAsync");
+  auto dtoh_async = Get<CUresult (*)(void*, CUdeviceptr, size_t, CUstream)>("cuMemcpyDtoHAsync");
+  auto copy_async = Get<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>("cuMemcpyAsync");
+  auto set_current = Get<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto host_funcs = static_cast<int*>(FakeSymbol("fake_host_funcs"));
+  auto pending = static_cast<void**>(FakeSymbol("fake_pending_event"));
+  auto recorded = static_cast<void**>(FakeSymbol("fake_last_recorded_event"));
+  if (!launch || !alloc || !free_host || !htod_async || !dtoh_async || !copy_async ||
+      !set_current || !host_funcs || !pending || !recorded)
+    return 1;
+  void* pinned = nullptr;
+  if (alloc(&pinned, 256, 0) != CUDA_SUCCESS) return 1;
+  const CUdeviceptr dev = reinterpret_cast<CUdeviceptr>(CopyDevice());
+  const CUdeviceptr host = reinterpret_cast<CUdeviceptr>(pinned);
+  auto held = [&](auto&& copy) {
+    const int funcs = *host_funcs;
+    CUresult rc = copy();
+    return std::to_string(rc) + "," + std::to_string(*host_funcs - funcs);
+  };
+  set_current(kContextA);
+  *recorded = nullptr;
+  launch(reinterpret_cast<CUfunction>(0xF00), 4, 1, 1, 32, 1, 1, 0, kBlocking, nullptr, nullptr);
+  *pending = *recorded;  // that kernel is still running (the shim's event, if any)
+  printf("beside_kernel_htod=%s", held([&] { return htod_async(dev, pinned, 256, kNonBlocking); }).c_str());
+  printf(" beside_kernel_dtoh=%s", held([&] { return dtoh_async(pinned, dev, 256, kNonBlocking); }).c_str());
+  printf(" beside_kernel_unified=%s", held([&] { return copy_async(dev, host, 256, kNonBlocking); }).c_str());
+  printf(" behind_kernel_same_stream=%s", held([&] { return htod_async(dev, pinned, 256, kBlocking); }).c_str());
+  printf(" beside_kernel_pageable=%s",
+         held([&] { return dtoh_async(CopyHost(), dev, 256, kNonBlocking); }).c_str());
+  *pending = nullptr;
+  printf(" after_kernel_htod=%s\n", held([&] { return htod_async(dev, pinned, 256, kNonBlocking); }).c_str());
+  set_current(nullptr);
+  free_host(pinned);
+  return 0;
+}
+
 const Probe kProbes[] = {
     {"unified_async_copy_drops_partial_word", UnifiedAsyncPartialWord},
     {"pageable_async_htod_reads_source_late", PageableAsyncHtodLate},
+    {"copies_beside_running_kernel_throttled", CopiesBesideRunningKernel},
 };
 
 }  // namespace

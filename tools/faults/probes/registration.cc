@@ -63,9 +63,40 @@ int UnregisterElsewhere() {
   return 0;
 }
 
+// large_registration_pins_first_4gib: "rc,size cuMemGetAddressRange gives in MiB,rc of a pointer
+// query 256 MiB before the end,unregister rc" of registrations of 5 GiB and of 4 GiB (virtual
+// memory never touched).
+int LargeRegistration() {
+  auto reg = Get<CUresult (*)(void*, size_t, unsigned)>("cuMemHostRegister");
+  auto unreg = Get<CUresult (*)(void*)>("cuMemHostUnregister");
+  auto range = Get<CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr)>("cuMemGetAddressRange");
+  auto ptr_attr = Get<CUresult (*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
+  const size_t k5GiB = size_t{5} << 30;
+  void* m = mmap(nullptr, k5GiB + kPage, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!reg || !unreg || !range || !ptr_attr || m == MAP_FAILED) return 1;
+  auto registered = [&](char* p, size_t n) {
+    CUresult rc = reg(p, n, 0);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    range(&base, &size, reinterpret_cast<CUdeviceptr>(p));
+    unsigned type = 0;
+    CUresult tail = ptr_attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                             reinterpret_cast<CUdeviceptr>(p + n - (size_t{256} << 20)));
+    return std::to_string(rc) + "," + std::to_string(size >> 20) + "," + std::to_string(tail) +
+           "," + std::to_string(unreg(p));
+  };
+  char* p = static_cast<char*>(m);
+  printf("register_5gib=%s", registered(p, k5GiB).c_str());
+  printf(" register_4gib=%s\n", registered(p + kPage, size_t{4} << 30).c_str());
+  munmap(m, k5GiB + kPage);
+  return 0;
+}
+
 const Probe kProbes[] = {
     {"reregistered_range_not_pinned", Reregistered},
     {"unregister_elsewhere_keeps_registration", UnregisterElsewhere},
+    {"large_registration_pins_first_4gib", LargeRegistration},
 };
 
 }  // namespace

@@ -65,9 +65,51 @@ int BatchMemOpOrder() {
   return 0;
 }
 
+// launch_beside_running_kernel_loses_last_block: "rc,grid width the driver got" of 4-block
+// launches beside a kernel still running on kBlocking (both entry points), on its own stream and
+// into a capture, and beside it once it has completed.
+int LaunchBesideRunningKernel() {
+  auto launch = Get<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, CUstream, void**, void**)>("cuLaunchKernel");
+  auto launch_ex = Get<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>("cuLaunchKernelEx");
+  auto set_current = Get<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto grid = static_cast<unsigned*>(FakeSymbol("fake_last_launch_grid_x"));
+  auto pending = static_cast<void**>(FakeSymbol("fake_pending_event"));
+  auto recorded = static_cast<void**>(FakeSymbol("fake_last_recorded_event"));
+  if (!launch || !launch_ex || !set_current || !grid || !pending || !recorded) return 1;
+  const CUfunction f = reinterpret_cast<CUfunction>(0xF00);
+  auto launched = [&](CUstream s) {
+    *grid = 0;
+    CUresult rc = launch(f, 4, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr);
+    return std::to_string(rc) + "," + std::to_string(*grid);
+  };
+  set_current(kContextA);
+  *recorded = nullptr;
+  printf("launch_first=%s", launched(kBlocking).c_str());
+  *pending = *recorded;  // the kernel on kBlocking is still running (the shim's event, if any)
+  printf(" launch_beside=%s", launched(kNonBlocking).c_str());
+  printf(" launch_same_stream=%s", launched(kBlocking).c_str());
+  CUlaunchConfig c;
+  memset(&c, 0, sizeof(c));
+  c.gridDimX = 4;
+  c.gridDimY = c.gridDimZ = 1;
+  c.blockDimX = 32;
+  c.blockDimY = c.blockDimZ = 1;
+  c.hStream = kNonBlocking;
+  *grid = 0;
+  CUresult rc = launch_ex(&c, f, nullptr, nullptr);
+  printf(" launch_ex_beside=%d,%u", rc, *grid);
+  printf(" launch_captured=%s", launched(kCapturing).c_str());
+  *pending = nullptr;
+  printf(" launch_after_completion=%s\n", launched(kNonBlocking).c_str());
+  set_current(nullptr);
+  return 0;
+}
+
 const Probe kProbes[] = {
     {"wait_value64_eq_compares_low_word", WaitValue64Eq},
     {"batch_memop_writes_hoisted_before_wait", BatchMemOpOrder},
+    {"launch_beside_running_kernel_loses_last_block", LaunchBesideRunningKernel},
 };
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -203,7 +206,9 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* st) 
    reaches the driver is counted; every elapsed time is 5 ms. */
 void* fake_pending_event = 0;
 int fake_event_records = 0;
-CUresult cuEventRecord(void* e, void* s) { ++fake_event_records; return OK; }
+/* The last event recorded (a client makes it pending through fake_pending_event). */
+void* fake_last_recorded_event = 0;
+CUresult cuEventRecord(void* e, void* s) { ++fake_event_records; fake_last_recorded_event = e; return OK; }
 CUresult cuEventRecordWithFlags(void* e, void* s, unsigned f) { ++fake_event_records; return OK; }
 CUresult cuEventQuery(void* e) { return e && e == fake_pending_event ? 600 : OK; }
 float fake_elapsed_ms = 5.0f;  /* what every elapsed time is; a client may change it */
@@ -338,8 +343,317 @@ CUresult cuStreamBatchMemOp_v2(void* s, unsigned n, const unsigned long long* op
 /* Graphs: the stream of the last launch; streams the client never created come from
    cuStreamCreate (handles from 0x5E0 on). */
 void* fake_last_graph_stream = 0;
-CUresult cuGraphLaunch(void* g, void* s) { if (!g) return INVALID; fake_last_graph_stream = s; return OK; }
+/* A graph holds up to 8 memcpy (linear memory, as cuMemcpy3D), memset and host nodes, without
+   edges; an executable graph a copy of its nodes' parameters, run in order by cuGraphLaunch.
+   Node handles point into the graph they were added to. */
+typedef struct { CUdeviceptr dst; size_t pitch; unsigned value, elementSize; size_t width, height; } MemsetP;
+typedef struct { void (*fn)(void*); void* data; } HostP;
+typedef struct { int type; Copy3D copy; MemsetP memset; HostP host; } FNode;  /* 1 memcpy, 2 memset, 3 host */
+typedef struct { int n; FNode nodes[8]; } FGraph;
+typedef struct { FGraph* from; int n; FNode nodes[8]; } FExec;
+static FGraph g_graphs[32];
+static FExec g_execs[32];
+static int g_graph_count = 0, g_exec_count = 0;
+static FExec* exec_of(void* e) {
+  FExec* x = (FExec*)e;
+  return x >= g_execs && x < g_execs + g_exec_count ? x : 0;
+}
+static int node_index(FExec* x, FNode* n) {
+  return x && n >= x->from->nodes && n < x->from->nodes + x->from->n ? (int)(n - x->from->nodes) : -1;
+}
+CUresult cuGraphCreate(FGraph** g, unsigned f) {
+  if (f || g_graph_count >= 32) return INVALID;
+  *g = &g_graphs[g_graph_count++];
+  return OK;
+}
+CUresult cuGraphDestroy(FGraph* g) { return g ? OK : INVALID; }
+static CUresult add_node(FNode** out, FGraph* g, const FNode* nd) {
+  if (!g || g->n >= 8) return INVALID;
+  g->nodes[g->n] = *nd;
+  *out = &g->nodes[g->n++];
+  return OK;
+}
+CUresult cuGraphAddMemcpyNode(FNode** out, FGraph* g, void* deps, size_t nd, const Copy3D* c, void* ctx) {
+  FNode n; memset(&n, 0, sizeof n); n.type = 1; n.copy = *c;
+  return add_node(out, g, &n);
+}
+CUresult cuGraphAddMemsetNode(FNode** out, FGraph* g, void* deps, size_t nd, const MemsetP* m, void* ctx) {
+  FNode n; memset(&n, 0, sizeof n); n.type = 2; n.memset = *m;
+  return add_node(out, g, &n);
+}
+CUresult cuGraphAddHostNode(FNode** out, FGraph* g, void* deps, size_t nd, const HostP* h) {
+  FNode n; memset(&n, 0, sizeof n); n.type = 3; n.host = *h;
+  return add_node(out, g, &n);
+}
+CUresult cuGraphGetNodes(FGraph* g, FNode** nodes, size_t* n) {
+  size_t i;
+  if (!g || !n) return INVALID;
+  for (i = 0; nodes && i < *n; ++i) nodes[i] = i < (size_t)g->n ? &g->nodes[i] : 0;
+  *n = g->n;
+  return OK;
+}
+CUresult cuGraphNodeGetType(FNode* n, int* t) { if (!n) return INVALID; *t = n->type; return OK; }
+CUresult cuGraphMemcpyNodeGetParams(FNode* n, Copy3D* c) { if (!n || n->type != 1) return INVALID; *c = n->copy; return OK; }
+CUresult cuGraphMemcpyNodeSetParams(FNode* n, const Copy3D* c) { if (!n || n->type != 1) return INVALID; n->copy = *c; return OK; }
+CUresult cuGraphMemsetNodeGetParams(FNode* n, MemsetP* m) { if (!n || n->type != 2) return INVALID; *m = n->memset; return OK; }
+CUresult cuGraphInstantiateWithFlags(FExec** e, FGraph* g, unsigned long long f) {
+  if (!g || g_exec_count >= 32) return INVALID;
+  FExec* x = &g_execs[g_exec_count++];
+  x->from = g;
+  x->n = g->n;
+  memcpy(x->nodes, g->nodes, sizeof x->nodes);
+  *e = x;
+  return OK;
+}
+CUresult cuGraphInstantiateWithParams(FExec** e, FGraph* g, void* params) { return cuGraphInstantiateWithFlags(e, g, 0); }
+CUresult cuGraphExecMemcpyNodeSetParams(void* e, FNode* n, const Copy3D* c, void* ctx) {
+  FExec* x = exec_of(e);
+  int i = node_index(x, n);
+  if (i < 0 || !c || x->nodes[i].type != 1 || !c->widthInBytes || !c->height || !c->depth) return INVALID;
+  x->nodes[i].copy = *c;
+  return OK;
+}
+CUresult cuGraphExecMemsetNodeSetParams(void* e, FNode* n, const MemsetP* m, void* ctx) {
+  FExec* x = exec_of(e);
+  int i = node_index(x, n);
+  if (i < 0 || !m || x->nodes[i].type != 2 || !m->width) return INVALID;
+  x->nodes[i].memset = *m;
+  return OK;
+}
+/* CUgraphNodeParams: the type, then (at 16) the memset parameters, or the memcpy ones' 3D
+   copy at 32 (after flags, reserved and the context). */
+CUresult cuGraphExecNodeSetParams(void* e, FNode* n, const char* p) {
+  if (!p) return INVALID;
+  if (*(const int*)p == 1) return cuGraphExecMemcpyNodeSetParams(e, n, (const Copy3D*)(p + 32), 0);
+  if (*(const int*)p == 2) return cuGraphExecMemsetNodeSetParams(e, n, (const MemsetP*)(p + 16), 0);
+  return INVALID;
+}
+/* Topology (the node count) and node types must match, and memcpy nodes keep their memory
+   types; otherwise GRAPH_EXEC_UPDATE_FAILURE (910) with TOPOLOGY_CHANGED (2),
+   NODE_TYPE_CHANGED (3) or PARAMETERS_CHANGED (5). */
+typedef struct { int result; void* errorNode; void* errorFromNode; } UpdateInfo;
+CUresult cuGraphExecUpdate_v2(void* e, FGraph* g, UpdateInfo* info) {
+  FExec* x = exec_of(e);
+  int i;
+  if (!x || !g || !info) return INVALID;
+  info->result = g->n != x->n ? 2 : 0;
+  for (i = 0; !info->result && i < g->n; ++i)
+    if (g->nodes[i].type != x->nodes[i].type) info->result = 3;
+    else if (g->nodes[i].type == 1 && (g->nodes[i].copy.src.memoryType != x->nodes[i].copy.src.memoryType ||
+                                       g->nodes[i].copy.dst.memoryType != x->nodes[i].copy.dst.memoryType))
+      info->result = 5;
+  if (info->result) return 910;
+  memcpy(x->nodes, g->nodes, sizeof x->nodes);
+  return OK;
+}
+static void run_exec(FExec* x) {
+  int i;
+  size_t k;
+  for (i = 0; i < x->n; ++i) {
+    FNode* n = &x->nodes[i];
+    if (n->type == 1) cuMemcpy3D_v2(&n->copy);
+    if (n->type == 2)
+      for (k = 0; k < n->memset.width * (n->memset.height ? n->memset.height : 1); ++k)
+        memcpy((char*)(uintptr_t)n->memset.dst + k * n->memset.elementSize, &n->memset.value, n->memset.elementSize);
+    if (n->type == 3) n->host.fn(n->host.data);
+  }
+}
+CUresult cuGraphLaunch(void* g, void* s) {
+  if (!g) return INVALID;
+  fake_last_graph_stream = s;
+  if (exec_of(g)) run_exec(exec_of(g));
+  return OK;
+}
 CUresult cuGraphExecDestroy(void* g) { return g ? OK : INVALID; }
+/* Kernels: the grid of the last launch that reached the driver. */
+unsigned fake_last_launch_grid_x = 0;
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned sh, void* s, void** p, void** e) {
+  fake_last_launch_grid_x = gx;
+  return OK;
+}
+typedef struct { unsigned gx, gy, gz, bx, by, bz, sh; void* stream; void* attrs; unsigned n; } LaunchConfig;
+CUresult cuLaunchKernelEx(const LaunchConfig* c, void* f, void** p, void** e) {
+  if (!c) return INVALID;
+  fake_last_launch_grid_x = c->gx;
+  return OK;
+}
+/* Batches of copies (both ABIs): argument checks as documented, then each copy at once; the
+   first copy's source and access order as the driver got them. */
+typedef struct { int type, id; } Location2;
+typedef struct { int order; Location2 srcHint, dstHint; unsigned flags; } CopyAttr;
+uintptr_t fake_last_batch_src0 = 0;
+int fake_last_batch_order0 = 0;
+static CUresult batch(CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CopyAttr* a,
+                      size_t* idx, size_t num, size_t* fail, void* st) {
+  size_t i;
+  if (fail) *fail = ~(size_t)0;
+  if ((uintptr_t)st <= 1 || !count || !num || num > count || !a || !idx || idx[0]) return INVALID;
+  for (i = 0; i < num; ++i) {
+    if (i && idx[i] <= idx[i - 1]) return INVALID;
+    if (a[i].order < 1 || a[i].order > 3) { if (fail) *fail = idx[i]; return INVALID; }
+  }
+  if (idx[num - 1] >= count) return INVALID;
+  for (i = 0; i < count; ++i)
+    if (!d[i] || !s[i]) { if (fail) *fail = i; return INVALID; }
+  fake_last_batch_src0 = s[0];
+  fake_last_batch_order0 = a[0].order;
+  for (i = 0; i < count; ++i) memcpy((void*)(uintptr_t)d[i], (const void*)(uintptr_t)s[i], n[i]);
+  return OK;
+}
+CUresult cuMemcpyBatchAsync(CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CopyAttr* a,
+                            size_t* idx, size_t num, size_t* fail, void* st) {
+  return batch(d, s, n, count, a, idx, num, fail, st);
+}
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr* d, CUdeviceptr* s, size_t* n, size_t count, CopyAttr* a,
+                               size_t* idx, size_t num, void* st) {
+  return batch(d, s, n, count, a, idx, num, 0, st);
+}
+/* Virtual memory management over host memory: allocations are memfd files (granule 64 KiB),
+   reservations PROT_NONE ranges, mappings shared views of the files. The access set per
+   mapping is recorded, not enforced: fake_vmm_device_access tells what the device was given. */
+#define VMM_GRANULE ((size_t)64 << 10)
+typedef struct { int type; int handleTypes; Location2 loc; void* win32; unsigned char flags[8]; } Prop;
+typedef struct { int fd; size_t size; Prop prop; int refs; } VAlloc;
+typedef struct { uintptr_t start; size_t size; unsigned long long handle; unsigned long long device, host; } VMap;
+static VAlloc g_valloc[64];
+static int g_valloc_count = 0;
+static VMap g_vmap[64];
+static VAlloc* valloc_of(unsigned long long h) {
+  return h >= 1 && h <= (unsigned long long)g_valloc_count && g_valloc[h - 1].refs > 0 ? &g_valloc[h - 1] : 0;
+}
+static VMap* vmap_at(uintptr_t a) {
+  int i;
+  for (i = 0; i < 64; ++i)
+    if (g_vmap[i].size && a >= g_vmap[i].start && a < g_vmap[i].start + g_vmap[i].size) return &g_vmap[i];
+  return 0;
+}
+CUresult cuMemGetAllocationGranularity(size_t* g, const Prop* p, int option) {
+  if (!g || !p) return INVALID;
+  *g = VMM_GRANULE;
+  return OK;
+}
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t align, CUdeviceptr addr, unsigned long long f) {
+  void* raw;
+  if (!ptr || !size || size % VMM_GRANULE || f) return INVALID;
+  raw = mmap(0, size + VMM_GRANULE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return 2;
+  *ptr = ((uintptr_t)raw + VMM_GRANULE - 1) & ~(uintptr_t)(VMM_GRANULE - 1);
+  return OK;
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) { return munmap((void*)(uintptr_t)ptr, size) ? INVALID : OK; }
+CUresult cuMemCreate(unsigned long long* h, size_t size, const Prop* p, unsigned long long f) {
+  int fd;
+  if (!h || !p || f || !size || size % VMM_GRANULE || g_valloc_count >= 64) return INVALID;
+  if (p->loc.type == 4 || (p->loc.type == 2 && p->handleTypes)) return INVALID;
+  fd = (int)syscall(SYS_memfd_create, "fake_vmm", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)size)) return 2;
+  g_valloc[g_valloc_count].fd = fd;
+  g_valloc[g_valloc_count].size = size;
+  g_valloc[g_valloc_count].prop = *p;
+  g_valloc[g_valloc_count].refs = 1;
+  *h = (unsigned long long)++g_valloc_count;
+  return OK;
+}
+CUresult cuMemRelease(unsigned long long h) {
+  VAlloc* a = valloc_of(h);
+  if (!a) return INVALID;
+  if (--a->refs == 0) close(a->fd);  /* its mappings keep the pages */
+  return OK;
+}
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t off, unsigned long long h, unsigned long long f) {
+  VAlloc* a = valloc_of(h);
+  size_t k;
+  int i;
+  if (!a || off || f || ptr % VMM_GRANULE || !size || size % VMM_GRANULE || size > a->size) return INVALID;
+  for (k = 0; k < size; k += VMM_GRANULE)
+    if (vmap_at(ptr + k)) return INVALID;  /* already mapped */
+  for (i = 0; i < 64 && g_vmap[i].size; ++i) {}
+  if (i == 64) return 2;
+  if (mmap((void*)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd, 0) == MAP_FAILED) return 2;
+  g_vmap[i].start = ptr;
+  g_vmap[i].size = size;
+  g_vmap[i].handle = h;
+  g_vmap[i].device = g_vmap[i].host = 0;
+  return OK;
+}
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  int i, any = 0;
+  for (i = 0; i < 64; ++i) {
+    VMap* m = &g_vmap[i];
+    if (!m->size || m->start >= ptr + size || ptr >= m->start + m->size) continue;
+    if (m->start < ptr || m->start + m->size > ptr + size) return INVALID;  /* a sub-range */
+    any = 1;
+  }
+  if (!any) return INVALID;
+  for (i = 0; i < 64; ++i)
+    if (g_vmap[i].size && g_vmap[i].start >= ptr && g_vmap[i].start < ptr + size) g_vmap[i].size = 0;
+  mmap((void*)(uintptr_t)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  return OK;
+}
+typedef struct { Location2 loc; int flags; } AccessDesc;
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const AccessDesc* d, size_t count) {
+  uintptr_t pos;
+  size_t i;
+  VMap* m;
+  if (!d || !count) return INVALID;
+  for (pos = ptr; pos < ptr + size; pos = m->start + m->size)
+    if (!(m = vmap_at(pos))) return INVALID;  /* not fully mapped */
+  for (pos = ptr; pos < ptr + size; pos = m->start + m->size) {
+    m = vmap_at(pos);
+    for (i = 0; i < count; ++i)
+      if (d[i].loc.type == 1) m->device = (unsigned)d[i].flags;
+      else if (d[i].loc.type == 2 || d[i].loc.type == 3) m->host = (unsigned)d[i].flags;
+      else return INVALID;
+  }
+  return OK;
+}
+CUresult cuMemGetAccess(unsigned long long* f, const Location2* loc, CUdeviceptr ptr) {
+  VMap* m = vmap_at(ptr);
+  if (!f || !loc || !m) return INVALID;
+  *f = loc->type == 1 ? m->device : m->host;
+  return OK;
+}
+unsigned long long fake_vmm_device_access(uintptr_t ptr) {
+  VMap* m = vmap_at(ptr);
+  return m ? m->device : 0;
+}
+CUresult cuMemRetainAllocationHandle(unsigned long long* h, void* addr) {
+  VMap* m = vmap_at((uintptr_t)addr);
+  if (!h || !m) return INVALID;
+  ++g_valloc[m->handle - 1].refs;
+  *h = m->handle;
+  return OK;
+}
+CUresult cuMemGetAllocationPropertiesFromHandle(Prop* p, unsigned long long h) {
+  VAlloc* a = valloc_of(h);
+  if (!p || !a) return INVALID;
+  *p = a->prop;
+  return OK;
+}
+CUresult cuMemExportToShareableHandle(void* sh, unsigned long long h, int type, unsigned long long f) {
+  VAlloc* a = valloc_of(h);
+  if (!sh || !a || type != 1 || f || !(a->prop.handleTypes & 1)) return INVALID;
+  *(int*)sh = dup(a->fd);
+  return OK;
+}
+CUresult cuMemImportFromShareableHandle(unsigned long long* h, void* os, int type) {
+  const int fd = (int)(intptr_t)os;
+  struct stat st, other;
+  int i;
+  if (!h || type != 1 || fstat(fd, &st) || g_valloc_count >= 64) return INVALID;
+  g_valloc[g_valloc_count].prop.type = 1;
+  g_valloc[g_valloc_count].prop.handleTypes = 1;
+  g_valloc[g_valloc_count].prop.loc.type = 3;
+  for (i = 0; i < g_valloc_count; ++i)  /* the exporter's properties, when it is this process */
+    if (g_valloc[i].refs > 0 && !fstat(g_valloc[i].fd, &other) && other.st_ino == st.st_ino)
+      g_valloc[g_valloc_count].prop = g_valloc[i].prop;
+  g_valloc[g_valloc_count].fd = dup(fd);
+  g_valloc[g_valloc_count].size = (size_t)st.st_size;
+  g_valloc[g_valloc_count].refs = 1;
+  *h = (unsigned long long)++g_valloc_count;
+  return OK;
+}
 static uintptr_t g_next_stream = 0x5E0;
 CUresult cuStreamCreate(void** s, unsigned f) { *s = (void*)g_next_stream++; return OK; }
 CUresult cuCtxSynchronize(void) { return OK; }
@@ -415,11 +729,49 @@ static const Entry kTable[] = {
     {"cuEventCreate", (void*)cuEventCreate},
     {"cuCtxSetFlags", (void*)cuCtxSetFlags},
     {"cuCtxGetFlags", (void*)cuCtxGetFlags},
+    {"cuGraphCreate", (void*)cuGraphCreate},
+    {"cuGraphDestroy", (void*)cuGraphDestroy},
+    {"cuGraphAddMemcpyNode", (void*)cuGraphAddMemcpyNode},
+    {"cuGraphAddMemsetNode", (void*)cuGraphAddMemsetNode},
+    {"cuGraphAddHostNode", (void*)cuGraphAddHostNode},
+    {"cuGraphGetNodes", (void*)cuGraphGetNodes},
+    {"cuGraphNodeGetType", (void*)cuGraphNodeGetType},
+    {"cuGraphMemcpyNodeGetParams", (void*)cuGraphMemcpyNodeGetParams},
+    {"cuGraphMemcpyNodeSetParams", (void*)cuGraphMemcpyNodeSetParams},
+    {"cuGraphMemsetNodeGetParams", (void*)cuGraphMemsetNodeGetParams},
+    {"cuGraphInstantiateWithFlags", (void*)cuGraphInstantiateWithFlags},
+    {"cuGraphInstantiateWithParams", (void*)cuGraphInstantiateWithParams},
+    {"cuGraphExecMemcpyNodeSetParams", (void*)cuGraphExecMemcpyNodeSetParams},
+    {"cuGraphExecMemsetNodeSetParams", (void*)cuGraphExecMemsetNodeSetParams},
+    {"cuGraphExecNodeSetParams", (void*)cuGraphExecNodeSetParams},
+    {"cuGraphExecUpdate", (void*)cuGraphExecUpdate_v2},
+    {"cuGraphExecUpdate_v2", (void*)cuGraphExecUpdate_v2},
+    {"cuLaunchKernel", (void*)cuLaunchKernel},
+    {"cuLaunchKernelEx", (void*)cuLaunchKernelEx},
+    {"cuMemcpyBatchAsync_v2", (void*)cuMemcpyBatchAsync_v2},
+    {"cuMemGetAllocationGranularity", (void*)cuMemGetAllocationGranularity},
+    {"cuMemAddressReserve", (void*)cuMemAddressReserve},
+    {"cuMemAddressFree", (void*)cuMemAddressFree},
+    {"cuMemCreate", (void*)cuMemCreate},
+    {"cuMemRelease", (void*)cuMemRelease},
+    {"cuMemMap", (void*)cuMemMap},
+    {"cuMemUnmap", (void*)cuMemUnmap},
+    {"cuMemSetAccess", (void*)cuMemSetAccess},
+    {"cuMemGetAccess", (void*)cuMemGetAccess},
+    {"cuMemRetainAllocationHandle", (void*)cuMemRetainAllocationHandle},
+    {"cuMemGetAllocationPropertiesFromHandle", (void*)cuMemGetAllocationPropertiesFromHandle},
+    {"cuMemExportToShareableHandle", (void*)cuMemExportToShareableHandle},
+    {"cuMemImportFromShareableHandle", (void*)cuMemImportFromShareableHandle},
 };
 
 CUresult cuGetProcAddress_v2(const char* sym, void** pfn, int version, unsigned long long flags,
                              int* status) {
   /* Two ABIs under one name, told apart by the version asked for (cudaTypedefs.h). */
+  if (strcmp(sym, "cuMemcpyBatchAsync") == 0) {  /* 12.8: with failIdx; 13.0: without */
+    *pfn = version < 13000 ? (void*)cuMemcpyBatchAsync : (void*)cuMemcpyBatchAsync_v2;
+    if (status) *status = 0;
+    return OK;
+  }
   if (strcmp(sym, "cuMemAdvise") == 0 || strcmp(sym, "cuMemPrefetchAsync") == 0) {
     const int old = version < 12020;
     *pfn = sym[5] == 'A' ? (old ? (void*)cuMemAdvise : (void*)cuMemAdvise_v2)
