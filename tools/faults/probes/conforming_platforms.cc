@@ -28,12 +28,13 @@ int AttributesAndAtomics() {
   auto caps = Get<Caps>("cuDeviceGetHostAtomicCapabilities");
   if (!attr || !caps) return 1;
   int v[4] = {-1, -1, -1, -1};
-  const int ids[4] = {CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+  const int ids[4] = {CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+                      CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
                       CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
                       CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED};
   for (int i = 0; i < 4; ++i) attr(&v[i], ids[i], 0);
-  printf("platform_attr86=%d platform_attr88=%d platform_attr100=%d platform_attr147=%d\n", v[0], v[1],
-         v[2], v[3]);
+  printf("platform_attr86=%d platform_attr88=%d platform_attr100=%d platform_attr147=%d\n", v[0],
+         v[1], v[2], v[3]);
   CUatomicOperation ops[CU_ATOMIC_OPERATION_MAX];
   unsigned masks[CU_ATOMIC_OPERATION_MAX];
   for (int i = 0; i < CU_ATOMIC_OPERATION_MAX; ++i) {
@@ -42,7 +43,8 @@ int AttributesAndAtomics() {
   }
   const CUresult r = caps(masks, ops, CU_ATOMIC_OPERATION_MAX, 0);
   std::string text;
-  for (int i = 0; i < CU_ATOMIC_OPERATION_MAX; ++i) text += (i ? "," : "") + std::to_string(masks[i]);
+  for (int i = 0; i < CU_ATOMIC_OPERATION_MAX; ++i)
+    text += (i ? "," : "") + std::to_string(masks[i]);
   printf("atomic_caps_rc=%d atomic_caps=%s", r, text.c_str());
   printf(" atomic_caps_zero_count_rc=%d\n", caps(masks, ops, 0, 0));
   return 0;
@@ -51,7 +53,8 @@ int AttributesAndAtomics() {
 // A slot as the probe prints it, the same in every process: "unwritten" (still the 0xa5
 // filler), "byte" (the byte's own address), "start" (the block's start, `origin`), "page" (the
 // byte's page's start), else the number.
-std::string SlotText(const unsigned char* slot, size_t width, CUdeviceptr byte, CUdeviceptr origin) {
+std::string SlotText(const unsigned char* slot, size_t width, CUdeviceptr byte,
+                     CUdeviceptr origin) {
   bool unwritten = true;
   for (size_t i = 0; i < width; ++i) unwritten = unwritten && slot[i] == 0xa5;
   if (unwritten) return "unwritten";
@@ -60,16 +63,18 @@ std::string SlotText(const unsigned char* slot, size_t width, CUdeviceptr byte, 
   if (v && v == byte) return "byte";
   if (v && v == origin) return "start";
   if (v && v == byte / Page() * Page()) return "page";
-  return std::to_string(static_cast<long long>(width == 4 ? static_cast<int>(v) : static_cast<long long>(v)));
+  return std::to_string(
+      static_cast<long long>(width == 4 ? static_cast<int>(v) : static_cast<long long>(v)));
 }
 
 // What the single and the batch query say about one byte of a block starting at `origin` (0:
 // none): "type/host/start/size" for each (single: "rc:value"), the batch's ordinal and device
 // pointer after them.
 std::string Story(Attr attr, Attrs attrs, CUdeviceptr at, CUdeviceptr origin) {
-  const CUpointer_attribute ids[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_HOST_POINTER,
-                                     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  const CUpointer_attribute ids[] = {
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_HOST_POINTER,
+      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,   CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
   const size_t width[] = {4, 8, 8, 8, 4, 8};
   std::string single, batch;
   unsigned char slots[6][8];
@@ -78,7 +83,9 @@ std::string Story(Attr attr, Attrs attrs, CUdeviceptr at, CUdeviceptr origin) {
     unsigned char one[8];
     memset(one, 0xa5, sizeof(one));
     const CUresult r = attr(one, ids[i], at);
-    if (i < 4) single += (i ? "/" : "") + std::to_string(r) + (r ? "" : ":" + SlotText(one, width[i], at, origin));
+    if (i < 4)
+      single +=
+          (i ? "/" : "") + std::to_string(r) + (r ? "" : ":" + SlotText(one, width[i], at, origin));
     memset(slots[i], 0xa5, sizeof(slots[i]));
     data[i] = slots[i];
   }
@@ -98,14 +105,21 @@ int UnknownBytes() {
   auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
   auto r580 = static_cast<int*>(FakeSymbol("fake_r580_deviations"));
   if (!attr || !attrs || !alloc || !free_host || !r580) return 1;
-  char* heap = static_cast<char*>(mmap(nullptr, 2 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  char* none = static_cast<char*>(mmap(nullptr, Page(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* heap = static_cast<char*>(
+      mmap(nullptr, 2 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* none =
+      static_cast<char*>(mmap(nullptr, Page(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   void* pinned = nullptr;
-  if (heap == MAP_FAILED || none == MAP_FAILED || alloc(&pinned, 64 * 1024, 0) != CUDA_SUCCESS) return 1;
+  if (heap == MAP_FAILED || none == MAP_FAILED || alloc(&pinned, 64 * 1024, 0) != CUDA_SUCCESS)
+    return 1;
   *r580 = 1;
-  printf("heap_byte=%s", Story(attr, attrs, reinterpret_cast<CUdeviceptr>(heap + Page() + 100), 0).c_str());
-  printf(" no_access_byte=%s", Story(attr, attrs, reinterpret_cast<CUdeviceptr>(none + 7), 0).c_str());
-  printf(" pinned_byte=%s\n", Story(attr, attrs, reinterpret_cast<CUdeviceptr>(pinned) + 5, reinterpret_cast<CUdeviceptr>(pinned)).c_str());
+  printf("heap_byte=%s",
+         Story(attr, attrs, reinterpret_cast<CUdeviceptr>(heap + Page() + 100), 0).c_str());
+  printf(" no_access_byte=%s",
+         Story(attr, attrs, reinterpret_cast<CUdeviceptr>(none + 7), 0).c_str());
+  printf(" pinned_byte=%s\n", Story(attr, attrs, reinterpret_cast<CUdeviceptr>(pinned) + 5,
+                                    reinterpret_cast<CUdeviceptr>(pinned))
+                                  .c_str());
   *r580 = 0;
   free_host(pinned);
   munmap(heap, 2 * Page());
@@ -121,15 +135,19 @@ std::string RangeOf(Attr attr, Attrs attrs, CUdeviceptr at, CUdeviceptr origin) 
   CUresult r = attr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, at);
   if (r == CUDA_SUCCESS) r = attr(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, at);
   std::string text = std::to_string(r);
-  if (r == CUDA_SUCCESS) text += ":" + std::to_string(static_cast<long long>(start - origin)) + ":" + std::to_string(size);
-  CUpointer_attribute ids[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  if (r == CUDA_SUCCESS)
+    text +=
+        ":" + std::to_string(static_cast<long long>(start - origin)) + ":" + std::to_string(size);
+  CUpointer_attribute ids[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                               CU_POINTER_ATTRIBUTE_RANGE_SIZE};
   CUdeviceptr b_start = 7;
   size_t b_size = 7;
   void* data[] = {&b_start, &b_size};
   r = attrs(2, ids, data, at);
   return text + "|" + std::to_string(r) + ":" +
-         (b_start ? std::to_string(static_cast<long long>(b_start - origin)) : std::string("null")) + ":" +
-         std::to_string(b_size);
+         (b_start ? std::to_string(static_cast<long long>(b_start - origin))
+                  : std::string("null")) +
+         ":" + std::to_string(b_size);
 }
 
 // A registration's range (refused by register_range_attribute_invalid_value) beside an
@@ -142,12 +160,15 @@ int RegistrationRanges() {
   auto alloc = Get<CUresult (*)(void**, size_t, unsigned)>("cuMemHostAlloc");
   auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
   if (!attr || !attrs || !reg || !unreg || !alloc || !free_host) return 1;
-  char* region = static_cast<char*>(mmap(nullptr, 4 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* region = static_cast<char*>(
+      mmap(nullptr, 4 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   void* block = nullptr;
   if (region == MAP_FAILED || alloc(&block, 64 * 1024, 0) != CUDA_SUCCESS) return 1;
   char* r = region + Page();
-  const CUdeviceptr rp = reinterpret_cast<CUdeviceptr>(r), bp = reinterpret_cast<CUdeviceptr>(block);
-  const CUresult registered = reg(r, 2 * Page(), 0);  // refused under the no_host_register variations
+  const CUdeviceptr rp = reinterpret_cast<CUdeviceptr>(r),
+                    bp = reinterpret_cast<CUdeviceptr>(block);
+  const CUresult registered =
+      reg(r, 2 * Page(), 0);  // refused under the no_host_register variations
   printf("platform_register_rc=%d", registered);
   printf(" registration_range_first=%s", RangeOf(attr, attrs, rp, rp).c_str());
   printf(" registration_range_middle=%s", RangeOf(attr, attrs, rp + Page() + 7, rp).c_str());
@@ -175,7 +196,8 @@ int HostFlags() {
   if (alloc(&opener, 64, 0) || alloc(&portable, 64, CU_MEMHOSTALLOC_PORTABLE) ||
       alloc(&wc, 64, CU_MEMHOSTALLOC_WRITECOMBINED))
     return 1;
-  char* region = static_cast<char*>(mmap(nullptr, 2 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* region = static_cast<char*>(
+      mmap(nullptr, 2 * Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (region == MAP_FAILED) return 1;
   const CUresult registered = reg(region, Page(), 0);
   *r580 = 1;
@@ -185,7 +207,8 @@ int HostFlags() {
     return std::to_string(r) + (r ? "" : ":" + std::to_string(f));
   };
   printf("flags_opener=%s flags_portable=%s flags_write_combined=%s flags_registered=%s\n",
-         flags_of(opener).c_str(), flags_of(portable).c_str(), flags_of(wc).c_str(), flags_of(region).c_str());
+         flags_of(opener).c_str(), flags_of(portable).c_str(), flags_of(wc).c_str(),
+         flags_of(region).c_str());
   *r580 = 0;
   if (registered == CUDA_SUCCESS) unreg(region);
   munmap(region, 2 * Page());
@@ -208,19 +231,25 @@ int HostHints() {
   auto free_host = Get<CUresult (*)(void*)>("cuMemFreeHost");
   if (!advise || !advise8 || !prefetch || !alloc || !free_host) return 1;
   void* h = nullptr;
-  char* pageable = static_cast<char*>(mmap(nullptr, Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* pageable = static_cast<char*>(
+      mmap(nullptr, Page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (pageable == MAP_FAILED || alloc(&h, 2 * Page(), 0) != CUDA_SUCCESS) return 1;
-  const CUdeviceptr hp = reinterpret_cast<CUdeviceptr>(h), pp = reinterpret_cast<CUdeviceptr>(pageable);
+  const CUdeviceptr hp = reinterpret_cast<CUdeviceptr>(h),
+                    pp = reinterpret_cast<CUdeviceptr>(pageable);
   const CUmemLocation host = {CU_MEM_LOCATION_TYPE_HOST, 0};
   const CUmemLocation numa = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
   const CUmemLocation current = {CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
   const CUstream s = reinterpret_cast<CUstream>(0x1);
-  printf("hint_preferred_host_rc=%d", advise(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host));
-  printf(" hint_preferred_numa_rc=%d", advise(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, numa));
-  printf(" hint_8000_preferred_cpu_rc=%d", advise8(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, CU_DEVICE_CPU));
+  printf("hint_preferred_host_rc=%d",
+         advise(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host));
+  printf(" hint_preferred_numa_rc=%d",
+         advise(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, numa));
+  printf(" hint_8000_preferred_cpu_rc=%d",
+         advise8(hp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, CU_DEVICE_CPU));
   printf(" hint_accessed_by_numa_rc=%d", advise(hp, Page(), CU_MEM_ADVISE_SET_ACCESSED_BY, numa));
   printf(" hint_read_mostly_host_rc=%d", advise(hp, Page(), CU_MEM_ADVISE_SET_READ_MOSTLY, host));
-  printf(" hint_preferred_host_pageable_rc=%d\n", advise(pp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host));
+  printf(" hint_preferred_host_pageable_rc=%d\n",
+         advise(pp, Page(), CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host));
   printf("hint_prefetch_numa_current_rc=%d", prefetch(hp, Page(), current, 0, s));
   printf(" hint_prefetch_host_bad_flags_rc=%d", prefetch(hp, Page(), host, 1, s));
   printf(" hint_prefetch_host_pageable_rc=%d\n", prefetch(pp, Page(), host, 0, s));
@@ -232,7 +261,10 @@ int HostHints() {
 }  // namespace
 
 int PlatformVariations() {
-  return AttributesAndAtomics() || UnknownBytes() || RegistrationRanges() || HostFlags() || HostHints() ? 1 : 0;
+  return AttributesAndAtomics() || UnknownBytes() || RegistrationRanges() || HostFlags() ||
+                 HostHints()
+             ? 1
+             : 0;
 }
 
 }  // namespace probes
