@@ -27,6 +27,7 @@ namespace pagelock_faults {
   PL_AREA(kDevicePointersArea)     \
   PL_AREA(kPointerAttributesArea)  \
   PL_AREA(kContextsArea)           \
+  PL_AREA(kConformingPlatformsArea) \
   PL_AREA(kCapabilitiesArea)       \
   PL_AREA(kVmmHostArea)            \
   PL_AREA(kBatchCopiesArea)        \
@@ -168,6 +169,11 @@ const char* CatalogueProblem() {
       }
       if (!faults && (*f.shape || *f.batch)) {
         snprintf(problem, sizeof(problem), "%s: a variation has no shape or batch", f.name);
+        return problem;
+      }
+      if (faults && (*f.targets || *f.excluded || *f.env)) {
+        snprintf(problem, sizeof(problem), "%s: a fault has no targets, exclusions or environment",
+                 f.name);
         return problem;
       }
     }

@@ -10,6 +10,10 @@
 //   PL_VARIATION(order, "name", "rules", "family", "kind",
 //                "What the driver does (r580: what it does instead).", InstallName,
 //                "The documentation that allows it."),
+//   PL_SCOPED_VARIATION(order, "name", "rules", "family", "kind", "What the driver does.",
+//                       InstallName, "The documentation that allows it.",
+//                       "targets regex", "Suite.Case*: why the shim cannot make it conform",
+//                       "NAME=value"),
 //
 // shim_client catalogue / conforming print the built tables; tables.py writes catalogue.tsv,
 // split.tsv and conforming.tsv from that listing and tables_test keeps them honest.
@@ -38,12 +42,23 @@ struct Fault {
   const char* description;  // what the buggy (or differently conforming) driver does
   void (*install)();        // sets the hooks (shim.h: HookX(fn))
   const char* doc;          // variations: the documentation that allows it; faults: ""
+  // Variations only, for the mutation tool (conforming.tsv; "" for none and for every fault):
+  const char* targets;      // a regex (Python re.search) of the target labels it may run
+                            //   against; "" : every target it reaches
+  const char* excluded;     // cases its runs do not judge, "Pattern: why; Pattern: why" (a glob
+                            //   over "Suite.Case" or the whole case id): what the shim cannot
+                            //   make conform (a GPU that cannot do what an attribute now says)
+  const char* env;          // the environment of its runs, "NAME=value NAME=value" (e.g. the
+                            //   suite's own switches a platform implies)
 };
 
 #define PL_FAULT(order, name, rule, family, kind, shape, batch, text, install) \
-  { order, name, rule, family, kind, shape, batch, text, install, "" }
+  { order, name, rule, family, kind, shape, batch, text, install, "", "", "", "" }
 #define PL_VARIATION(order, name, rule, family, kind, text, install, doc) \
-  { order, name, rule, family, kind, "", "", text, install, doc }
+  { order, name, rule, family, kind, "", "", text, install, doc, "", "", "" }
+#define PL_SCOPED_VARIATION(order, name, rule, family, kind, text, install, doc, targets, excluded, \
+                            env)                                                                  \
+  { order, name, rule, family, kind, "", "", text, install, doc, targets, excluded, env }
 
 // A batch of faults written together. A blind batch was written without sight of the tests, and
 // no test has been written looking at its faults since: its first score on a GPU measures how

@@ -4,7 +4,7 @@
 //   shim_client catalogue   prints the built fault catalogue as TSV, every field of every row
 //                           (order name rule family kind shape batch blind entries description)
 //   shim_client conforming  prints the conforming variations as TSV (order name rule family kind
-//                           entries description justification)
+//                           entries description justification targets excluded env)
 //   shim_client batches     prints the batches the faults came in as TSV (batch blind how)
 //   shim_client variations  prints key=value lines for the calls the conforming variations change
 //   shim_client probe [AREA...]  prints key=value lines for calls inside and beside the triggers
@@ -196,10 +196,12 @@ int PrintCatalogue(const char* symbol, bool conforming) {
   const pagelock_faults::Fault* f = cat(&n);
   const pagelock_faults::Batch* b = batches(&nb);
   if (conforming) {
-    printf("order\tname\trule\tfamily\tkind\tentries\tdescription\tjustification\n");
+    printf("order\tname\trule\tfamily\tkind\tentries\tdescription\tjustification\ttargets\t"
+           "excluded\tenv\n");
     for (size_t i = 0; i < n; ++i)
-      printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f[i].order, f[i].name, f[i].rule, f[i].family,
-             f[i].kind, entries(f[i].name), f[i].description, f[i].doc);
+      printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f[i].order, f[i].name, f[i].rule,
+             f[i].family, f[i].kind, entries(f[i].name), f[i].description, f[i].doc, f[i].targets,
+             f[i].excluded, f[i].env);
     return 0;
   }
   printf("order\tname\trule\tfamily\tkind\tshape\tbatch\tblind\tentries\tdescription\n");

@@ -7,6 +7,7 @@ Under Bazel the shim, the fake driver and shim_client come from the runfiles; ru
 (python3 tools/faults/shim_test.py) it builds them with g++/gcc into a temporary folder (built.py).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,7 +227,40 @@ VARIATION_CHANGES = {
         "large_pins": "2"},
     "advise_on_pinned_succeeds": {k: "0" for k in (
         "advise_pinned_rc", "advise_v2_registered_rc", "advise_8000_pinned_rc",
-        "prefetch_pinned_rc", "prefetch_registered_to_host_rc", "prefetch_8000_pinned_rc")},
+        "prefetch_pinned_rc", "prefetch_registered_to_host_rc", "prefetch_8000_pinned_rc",
+        "hint_preferred_host_rc", "hint_preferred_numa_rc", "hint_8000_preferred_cpu_rc",
+        "hint_read_mostly_host_rc", "hint_prefetch_numa_current_rc")},
+    # The platform variations (catalogue/conforming_platforms.cc, probes/conforming_platforms.cc).
+    # Attributes as a GH200 answers them; nothing else.
+    "host_link_c2c_ats": {"platform_attr88": "1", "platform_attr100": "1"},
+    # A readable heap byte nobody registered, the same in both calls (the probe's region after its
+    # unregistration too); a page mapped without access and a pinned byte keep the driver's.
+    "heap_byte_known_with_pageable_access": {
+        "platform_attr88": "1",
+        "heap_byte": "0:1/0:byte/0:page/0:4096|0:1/byte/page/4096/-2/0",
+        "registration_range_after_unregister": "0:0:4096|0:0:4096"},
+    # Add, exchange and CAS (operations 0, 8, 9) signed, unsigned, 32 and 64 bits; a count of 0
+    # still refused.
+    "host_atomics_native_basic_only": {
+        "platform_attr86": "1", "platform_attr147": "0",
+        "atomic_caps": "27,0,0,0,0,0,0,0,27,27,0,0,0"},
+    # A registration's range refused (single) and NULL (batch); an allocation's stays.
+    "register_range_attribute_invalid_value": {
+        "registration_range_first": "1|0:null:0", "registration_range_middle": "1|0:null:0"},
+    # Toward the host (HOST, HOST_NUMA, HOST_NUMA_CURRENT, CU_DEVICE_CPU) on page-locked memory;
+    # ACCESSED_BY with a NUMA node (an invalid type for it), READ_MOSTLY (ignores the location),
+    # bad flags, pageable memory and device locations keep r580's INVALID_VALUE.
+    "advise_invalid_device_for_host_location": {k: "101" for k in (
+        "advise_v2_registered_rc", "prefetch_registered_to_host_rc", "prefetch_8000_pinned_rc",
+        "hint_preferred_host_rc", "hint_preferred_numa_rc", "hint_8000_preferred_cpu_rc",
+        "hint_prefetch_numa_current_rc")},
+    # r151 absent: the unknown bytes' HOST_POINTER and range slots NULL (readable or not).
+    "unknown_pointer_all_null": {k: "1/1/1/1|0:0/0/0/0/-2/0" for k in ("heap_byte", "no_access_byte")},
+    # r58, r56-portable and r151 absent: a registration's flags refused, each allocation's own
+    # Portable / WriteCombined bits (0x3, 0x6; the chunk's opener keeps 0x2), NULL slots.
+    "driver_without_r580_deviations": {
+        "flags_registered": "1", "flags_portable": "0:3", "flags_write_combined": "0:6",
+        **{k: "1/1/1/1|0:0/0/0/0/-2/0" for k in ("heap_byte", "no_access_byte")}},
 }
 # Registration refused: what no_host_register and no_host_register_invalid_value change, with
 # the variation's code.
@@ -236,11 +270,12 @@ REGISTER_ABSENT = (
     "next_page_rc", "again_after_unregister_rc", "large_register_rc", "below_limit_register_rc")
 REGISTER_ABSENT_ALSO = {
     "attr99": "0", "unregister_rc": "713", "unregister_first_rc": "713",
-    "registered_range": "unregistered", "large_pins": "3"}
+    "registered_range": "unregistered", "large_pins": "3", "flags_registered": "1",
+    "registration_range_first": "1|0:null:0", "registration_range_middle": "1|0:null:0"}
 VARIATION_CHANGES["no_host_register"] = {
-    **{k: "801" for k in REGISTER_ABSENT}, **REGISTER_ABSENT_ALSO}
+    **{k: "801" for k in REGISTER_ABSENT + ("platform_register_rc",)}, **REGISTER_ABSENT_ALSO}
 VARIATION_CHANGES["no_host_register_invalid_value"] = {
-    **{k: "1" for k in REGISTER_ABSENT}, **REGISTER_ABSENT_ALSO}
+    **{k: "1" for k in REGISTER_ABSENT + ("platform_register_rc",)}, **REGISTER_ABSENT_ALSO}
 
 
 class ConformingVariationTest(unittest.TestCase):
@@ -286,6 +321,23 @@ class ConformingVariationTest(unittest.TestCase):
         self.assertEqual(self.clean["advise_pinned_rc"], "1")
         self.assertEqual(self.clean["prefetch_8000_pinned_rc"], "1")
 
+    def test_the_clean_run_answers_the_platform_calls_as_the_h200_with_r580(self):
+        # The fake driver's attributes are 1000 + the attribute; every host atomic mask is 0.
+        self.assertEqual(self.clean["platform_attr100"], "1100")
+        self.assertEqual(self.clean["atomic_caps"], ",".join(["0"] * 13))
+        self.assertEqual(self.clean["atomic_caps_zero_count_rc"], "1")
+        # r151: an unknown byte's HOST_POINTER is its address, the range slots unwritten.
+        self.assertEqual(self.clean["heap_byte"], "1/1/1/1|0:0/byte/unwritten/unwritten/-2/0")
+        self.assertEqual(self.clean["pinned_byte"],
+                         "0:1/0:byte/0:start/0:65536|0:1/byte/start/65536/0/byte")
+        self.assertEqual(self.clean["registration_range_first"], "0:0:8192|0:0:8192")
+        # r58 and r56-portable: a registration's flags succeed, every allocation reports the
+        # chunk opener's bits.
+        self.assertEqual([self.clean[k] for k in ("flags_opener", "flags_portable",
+                                                  "flags_write_combined", "flags_registered")],
+                         ["0:2"] * 4)
+        self.assertEqual(self.clean["hint_preferred_host_rc"], "1")
+
     def test_the_census_wraps_the_entries_the_variations_added_and_changes_nothing(self):
         log = os.path.join(self.tmp, "census.log")
         p, got = run(mode="variations", fault="census", log=log)
@@ -295,7 +347,8 @@ class ConformingVariationTest(unittest.TestCase):
             lines = [l.rstrip("\n").split("\t") for l in f]
         fired = {l[3] for l in lines if l[1] == "fired"}
         for entry in ("cuMemPoolTrimTo", "cuMemAdvise", "cuMemPrefetchAsync",
-                      "cuMemGetAddressRange", "cuPointerGetAttributes", "cuMemAllocHost"):
+                      "cuMemGetAddressRange", "cuPointerGetAttributes", "cuMemAllocHost",
+                      "cuDeviceGetHostAtomicCapabilities", "cuMemHostGetFlags"):
             self.assertIn(entry, fired)
         # Both ABIs of a name are wrapped, each by the version asked for.
         how = {(l[2], l[3]): l[7] for l in lines if l[1] == "gpa"}
@@ -621,8 +674,16 @@ class ConformingCatalogueTest(unittest.TestCase):
         names = [r[0] for r in rows]
         self.assertEqual(len(names), len(set(names)))
         self.assertEqual(set(names), set(VARIATION_CHANGES), "a variation without a shim test")
-        for name, rule, family, kind, entries, text, why in rows:
+        for name, rule, family, kind, entries, text, why, targets, excluded, env in rows:
             self.assertNotIn(name, faults, f"{name} is also a fault")
+            if targets:
+                re.compile(targets)
+            for entry in filter(None, (e.strip() for e in excluded.split(";"))):
+                pattern, _, reason = entry.partition(": ")
+                self.assertRegex(pattern, r"^[\w*?/.\[\]-]+$", f"{name}: excluded '{entry}'")
+                self.assertTrue(reason, f"{name}: excluded {pattern} without a reason")
+            for setting in env.split():
+                self.assertRegex(setting, r"^PAGELOCK_[A-Z0-9_]+=\S*$", name)
             self.assertTrue(entries.startswith("cu"), f"{name}: hooks no entry")
             for r in rule.split(","):
                 self.assertIn(r, rules, f"{name}: rule {r} is not in suites/rules.tsv")

@@ -4,7 +4,7 @@
 
   catalogue.tsv   name rule family kind entries description            (the faults)
   split.tsv       name kind shape half batch blind                     (the fixed split)
-  conforming.tsv  name rule family kind entries description justification
+  conforming.tsv  name rule family kind entries description justification targets excluded env
   batches.tsv     batch faults blind how                               (the batches)
 
 The mutation tool reads them from the bundle. split.tsv gives each fault its half: "tuning" when
@@ -38,13 +38,13 @@ HALVES = ("tuning", "heldout")
 FAULT_LISTING = ("order", "name", "rule", "family", "kind", "shape", "batch", "blind", "entries",
                  "description")
 VARIATION_LISTING = ("order", "name", "rule", "family", "kind", "entries", "description",
-                     "justification")
+                     "justification", "targets", "excluded", "env")
 BATCH_LISTING = ("batch", "blind", "how")
 FILES = {
     "catalogue.tsv": ("name", "rule", "family", "kind", "entries", "description"),
     "split.tsv": ("name", "kind", "shape", "half", "batch", "blind"),
     "conforming.tsv": ("name", "rule", "family", "kind", "entries", "description",
-                       "justification"),
+                       "justification", "targets", "excluded", "env"),
     "batches.tsv": ("batch", "faults", "blind", "how"),
 }
 

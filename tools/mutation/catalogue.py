@@ -2,8 +2,10 @@
 the fault catalogues (catalogue.tsv: faults; conforming.tsv: conforming variations), the
 survivor notes and the fault shim."""
 
+import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -150,13 +152,19 @@ def catalogue_file(bundle, name):
 
 def read_catalogue(path):
     """Rows of one catalogue file, each marked with the catalogue it belongs to: a file with a
-    'justification' column holds conforming variations (conforming.tsv), any other faults."""
+    'justification' column holds conforming variations (conforming.tsv), any other faults. A
+    variation's scope (targets, excluded, env) is checked here: a malformed one is bad usage."""
     rows = read_tsv(path)
     for r in rows:
         for key in ("name", "rule", "family", "kind", "description"):
             if key not in r:
                 raise UsageError(f"{path}: no column '{key}'")
         r["catalogue"] = "conforming" if "justification" in r else "faults"
+        if r["catalogue"] == "conforming":
+            try:
+                target_scope(r), excluded_cases(r), run_env(r)
+            except ValueError as e:
+                raise UsageError(f"{path}: {r['name']}: {e}") from None
     return rows
 
 
@@ -207,6 +215,61 @@ def other_catalogue_hint(bundle, chosen, unknown):
 
 def is_variation(row):
     return row.get("catalogue") == "conforming"
+
+
+# A variation's scope (conforming.tsv's targets, excluded and env columns; older files lack them,
+# which reads as no scope). The shim changes answers, not hardware: where a variation's answer
+# would make a case act on it against the real device (a kernel reading malloc memory because
+# attribute 88 now says it can), that case is excluded, not judged; where it would send a whole
+# suite's work over a link that cannot carry it, the variation names the targets it may run.
+
+def target_scope(row):
+    """The compiled regex of the target labels a variation may run against, or None (every
+    target it reaches). ValueError for a bad regex."""
+    text = (row.get("targets") or "").strip()
+    if not text:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise ValueError(f"targets '{text}': {e}") from None
+
+
+def excluded_cases(row):
+    """[(pattern, why)] of a variation's excluded column: 'Pattern: why; Pattern: why', each
+    pattern a glob over 'Suite.Case' (any target, any instantiation prefix) or over the whole case
+    id. ValueError for an entry without a reason."""
+    out = []
+    for entry in (row.get("excluded") or "").split(";"):
+        if not entry.strip():
+            continue
+        pattern, sep, why = entry.strip().partition(": ")
+        if not sep or not pattern.strip() or not why.strip() or " " in pattern.strip():
+            raise ValueError(f"excluded '{entry.strip()}': not 'Suite.Case: why'")
+        out.append((pattern.strip(), why.strip()))
+    return out
+
+
+def excluded_by(case_id, patterns):
+    """The (pattern, why) of `patterns` that excludes a case id ('suites/a:a_test/Suite.Case',
+    'suites/a:a_test/Kind/Suite.Case/Param'), or None."""
+    for pattern, why in patterns:
+        if fnmatch.fnmatchcase(case_id, pattern) or fnmatch.fnmatchcase(case_id, "*/" + pattern) \
+                or fnmatch.fnmatchcase(case_id, "*/" + pattern + "/*"):
+            return pattern, why
+    return None
+
+
+def run_env(row):
+    """{name: value} a variation's runs get on top of the tool's environment (its env column,
+    'NAME=value NAME=value'). ValueError for a setting that is not NAME=value."""
+    env = {}
+    for setting in (row.get("env") or "").split():
+        name, sep, value = setting.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"env '{setting}': not NAME=value")
+        env[name] = value
+    return env
 
 
 def rules_of(row):

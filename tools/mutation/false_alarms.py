@@ -3,6 +3,7 @@ r580 does not show, conforming.tsv) that fails a case is a defect of the suite, 
 the score: its verdict (FALSE_ALARM, CONFORMS, NOT_EXERCISED, ERROR, NOT_RUN), its entry in
 mutation.json and the false_alarms section."""
 
+from tools.mutation.catalogue import excluded_by, excluded_cases, run_env, target_scope
 from tools.mutation.scoring import FAILING, GOOD, stopped_by_budget
 
 
@@ -12,22 +13,36 @@ def classify_variation(variation, runs, unstable):
     run where the variation really changed an answer (a defect of the suite, not of the driver);
     CONFORMS when it changed answers and nothing failed; NOT_EXERCISED when it never changed an
     answer (it proves nothing; failures without a change are listed as unexplained); ERROR when
-    the shim did not load it; NOT_RUN when the budget stopped it first. runs as for classify()."""
+    the shim did not load it; NOT_RUN when the budget stopped it first. runs as for classify().
+    The cases the variation excludes (its excluded column: what the shim cannot make conform on
+    this device) are listed under excluded_cases, never judged. A variation whose runs get an
+    environment of their own (its env column) changed every run it made: the environment counts
+    as a changed answer."""
     name = variation["name"]
-    alarms, unexplained, not_supported, too_slow = [], [], [], []
+    alarms, unexplained, not_supported, too_slow, excluded = [], [], [], [], []
+    patterns = excluded_cases(variation)
+    env = run_env(variation)
     changed, fired, errors = set(), set(), []
     inits_ok = cut = False
     for meta, statuses, (inits, fired_here, errs), control in runs:
-        inits_ok = inits_ok or any(i == f"fault={name}" for i in inits)
+        loaded = any(i == f"fault={name}" for i in inits)
+        inits_ok = inits_ok or loaded
         fired.update(fired_here)
         errors += errs
         cut = cut or meta.get("cut_by_budget", False)
-        here = meta.get("changed") or []
+        here = list(meta.get("changed") or [])
+        if env and loaded:
+            here.append("its runs' environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
         changed.update(here)
         for case, (before, _, _) in control.items():
             if case in unstable or (meta.get("cut_by_budget") and case not in statuses):
                 continue
             after, reason, message = statuses.get(case, ("MISSING", "", ""))
+            why_not = excluded_by(case, patterns)
+            if why_not:
+                excluded.append({"case": case, "target": meta.get("target", ""), "control": before,
+                                 "status": after, "excluded_by": why_not[0], "why": why_not[1]})
+                continue
             if stopped_by_budget(meta, after):
                 continue
             if meta["timed_out"] and case not in statuses:
@@ -51,7 +66,7 @@ def classify_variation(variation, runs, unstable):
               "justification": variation.get("justification", ""), "reached": sorted(fired),
               "changed": sorted(changed), "false_alarms": alarms,
               "failed_without_change": unexplained, "not_supported_cases": not_supported,
-              "past_the_time_limit": too_slow, "runs": [r[0] for r in runs]}
+              "past_the_time_limit": too_slow, "excluded_cases": excluded, "runs": [r[0] for r in runs]}
     if not inits_ok:
         result["verdict"] = "ERROR"
         result["note"] = ("the shim never loaded this variation (" +
@@ -74,6 +89,8 @@ def classify_variation(variation, runs, unstable):
         result["verdict"] = "CONFORMS"
         if not_supported:
             result["note"] = f"{len(not_supported)} case(s) turned NotSupported"
+    if excluded:
+        result["note"] = "; ".join(filter(None, [result.get("note"), f"{len(excluded)} excluded case(s) not judged"]))
     return result
 
 
@@ -82,16 +99,21 @@ def variation_result(f, plan, runs, sched):
     name = f["name"]
     labels = [l for l, _, _ in plan]
     base = {k: f.get(k, "") for k in ("name", "rule", "family", "kind", "description", "justification")}
+    scope = target_scope(f)
+    base.update(target_scope=scope.pattern if scope else "", environment=run_env(f),
+                excluded=[{"pattern": p, "why": w} for p, w in excluded_cases(f)])
     empty = dict(base, changed=[], false_alarms=[], failed_without_change=[],
-                 not_supported_cases=[], past_the_time_limit=[], reached=[])
+                 not_supported_cases=[], past_the_time_limit=[], excluded_cases=[], reached=[])
     if not labels:
         r = dict(empty, verdict="NOT_EXERCISED",
                  note="no binary it selects calls an entry point it changes ("
-                      + (f.get("entries") or "none") + "); --select all tries every binary")
+                      + (f.get("entries") or "none") + "); "
+                      + (f"it runs only targets matching {scope.pattern}" if scope
+                         else "--select all tries every binary"))
     elif not runs:
         r = dict(empty, verdict="NOT_RUN", note="the time budget ran out")
     else:
-        r = classify_variation(f, runs, sched.unstable)
+        r = dict(base, **classify_variation(f, runs, sched.unstable))
         missing = [l for l in labels if (name, l) in sched.skipped]
         if missing and r["verdict"] in ("CONFORMS", "NOT_EXERCISED"):
             r["verdict"] = "NOT_RUN"

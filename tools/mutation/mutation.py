@@ -11,7 +11,12 @@ them; conforming runs the conforming variations (conforming.tsv: driver behaviou
 documentation allows but r580 does not show) and reports false alarms; both runs both in one
 pass (one control). A variation runs only the binaries it reaches that name one of its rules or
 sit in its family folder (phase 1; bandwidth targets never), all of them, never stopping early;
---select all runs it against every binary it reaches, bandwidth targets included.
+--select all runs it against every binary it reaches, bandwidth targets included. A variation's
+row may scope it (conforming.tsv, tools/faults/README.md): targets (a regex: the only targets it
+may run, whatever --select says), excluded ('Suite.Case: why; ...': cases its runs do not judge,
+the ones the shim cannot make conform on the real device, listed under excluded_cases) and env
+('NAME=value ...': its runs' environment, e.g. PAGELOCK_DEVIATIONS=none; such a run counts as
+changed).
 
 Every run is one test binary under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), --jobs at
 a time:

@@ -561,6 +561,98 @@ class VariationVerdictTest(unittest.TestCase):
         self.assertEqual(len(every), 4)
 
 
+class VariationScopeTest(unittest.TestCase):
+    """A variation's scope (conforming.tsv's targets, excluded and env columns): the shim changes
+    answers, not hardware, so a variation may name the cases it cannot make conform on the real
+    device, the targets it may run and its runs' environment."""
+
+    def test_a_variation_that_names_its_targets_reaches_no_other_even_with_select_all(self):
+        v = dict(VARIATION, rule="R51,R76", family="model", entries="cuMemcpyHtoD",
+                 targets="^//suites/(devptr|model):")
+        for select in ("rules", "all"):
+            plan = selection.select_for_fault(v, SelectionTest.USABLE, SelectionTest.CENSUS,
+                                             SelectionTest.RULES, SelectionTest.DUR, [], select=select)
+            self.assertEqual(sorted(l for l, _, _ in plan), ["//suites/devptr:c_test", "//suites/model:d_test"])
+        # A fault's row has no such column: the scope is a variation's alone.
+        f = dict(FAULT, entries="cuMemcpyHtoD", targets="^//nothing:")
+        self.assertEqual(len(selection.select_for_fault(f, SelectionTest.USABLE, SelectionTest.CENSUS,
+                                                        SelectionTest.RULES, SelectionTest.DUR, [],
+                                                        select="all")), 4)
+
+    def test_an_excluded_case_is_listed_and_never_judged(self):
+        v = dict(VARIATION, excluded="KernelTest.ReadsMallocMemory: the GPU cannot; "
+                                     "Gate*.Ats*: attribute 86 stays 0")
+        statuses = {"suites/p:p_test/KernelTest.ReadsMallocMemory": ("FAIL", "", "illegal address"),
+                    "suites/h:h_test/Kinds/GateTest.AtsRegisters/Heap": ("FAIL", "", "86 is 0"),
+                    "suites/p:p_test/KernelTest.ReadsMallocMemoryToo": ("FAIL", "", "a real one")}
+        control = {k: ("PASS", "", "") for k in statuses}
+        r = false_alarms.classify_variation(v, [(CHANGED, statuses, V_LOADED, control)], set())
+        self.assertEqual(r["verdict"], "FALSE_ALARM")
+        self.assertEqual([c["case"] for c in r["false_alarms"]], ["suites/p:p_test/KernelTest.ReadsMallocMemoryToo"])
+        self.assertEqual([(c["case"], c["excluded_by"], c["status"]) for c in r["excluded_cases"]],
+                         [("suites/p:p_test/KernelTest.ReadsMallocMemory", "KernelTest.ReadsMallocMemory", "FAIL"),
+                          ("suites/h:h_test/Kinds/GateTest.AtsRegisters/Heap", "Gate*.Ats*", "FAIL")])
+        del statuses["suites/p:p_test/KernelTest.ReadsMallocMemoryToo"]
+        r = false_alarms.classify_variation(v, [(CHANGED, statuses, V_LOADED, {k: control[k] for k in statuses})], set())
+        self.assertEqual(r["verdict"], "CONFORMS")
+        self.assertIn("2 excluded case(s) not judged", r["note"])
+
+    def test_a_variation_with_an_environment_changed_every_run_it_made(self):
+        v = dict(VARIATION, env="PAGELOCK_DEVIATIONS=none")
+        r = false_alarms.classify_variation(v, [(META, st(a="FAIL"), V_LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "FALSE_ALARM")  # a strict check failed: not "unexplained"
+        self.assertIn("its runs' environment: PAGELOCK_DEVIATIONS=none", r["changed"])
+        r = false_alarms.classify_variation(v, [(META, st(a="PASS"), V_LOADED, st(a="PASS"))], set())
+        self.assertEqual(r["verdict"], "CONFORMS")
+
+    def test_the_environment_reaches_the_run_on_top_of_the_tools(self):
+        from tools.mutation import runs
+        env = runs.shim_env("/shim", "/out", "v", {"PAGELOCK_DEVIATIONS": "none"})
+        self.assertEqual((env["PAGELOCK_DEVIATIONS"], env["PAGELOCK_FAULT"]), ("none", "v"))
+        self.assertNotIn("PAGELOCK_DEVIATIONS", runs.shim_env("/shim", "/out", "f"))
+
+    def test_the_schedule_hands_a_variation_its_environment(self):
+        from types import SimpleNamespace
+        from tools.mutation import schedule
+        asked = []
+        fake_runs = SimpleNamespace(deadline=float("inf"), job=lambda *a: asked.append(a) or (
+            dict(META, target=a[2]["label"]), {}, V_LOADED))
+        controls = SimpleNamespace(control={}, unstable=set(), dur={"//a:t": 1.0})
+        by_fault = {"v": dict(VARIATION, env="PAGELOCK_DEVIATIONS=none"), "w": dict(VARIATION, name="w")}
+        sched = schedule.Schedule(fake_runs, by_fault, {"//a:t": {"label": "//a:t"}}, controls, 45)
+        sched.run([("v", "//a:t", 1), ("w", "//a:t", 1)], 1)
+        self.assertEqual(sorted((a[0], a[5]) for a in asked), [("v", {"PAGELOCK_DEVIATIONS": "none"}), ("w", {})])
+
+    def test_a_malformed_scope_is_bad_usage_naming_the_variation(self):
+        d = tempfile.mkdtemp()
+        try:
+            head = "name\trule\tfamily\tkind\tentries\tdescription\tjustification\ttargets\texcluded\tenv\n"
+            for cells, what in ((("(", "", ""), "targets '('"), (("", "Suite.Case", ""), "excluded 'Suite.Case'"),
+                                (("", "", "NOVALUE"), "env 'NOVALUE'")):
+                path = os.path.join(d, "c.tsv")
+                with open(path, "w") as f:
+                    f.write(head + "\t".join(["x", "R44", "f", "code", "cuInit", "d.", "q", *cells]) + "\n")
+                with self.assertRaises(catalogue.UsageError) as e:
+                    catalogue.read_catalogue(path)
+                self.assertIn("x: " + what, str(e.exception))
+        finally:
+            shutil.rmtree(d)
+
+    def test_the_committed_platform_variations_parse_and_scope_as_documented(self):
+        rows = {r["name"]: r for r in catalogue.read_catalogue(os.path.join(ROOT, "tools/faults/conforming.tsv"))}
+        self.assertEqual(catalogue.target_scope(rows["host_atomics_native_basic_only"]).pattern,
+                         "^//suites/platform:capability_consistency_test$")
+        r107 = "suites/platform:capability_consistency_test/CapabilityConsistencyTest." \
+               "PageableMemoryAccessAgreesWithAKernelReadingMallocMemory"
+        self.assertTrue(catalogue.excluded_by(r107, catalogue.excluded_cases(rows["host_link_c2c_ats"])))
+        self.assertTrue(catalogue.target_scope(rows["heap_byte_known_with_pageable_access"]).search(
+            "//suites/interior:pointer_queries_test"))
+        self.assertEqual(catalogue.run_env(rows["driver_without_r580_deviations"]), {"PAGELOCK_DEVIATIONS": "none"})
+        # An older conforming.tsv without the columns reads as no scope.
+        self.assertEqual((catalogue.target_scope({}), catalogue.excluded_cases({}), catalogue.run_env({})),
+                         (None, [], {}))
+
+
 class CatalogueChoiceTest(unittest.TestCase):
     def test_named_catalogues_come_from_the_bundle_or_the_tool(self):
         d = tempfile.mkdtemp()
@@ -641,6 +733,31 @@ class FalseAlarmEndToEndTest(unittest.TestCase):
             html_text = f.read()
         self.assertIn("False alarms: conforming variations", html_text)
         self.assertIn("No injected faults were run", html_text)
+
+    def test_a_variations_excluded_case_and_targets_scope_the_run(self):
+        rows = catalogue.read_tsv(os.path.join(ROOT, "tools/faults/conforming.tsv"))
+        row = next(r for r in rows if r["name"] == "iomemory_on_ram_not_permitted")
+        path = os.path.join(self.tmp, "scoped.tsv")
+        with open(path, "w") as f:
+            f.write("\t".join(row) + "\n")
+            # The false alarm of the test above, excluded with its reason; then the same variation
+            # scoped to a target it does not reach.
+            f.write("\t".join(dict(row, excluded="FakeSuite.IoMemoryPinsTheR580Code: pins r580's code").values()) + "\n")
+        rc, text, doc = self.run_tool(os.path.join(self.tmp, "scoped"), path, ["iomemory_on_ram_not_permitted"])
+        self.assertEqual(rc, 0, text)
+        v = doc["variations"][0]
+        self.assertEqual(v["verdict"], "CONFORMS")
+        self.assertEqual([(c["case"], c["status"], c["why"]) for c in v["excluded_cases"]],
+                         [("fake:fake_conforming/FakeSuite.IoMemoryPinsTheR580Code", "FAIL", "pins r580's code")])
+        self.assertEqual(v["excluded"], [{"pattern": "FakeSuite.IoMemoryPinsTheR580Code", "why": "pins r580's code"}])
+        with open(path, "w") as f:
+            f.write("\t".join(row) + "\n" + "\t".join(dict(row, targets="^//fake:fake_suite$").values()) + "\n")
+        rc, text, doc = self.run_tool(os.path.join(self.tmp, "targeted"), path, ["iomemory_on_ram_not_permitted"])
+        v = doc["variations"][0]
+        # fake_suite never registers memory: outside its scope, the variation reaches nothing.
+        self.assertEqual((rc, v["verdict"], v["targets_run"], v["target_scope"]),
+                         (0, "NOT_EXERCISED", [], "^//fake:fake_suite$"), text)
+        self.assertIn("it runs only targets matching ^//fake:fake_suite$", v["note"])
 
     def test_both_catalogues_in_one_run_keep_the_score_and_the_false_alarms_apart(self):
         rc, text, doc = self.run_tool(os.path.join(self.tmp, "both"), "both",

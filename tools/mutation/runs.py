@@ -16,12 +16,12 @@ from reports import testlogs as reader
 from tools.mutation import stopping
 
 
-def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, runner=None):
+def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, runner=None, extra_env=None):
     """One runner invocation under the shim. Returns a dict with rc, seconds, timed_out and
     cut_by_budget (stopped at hard_stop, a time.monotonic() value, rather than by its own
-    limit: that says nothing about the fault)."""
+    limit: that says nothing about the fault). extra_env: a variation's own environment."""
     os.makedirs(out_dir, exist_ok=True)
-    env = shim_env(shim, out_dir, fault)
+    env = shim_env(shim, out_dir, fault, extra_env)
     cmd = [sys.executable, runner or os.path.join(bundle, "tools", "runner", "runner.py"),
            "--bundle", bundle, "--out", os.path.join(out_dir, "testlogs"), f"--tags={tags}",
            "--max-restarts", "1"]
@@ -51,9 +51,11 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
             "timed_out": timed_out and not cut, "cut_by_budget": timed_out and cut}
 
 
-def shim_env(shim, out_dir, fault):
-    """The environment of a run under the shim (libcuda.so.1 first in LD_LIBRARY_PATH)."""
+def shim_env(shim, out_dir, fault, extra_env=None):
+    """The environment of a run under the shim (libcuda.so.1 first in LD_LIBRARY_PATH), with a
+    conforming variation's own settings (conforming.tsv's env column) on top."""
     env = dict(os.environ)
+    env.update(extra_env or {})
     env["LD_LIBRARY_PATH"] = shim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["PAGELOCK_FAULT_LOG"] = os.path.join(out_dir, "fault.log")
     env["PAGELOCK_FAULT_LOG_REQUESTS"] = "0"  # init, fired and error lines are enough here
@@ -172,13 +174,14 @@ class Runs:
         self.bundle, self.shim, self.runs_dir = bundle, shim, runs_dir
         self.deadline, self.hard_stop = deadline, hard_stop
 
-    def job(self, run_name, fault, target, cap, rules=None):
-        """(meta, statuses, fault log) of target run under fault with time limit cap."""
+    def job(self, run_name, fault, target, cap, rules=None, extra_env=None):
+        """(meta, statuses, fault log) of target run under fault with time limit cap (and a
+        variation's environment, extra_env)."""
         d = os.path.join(self.runs_dir, run_name, safe(target["label"]))
         make_view(self.bundle, target, cap, os.path.join(d, "view"))
         # The runner restarts a binary after a crash or a timeout at most once here.
         meta = run_bundle(os.path.join(d, "view"), self.shim, d, fault, "", cap * 2 + 15, self.hard_stop,
-                          runner=os.path.join(self.bundle, "tools", "runner", "runner.py"))
+                          runner=os.path.join(self.bundle, "tools", "runner", "runner.py"), extra_env=extra_env)
         meta.update(name=run_name, target=target["label"], cap_s=cap, changed=read_changed(d))
         return meta, read_statuses(d, rules), read_fault_log(d)
 

@@ -6,7 +6,7 @@ import concurrent.futures
 import time
 
 from tools.mutation import scoring
-from tools.mutation.catalogue import is_variation
+from tools.mutation.catalogue import is_variation, run_env
 
 
 class Schedule:
@@ -106,4 +106,5 @@ class Schedule:
                 finish(item)
                 continue
             running[ex.submit(self.runs.job, item[0], item[0], self.by_label[item[1]],
-                              self.cap_for(item[1], item[0]))] = item
+                              self.cap_for(item[1], item[0]), None,
+                              run_env(self.by_fault[item[0]]))] = item

@@ -4,7 +4,7 @@ second), 3. every other binary it reaches (the sweep)."""
 
 import re
 
-from tools.mutation.catalogue import is_variation, rules_of
+from tools.mutation.catalogue import is_variation, rules_of, target_scope
 
 
 def pick_sentinels(usable, census, dur, entries, count):
@@ -42,9 +42,13 @@ def select_for_fault(fault, usable, census, target_rules, dur, sentinels, select
     sentinels; phase 3 'sweep': every other reached target, run only while the fault is not
     caught and the budget lasts. select='all' puts every reached target in phase 1.
     A conforming variation runs phase 1 only (the binaries that test its rules or family: the
-    quick check); select='all' runs it against every reached target."""
+    quick check); select='all' runs it against every reached target. A variation that names its
+    targets (conforming.tsv's targets, a regex) reaches no other, whatever select says."""
     entries = set(fault.get("entries", "").split())
     reached = [l for l in usable if not entries or census.get(l, set()) & entries]
+    scope = target_scope(fault) if is_variation(fault) else None
+    if scope:
+        reached = [l for l in reached if scope.search(l)]
     cheap = lambda labels: sorted(labels, key=lambda l: (dur.get(l, 10.0), l))  # noqa: E731
     if select == "all":
         return [(l, 1, "reached") for l in cheap(reached)]

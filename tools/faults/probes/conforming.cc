@@ -321,7 +321,7 @@ int Variations() {
   printf("set_flags_beside_context_rc=%d", set_flags(0, 0));
   set_current(nullptr);
   printf(" set_flags_alone_rc=%d\n", set_flags(0, 0));
-  return Ranges() || Pins() || PoolAndHints() ? 1 : 0;
+  return Ranges() || Pins() || PoolAndHints() || PlatformVariations() ? 1 : 0;
 }
 
 }  // namespace probes

@@ -82,8 +82,10 @@ constexpr ProbeArea Probes(const char* name, const Probe (&probes)[N]) {
   return {name, probes, N};
 }
 
-// The conforming variations' answers, one process (shim_client variations).
+// The conforming variations' answers, one process (shim_client variations): those of
+// probes/conforming.cc, then PlatformVariations() (probes/conforming_platforms.cc).
 int Variations();
+int PlatformVariations();
 
 }  // namespace probes
 

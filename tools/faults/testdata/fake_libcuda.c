@@ -22,11 +22,28 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
   *v = fake_no_native_atomics && (attr == 86 || attr == 147) ? 0 : 1000 + attr;
   return OK;
 }
+/* As the H200 (a PCIe link without native host atomics): every operation's mask is 0. */
+CUresult cuDeviceGetHostAtomicCapabilities(unsigned* caps, const int* ops, unsigned n, int dev) {
+  if (!caps || !ops || !n) return 1;  /* INVALID_VALUE */
+  for (unsigned i = 0; i < n; ++i) {
+    if (ops[i] < 0 || ops[i] > 12) return 1;  /* past CU_ATOMIC_OPERATION_FLOAT_MAX: INVALID_VALUE */
+    caps[i] = 0;
+  }
+  return OK;
+}
+/* Set by a client: answer as r580 does where it deviates from the documentation
+   (docs/platforms/driver-r580.md): cuMemHostGetFlags of registered memory succeeds with 0x2 (r58)
+   and of an allocation gives the Portable and WriteCombined bits of the oldest live allocation,
+   the one that opened the chunk (r56-portable); cuPointerGetAttributes of an unknown byte gives
+   the byte's own address as HOST_POINTER and leaves the range slots unwritten (r151). */
+int fake_r580_deviations = 0;
 /* Pinned blocks and registrations, so that pointer attributes, unregister and the overlap
    check answer the way r580 does for the conforming variations' tests. */
 #define INVALID 1
 typedef struct { uintptr_t start, end; } Span;
 static Span g_alloc[64], g_reg[64], g_dev[64];
+static unsigned g_alloc_flags[64];              /* the flags each allocation was made with */
+static unsigned long g_alloc_seq[64], g_seq;  /* and when, oldest first */
 size_t fake_last_alloc_size = 0;
 /* Successful pins (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister): a refused call adds none. */
 int fake_pins = 0;
@@ -34,8 +51,9 @@ static Span* find(Span* t, uintptr_t a) {
   for (int i = 0; i < 64; ++i) if (t[i].start != t[i].end && a >= t[i].start && a < t[i].end) return &t[i];
   return 0;
 }
-static void add(Span* t, uintptr_t s, uintptr_t e) {
-  for (int i = 0; i < 64; ++i) if (t[i].start == t[i].end) { t[i].start = s; t[i].end = e; return; }
+static int add(Span* t, uintptr_t s, uintptr_t e) {
+  for (int i = 0; i < 64; ++i) if (t[i].start == t[i].end) { t[i].start = s; t[i].end = e; return i; }
+  return -1;
 }
 CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
   if (flags & ~7u) return INVALID;
@@ -43,7 +61,8 @@ CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
   if (n == 0) { *p = 0; return OK; }  /* r580 on 13.x: success and a null pointer */
   *p = malloc(n);
   if (!*p) return 2;
-  add(g_alloc, (uintptr_t)*p, (uintptr_t)*p + n);
+  int slot = add(g_alloc, (uintptr_t)*p, (uintptr_t)*p + n);
+  if (slot >= 0) { g_alloc_flags[slot] = flags; g_alloc_seq[slot] = ++g_seq; }
   ++fake_pins;
   return OK;
 }
@@ -135,6 +154,8 @@ CUresult cuPointerGetAttributes(unsigned n, int* attrs, void** data, CUdeviceptr
        asked for gets its default (type 0, null pointers, ordinal -2). */
     for (unsigned i = 0; i < n; ++i) {
       if (!data[i]) continue;
+      if (fake_r580_deviations && (attrs[i] == 11 || attrs[i] == 12)) continue;  /* unwritten */
+      if (fake_r580_deviations && attrs[i] == 4) { *(CUdeviceptr*)data[i] = ptr; continue; }
       if (attrs[i] == 2 || attrs[i] == 8) *(unsigned*)data[i] = 0;
       else if (attrs[i] == 9) *(int*)data[i] = -2;
       else if (attrs[i] == 3 || attrs[i] == 4 || attrs[i] == 11 || attrs[i] == 12) *(CUdeviceptr*)data[i] = 0;
@@ -187,8 +208,15 @@ CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, Location l, unsigned fla
   return flags ? INVALID : hint(p, n);
 }
 CUresult cuMemHostGetFlags(unsigned* f, void* p) {
+  if (fake_r580_deviations && find(g_reg, (uintptr_t)p)) { *f = 2; return OK; }  /* r58 */
   if (!find(g_alloc, (uintptr_t)p)) return INVALID;
   *f = 2;  /* DeviceMap, implicit as on r580 */
+  if (fake_r580_deviations) {  /* r56-portable: the bits of the chunk's opener */
+    int oldest = -1;
+    for (int i = 0; i < 64; ++i)
+      if (g_alloc[i].start != g_alloc[i].end && (oldest < 0 || g_alloc_seq[i] < g_alloc_seq[oldest])) oldest = i;
+    *f |= g_alloc_flags[oldest] & 5u;  /* PORTABLE | WRITECOMBINED */
+  }
   return OK;
 }
 /* Stream 0x700 holds a faulted kernel: its wait reports ILLEGAL_ADDRESS. */
@@ -667,6 +695,7 @@ static const Entry kTable[] = {
     {"cuDriverGetVersion", (void*)cuDriverGetVersion},
     {"cuDeviceGetCount", (void*)cuDeviceGetCount},
     {"cuDeviceGetAttribute", (void*)cuDeviceGetAttribute},
+    {"cuDeviceGetHostAtomicCapabilities", (void*)cuDeviceGetHostAtomicCapabilities},
     {"cuMemHostAlloc", (void*)cuMemHostAlloc},
     {"cuMemFreeHost", (void*)cuMemFreeHost},
     {"cuMemcpyHtoD", (void*)cuMemcpyHtoD_v2},
