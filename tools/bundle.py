@@ -214,9 +214,7 @@ def tool_files():
     reports = python_modules("reports")
     reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
     # suites/rules.tsv: the report shows each rule's text beside its id.
-    # tools/labhost: the lab prepares a GPU machine for the page-state cases with it (docs/lab.md).
-    return (["tools/__init__.py", "tools/labhost", "tools/labhost.py", "suites/rules.tsv"]
-            + python_modules("tools/bandwidth")
+    return (["tools/__init__.py", "suites/rules.tsv"] + python_modules("tools/bandwidth")
             + runner_files() + reports)
 
 
