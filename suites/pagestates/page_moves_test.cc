@@ -135,6 +135,7 @@ TEST_F(PageStatesTest, CollapsingARegisteredRangeLeavesItsPagesCoherent) {
   SmallPages control(kThp, seed ^ 1), reg_range(kThp, seed);
   ASSERT_NE(control.p, nullptr) << control.error;
   ASSERT_NE(reg_range.p, nullptr) << reg_range.error;
+  errno = 0;
   if (madvise(control.p, control.n, MADV_COLLAPSE) != 0 || control.AnonHugeKib() < 2048) {
     PAGELOCK_NOT_SUPPORTED(std::string("MADV_COLLAPSE of an unregistered control range: ") +
                            (errno ? strerror(errno) : "no huge page") + " (needs Linux >= 6.1 and THP: " +
