@@ -9,7 +9,8 @@
 // pin and the device's reads. Faults that fail them: a driver pinning with get_user_pages
 // without FOLL_LONGTERM (no unshare) or FOLL_FORCE-reading the zero page, a driver that caches
 // the page list of an earlier registration of the same range, a driver that maps the pages it
-// pinned and then re-walks the page table later. Rule ids refer to suites/rules.tsv.
+// pinned and then re-walks the page table later. The full tier runs the zero pages and the
+// shared copy-on-write page; the stress build adds the rest. Rule ids refer to suites/rules.tsv.
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -79,6 +80,8 @@ TEST_F(ReadOnlyPinTest, ReadOnlyPinOfTheHugeZeroPageSeesTheHostsLaterWrites) {
   if (!r->data()) PAGELOCK_NOT_SUPPORTED(r->unavailable());
   ExpectReadOnlyPinFollowsHostWrites(*r, static_cast<uint32_t>(CaseSeed()));
 }
+
+#ifdef PAGELOCK_STRESS_TIER
 
 // A page the process owns but maps read-only (PROT_READ) at the pin, made writable and written
 // afterwards (gup_longterm's R/O case maps the page R/O "to cover more cases regarding unsharing
@@ -155,6 +158,8 @@ TEST(ReadOnlyExclusivePinTest, ReadOnlyPinOfAReadOnlyMappedExclusivePageSeesTheH
   EXPECT_EQ(r.Get("unregister"), "cudaSuccess");
   ExpectChildPinsReturned(r, "the registration of read-only-mapped exclusive pages ended");
 }
+
+#endif  // PAGELOCK_STRESS_TIER
 
 // fork() with a registration pending: the child of this scenario forks a grandchild that shares
 // the pages copy-on-write, registers them read-only, and writes them. `previously`: the
@@ -272,12 +277,14 @@ TEST(ReadOnlyPinAfterForkTest, ReadOnlyPinOfACowSharedPageSeesTheParentsLaterWri
   ExpectReadOnlyPinAfterFork("shared");
 }
 
+#ifdef PAGELOCK_STRESS_TIER
 // RO_PIN_TEST_PREVIOUSLY_SHARED: the child exited before the pin; the pages are the parent's
 // alone but still mapped R/O from the fork.
 TEST(ReadOnlyPinAfterForkTest, ReadOnlyPinOfAPreviouslySharedPageSeesTheParentsLaterWrites) {
   PAGELOCK_RULE("V01,R42");
   ExpectReadOnlyPinAfterFork("previously");
 }
+#endif  // PAGELOCK_STRESS_TIER
 
 }  // namespace
 }  // namespace pagestates

@@ -83,11 +83,17 @@ TEST_P(RegistrationStateTest, RegisteringPagesInThisStateHoldsEveryByteBothWays)
   pins.ExpectReturned("the registration of " + what + " pages ended");
 }
 
+// The R/W registrations of the zero pages are in the stress build (their R/O forms, the silent
+// failure, are full-tier cases of read_only_pins_test).
 INSTANTIATE_TEST_SUITE_P(
     EachState, RegistrationStateTest,
-    ::testing::Values(PageState::kNeverTouched, PageState::kZeroPage, PageState::kHugeZeroPage,
-                      PageState::kSwappedOut, PageState::kSwapCache, PageState::kPteMappedThp,
-                      PageState::kPartiallyUnmappedThp, PageState::kPartiallyMremappedThp),
+    ::testing::Values(PageState::kNeverTouched, PageState::kSwappedOut, PageState::kSwapCache,
+                      PageState::kPteMappedThp, PageState::kPartiallyUnmappedThp,
+                      PageState::kPartiallyMremappedThp
+#ifdef PAGELOCK_STRESS_TIER
+                      , PageState::kZeroPage, PageState::kHugeZeroPage
+#endif
+                      ),
     [](const ::testing::TestParamInfo<PageState>& i) { return pages::PageStateName(i.param); });
 
 // An anonymous mapping of `n` bytes, unmapped at the end of the case.
@@ -111,6 +117,7 @@ void Slice(size_t n, int t, size_t* begin, size_t* end) {
   *end = pages * (t + 1) / kThreads * PageSize();
 }
 
+#ifdef PAGELOCK_STRESS_TIER
 // PyTorch's pinned_use_cuda_host_register path: threads first-touch (write) their slices, then
 // one cudaHostRegister of the whole. The registration pins the pages the threads faulted in.
 TEST_F(PageStatesTest, PagesPrefaultedByThreadsThenRegisteredHoldEveryThreadsBytes) {
@@ -134,6 +141,7 @@ TEST_F(PageStatesTest, PagesPrefaultedByThreadsThenRegisteredHoldEveryThreadsByt
   EXPECT_CUDA_OK(reg.Free());
   pins.ExpectReturned("the registration of thread-prefaulted pages ended");
 }
+#endif  // PAGELOCK_STRESS_TIER
 
 // The registration races the first touch: threads fault their slices in (writing the pattern,
 // or only reading, which maps the zero page) while cudaHostRegister pins the same range. The

@@ -269,7 +269,7 @@ TEST_P(FixedBufferTest, IoUringFixedBuffersOverCudaPinnedMemoryWorkAndReleaseInE
 const auto kKinds = ::testing::Values(Kind::kRegistered, Kind::kHostAllocDefault, Kind::kHostAllocMapped,
                                       Kind::kHostAllocWriteCombined);
 #else
-const auto kKinds = ::testing::Values(Kind::kRegistered, Kind::kHostAllocMapped);
+const auto kKinds = ::testing::Values(Kind::kRegistered);
 #endif
 
 INSTANTIATE_TEST_SUITE_P(EachKind, SecondPinTest, kKinds,
