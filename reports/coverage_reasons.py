@@ -22,10 +22,10 @@ CATEGORIES = ("host setup", "operator setting", "hardware", "runtime", "capabili
 # (category, reason pattern, fix). First match wins; a fix named in the reason itself wins.
 RULES = (
     ("host setup", r"hugetlb|HugePages", "tools/labhost prepare --hugetlb-2m 1024"),
-    ("host setup", r"\bswap\b|MADV_PAGEOUT", "tools/labhost prepare --swap-file /var/tmp/pagelock.swap --swap-size 4G"),
+    ("host setup", r"\bswap\b|MADV_PAGEOUT", "tools/labhost prepare --swap-file /var/tmp/pagelock-lab.swap --swap-size 4G"),
     ("host setup", r"\bKSM\b|/sys/kernel/mm/ksm", "tools/labhost prepare --ksm"),
     ("host setup", r"numa_balancing", "tools/labhost prepare --numa-balancing"),
-    ("host setup", r"transparent_hugepage|\bTHP\b|khugepaged", "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"),
+    ("host setup", r"transparent_hugepage|\bTHP\b|khugepaged", "tools/labhost prepare --thp madvise"),
     ("host setup", r"cgroup|memory\.max", "run where a cgroup-v2 child cgroup with the memory controller can be created"),
     ("host setup", r"RLIMIT_MEMLOCK|memlock", "ulimit -l unlimited"),
     ("host setup", r"iommu|IOMMU|DMAR", ""),
