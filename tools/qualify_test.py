@@ -663,6 +663,8 @@ class NewPlatformTest(FakeSuiteCase):
                      os.path.join(self.tmp, "baselines", sku, "README.md"),
                      os.path.join(self.tmp, "docs", "platforms", f"{sku}.md")):
             self.assertTrue(os.path.isfile(path), path)
+        with open(os.path.join(self.tmp, "baselines", sku, "results.json"), encoding="utf-8") as f:
+            self.assertNotIn(self.tmp, f.read())  # committable: no path of the machine that ran it
         self.assertEqual(self.qualify("--draft-expectations", first), 2, self.output)  # never overwrites
         self.assertIn("--force", self.output)
         # A later night in a fresh --out compares with the drafted reference baseline.
