@@ -51,8 +51,7 @@ def draft(run_dir, expectations_dir, force=False):
     for p, text in files.items():
         os.makedirs(os.path.dirname(p), exist_ok=True)
         if text is None:
-            model.write_results(p, run, dict(info, command=portable_command(info.get("command", ""))),
-                                _Comparison(doc))
+            model.write_results(p, run, portable_info(info), _Comparison(doc))
         else:
             with open(p, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -72,6 +71,14 @@ def portable_command(command):
                      else os.path.basename(value.rstrip("/")) or value)
         out.append(opt + eq + value)
     return " ".join(out)
+
+
+def portable_info(info):
+    """The run's info as a committed baseline keeps it: no path of the machine that ran it."""
+    out = dict(info, command=portable_command(info.get("command", "")))
+    if out.get("first_night"):
+        out["first_night"] = {k: v for k, v in out["first_night"].items() if k != "draft_command"}
+    return out
 
 
 class _Comparison:
