@@ -634,6 +634,7 @@ def _fail(code, msg):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     try:
         args = _parser(argv).parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:

@@ -115,6 +115,7 @@ def main(argv=None, restore_signals=True):
     """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
     done the signals are ignored until the process exits, so a second signal arriving after the
     run folder was marked cannot kill the process with 128+N instead of 7."""
+    cliargs.utf8_streams()
     args = build_parser(cliargs.wants_json(argv)).parse_args(argv)
     common.HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
     common.SUMMARY.clear()

@@ -50,14 +50,14 @@ def half_of(name):
 
 def read_catalogue(path):
     """Rows of catalogue.tsv as dicts, in file order."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
     return [dict(zip(lines[0], row)) for row in lines[1:]]
 
 
 def shapes_from_source(path):
     """{fault name: shape} from the section comments of faults.cc's kFaults table."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     start = text.index("const Fault kFaults[] = {")
     table = text[start:text.index("\n};", start)]
@@ -76,7 +76,7 @@ def read_batches(path, names):
     """{fault name: (batch, blind)} for every name, from batches.tsv. ValueError when a row names
     an unknown fault, a fault twice or a blind value other than yes/no, or a name is in no row and
     no row is *."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         lines = [l.rstrip("\n").split("\t") for l in f if l.strip() and not l.startswith("#")]
     rows_ = [dict(zip(lines[0], row)) for row in lines[1:]]
     out, rest = {}, None
@@ -152,7 +152,7 @@ def main(argv=None):
     if args.summary:
         print(summary(split_rows))
     elif args.write:
-        with open(os.path.join(HERE, "split.tsv"), "w") as f:
+        with open(os.path.join(HERE, "split.tsv"), "w", encoding="utf-8") as f:
             f.write(render(split_rows))
     else:
         sys.stdout.write(render(split_rows))

@@ -60,7 +60,7 @@ def run_mutation(plan, run, comp, info, args, state):
     mut = {"status": "not run", "line": "not run", "json": os.path.relpath(doc_path, plan.run_dir)}
     try:
         if not note or os.path.exists(doc_path):
-            with open(doc_path) as f:
+            with open(doc_path, encoding="utf-8") as f:
                 add_score(mut, json.load(f))
     except (OSError, ValueError, KeyError, TypeError) as e:
         note = note or f"no usable mutation.json ({e})"
@@ -92,7 +92,7 @@ def run_tool(plan, args, out, state):
     env = dict(os.environ, **{KILL_TOKEN_ENV: token})
     try:
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "mutation.out"), "w") as log:
+        with open(os.path.join(out, "mutation.out"), "w", encoding="utf-8") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
             state["mutation"] = (proc, token)
             try:
@@ -104,7 +104,7 @@ def run_tool(plan, args, out, state):
             state.pop("mutation", None)
             kill_token_holders(token)  # a runner mutation.py lost track of
         if rc not in (None, 0, MUTATION_FALSE_ALARMS):
-            with open(os.path.join(out, "mutation.out"), errors="replace") as f:
+            with open(os.path.join(out, "mutation.out"), errors="replace", encoding="utf-8") as f:
                 tail = [l.strip() for l in f if l.strip()][-1:] or [""]
             note = f"the mutation tool exited {rc}: {tail[0][:300]}"
     except OSError as e:

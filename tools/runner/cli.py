@@ -74,6 +74,7 @@ def config_from_args(args):
 
 
 def main(argv=None, description=None):
+    cliargs.utf8_streams()
     try:
         args = parser(description, cliargs.wants_json(argv)).parse_args(argv)
     except SystemExit as e:
