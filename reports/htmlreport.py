@@ -234,7 +234,9 @@ def _case_json(c, comp, prefixes, run_seed):
         d["rp"] = c.replay_command()
     if c.first_failure:
         d["ff"] = c.first_failure
-    x = []
+    if c.conflicts:  # the conflict rule's note leads: why the worse status stands
+        d["h"] = c.conflicts[0]
+    x = [["conflicting evidence", note] for note in c.conflicts]
     if len(c.attempts) > 1:
         x.append(["attempts", " ".join(map(str, c.attempts))])
     if c.run_seed is not None and str(c.run_seed) != str(run_seed):
@@ -274,8 +276,11 @@ def _json_text(obj):
 # The first screen: what changed and why (changes.html.j2)
 
 def reason_line(case):
-    """A case's one-line reason: the model's reason when it has one, else the meaningful line
-    of its failure message, else (a retry passed) its failed attempt's."""
+    """A case's one-line reason: its conflicting evidence when there was some (the first
+    conflict: why the worse status stands), else the model's reason when it has one, else the
+    meaningful line of its failure message, else (a retry passed) its failed attempt's."""
+    if case.conflicts:
+        return case.conflicts[0]
     if case.reason:
         return case.reason
     if case.message:

@@ -24,6 +24,7 @@ _CASE_FIELDS = {
     "seconds": _NUMBER, "run_seed": (str, int, type(None)), "seed": (str, int, type(None)),
     "stress": (bool, type(None)), "attempts": (list,), "rules": (list,), "metrics": (dict,),
     "budgets": (dict,), "observed": (dict,), "logs": (dict,), "properties": (dict,),
+    "conflicts": (list,),
 }
 _REQUIRED_CASE_FIELDS = ("target", "suite", "name")
 _INFO_FIELDS = dict(
@@ -84,9 +85,10 @@ def _case_problem(where, case):
     for i, a in enumerate(case.get("attempts", [])):
         if not isinstance(a, str):
             return f"{where}.attempts[{i}]: expected text, found {_kind(a)}"
-    for i, r in enumerate(case.get("rules", [])):
-        if not isinstance(r, str):
-            return f"{where}.rules[{i}]: expected text, found {_kind(r)}"
+    for group in ("rules", "conflicts"):
+        for i, r in enumerate(case.get(group, [])):
+            if not isinstance(r, str):
+                return f"{where}.{group}[{i}]: expected text, found {_kind(r)}"
     for group in ("metrics", "budgets"):
         for name, m in case.get(group, {}).items():
             if not isinstance(m, dict):

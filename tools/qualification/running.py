@@ -66,12 +66,15 @@ def retry_failures(plan, run, args):
     more runs of the same seed would only cost time (a flake that fails the same way twice in a
     row is then reported as the failure, never hidden). A failure a `fail` expectation already
     excuses (its status and message) is not retried, as deqp-runner retries only unexpected
-    results: it is the known failure, and on the stress tier one such attempt can take a minute."""
+    results: it is the known failure, and on the stress tier one such attempt can take a minute.
+    Nor is a case whose evidence conflicted (reports/model.py's rule)."""
     by_target = {t["label"]: t for t in plan.targets}
     consistent = {c.id for c in run.cases if c.status.is_retryable and _expected_failure(plan, c)}
     for attempt in range(1, args.retries + 1):
+        # A case with conflicting evidence is not retried (reports/model.py: the worse word of
+        # the binary stands, and a pass on a rerun would hide it).
         failing = [c for c in run.cases if c.status.is_retryable and c.target in by_target
-                   and c.suite != "(binary)" and c.id not in consistent]
+                   and c.suite != "(binary)" and c.id not in consistent and not c.conflicts]
         if not failing:
             return
         say(f"retry {attempt}: {len(failing)} failed case(s), seed {plan.seed}")
