@@ -197,16 +197,14 @@ def _without_status(text, status):
     return text
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def _clean(text):
-    """XML 1.0 cannot carry most control characters: a test's raw output is shown, not lost."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """XML 1.0 cannot carry most control characters: a test's raw output is shown (as the
+    escapes of model.visible_text), never lost and never raw."""
+    return model.visible_text(str(text))
 
 
 def _out(case, extra=""):
-    parts = []
+    parts = [note for note in case.conflicts]  # reports/model.py: why the worse status stands
     if len(case.attempts) > 1:
         parts.append("attempts: " + " ".join(map(str, case.attempts)))
     if case.first_failure:

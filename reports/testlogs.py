@@ -462,15 +462,32 @@ def read_journal(path_or_lines):
     return ev.finished, ev.running
 
 
+def _xml_safe(el):
+    """Every text and attribute value of a record as XML 1.0 can hold it (model.visible_text):
+    a control character a binary put in a message or property is written as its escape, so the
+    runner's test.xml is always well-formed, whatever the binary wrote."""
+    for e in el.iter():
+        if e.text:
+            e.text = model.visible_text(e.text)
+        if e.tail:
+            e.tail = model.visible_text(e.tail)
+        for k, v in e.attrib.items():
+            safe = model.visible_text(v)
+            if safe is not v and safe != v:
+                e.set(k, safe)
+    return el
+
+
 def merged_xml_root(label, root_attrs, elements):
-    root = ET.Element("testsuites", {k: v for k, v in root_attrs.items() if k not in _ROOT_ATTRS})
+    root = ET.Element("testsuites", {k: model.visible_text(v) for k, v in root_attrs.items()
+                                     if k not in _ROOT_ATTRS})
     root.set("name", "AllTests")
     suites = {}
     for el in elements:
         suite = el.get("classname", "")
         if suite not in suites:
-            suites[suite] = ET.SubElement(root, "testsuite", {"name": suite})
-        suites[suite].append(el)
+            suites[suite] = ET.SubElement(root, "testsuite", {"name": model.visible_name(suite)})
+        suites[suite].append(_xml_safe(el))
     for s in suites.values():
         s.set("tests", str(len(s)))
     root.set("tests", str(len(elements)))

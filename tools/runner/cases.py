@@ -112,7 +112,7 @@ class _ListParser:
                     self.skipping = True
                     del buf[:]
                 return
-            if not self.skipping:
+            if not self.skipping and nl <= LIST_MAX_LINE:  # however the pipe cut it
                 self.line(bytes(buf[:nl]))
             self.skipping = False
             del buf[:nl + 1]

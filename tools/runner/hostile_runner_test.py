@@ -662,5 +662,121 @@ class Terminal(Base):
                          r"SIGSEGV while running this case  \[log: " + log_u)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Conflicting evidence about a case (reliability review 4, 1a-1c; reports/model.py's rule): the
+# worse status stands and the conflict is named; never a PASS out of a binary's contradictions.
+
+class ConflictingEvidence(Base):
+    def records(self, name="t", pkg="fake"):
+        """{case id: model.Case} from a target's merged test.xml (one record per <testcase>)."""
+        from reports import testlogs
+        root = ET.parse(os.path.join(self.out, pkg, name, "test.xml")).getroot()
+        out = {}
+        for el in root.iter("testcase"):
+            c = testlogs.case_from_element(f"//{pkg}:{name}", el)
+            self.assertNotIn(f"{c.suite}.{c.name}", out, "a case is in test.xml twice")
+            out[f"{c.suite}.{c.name}"] = c
+        return out
+
+    def test_a_case_reported_fail_then_pass_in_one_launch_keeps_the_fail(self):
+        # Review 4 1c: the journal and the XML both hold S.A twice, FAIL then PASS; exit 0.
+        self.make_bundle({"t": {"run_dup": "S.A", "at_exit": "exit:0", "cases": ["S.A", "S.B"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        a = self.records()["S.A"]
+        self.assertEqual(a.status, "FAIL")
+        self.assertIn("first run failed", a.message)
+        self.assertEqual(len(a.conflicts), 1, a.conflicts)
+        self.assertIn("reported more than once in one launch (FAIL, then PASS); FAIL stands",
+                      a.conflicts[0])
+        self.assertEqual(self.records()["S.B"].status, "PASS")
+
+    def test_a_pass_journaled_before_its_start_then_exit_0_without_xml_blames_the_case(self):
+        # Review 4 1b: the early PASS never stands alone; the case that was running when the
+        # binary exited 0 in the middle of its run is CRASH, and S.C still runs (a restart).
+        self.make_bundle({"t": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "exit:0"]},
+                                          "S.C"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        self.assertEqual(r["S.B"].status, "CRASH")
+        self.assertIn("exited with status 0", r["S.B"].message)
+        self.assertIn("a result was recorded before the case started (PASS, then CRASH)",
+                      r["S.B"].conflicts[0])
+        self.assertEqual((r["S.A"].status, r["S.C"].status), ("PASS", "PASS"))
+
+    def test_a_pass_journaled_before_its_start_then_a_crash_or_hang_blames_the_case(self):
+        self.make_bundle({"crash": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "crash"]},
+                                              "S.C"]},
+                          "hang": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "hang"]}]}},
+                         timeout=3)
+        rc, out, err = self.run_runner("--kill-grace-s", "0.5")
+        self.assertEqual(rc, 3, err)
+        crash, hang = self.records("crash"), self.records("hang")
+        self.assertEqual(crash["S.B"].status, "CRASH")
+        self.assertIn("SIGSEGV while running this case", crash["S.B"].message)
+        self.assertNotIn("(binary).crash", crash)  # the crash is the case's, not "between cases"
+        self.assertEqual(hang["S.B"].status, "TIMEOUT")
+        self.assertTrue(crash["S.B"].conflicts and hang["S.B"].conflicts)
+
+    def test_a_result_for_a_case_the_listing_never_named_is_no_pass(self):
+        # Review 4 1a: a forged PASS in the XML, or in the journal, for a case no listing named.
+        self.make_bundle({"fx": {"cases": ["S.A", "S.B"], "forge_xml": ["Ghost.ForgedX"]},
+                          "fj": {"cases": ["S.A", "S.B"], "forge_journal": ["Ghost.ForgedJ"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        for name, ghost in (("fx", "Ghost.ForgedX"), ("fj", "Ghost.ForgedJ")):
+            c = self.records(name)[ghost]
+            self.assertEqual(c.status, "FAIL", name)
+            self.assertIn("the binary's listing did not name this case (the binary PASS, its "
+                          "listing no such case); FAIL stands", c.conflicts[0])
+            self.assertEqual(self.records(name)["S.A"].status, "PASS")
+        self.assertIn("Ghost.ForgedX", out)  # in the failure list, not only in runner.json
+
+    def test_a_journal_and_an_xml_that_disagree_keep_the_worse(self):
+        # The XML leaves every failure out; the journal has S.B's FAIL.
+        self.make_bundle({"t": {"xml": "allpass", "at_exit": "exit:0"}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        b = self.records()["S.B"]
+        self.assertEqual(b.status, "FAIL")
+        self.assertIn("deliberate failure of S.B", b.message)
+        self.assertIn("the case journal and the XML disagree (the journal FAIL, the XML PASS)",
+                      b.conflicts[0])
+
+    def test_an_exit_0_that_left_listed_cases_unrun_is_a_crash_of_the_binary(self):
+        # Between cases, the binary exits 0 without its XML: S.C never started in that launch.
+        self.make_bundle({"t": {"cases": ["S.A", {"id": "S.B", "act": ["after:exit:0"]}, "S.C"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        self.assertEqual({k: c.status for k, c in r.items()},
+                         {"S.A": "PASS", "S.B": "PASS", "S.C": "PASS", "(binary).t": "CRASH"})
+        self.assertIn("the binary's exit left listed cases unrun (exit status 0, 1 of the 3 "
+                      "listed case(s) it was given never started, e.g. S.C); CRASH stands",
+                      r["(binary).t"].conflicts[0])
+
+    def test_control_characters_in_names_give_one_case_and_well_formed_xml(self):
+        # Review 4 9b: a NUL, an ESC, \x01 and U+2028 in names. The fake's own XML is malformed
+        # (raw NUL); the journal has the exact name. One case each, spelled with visible escapes.
+        self.make_bundle({"t": {"cases": [{"id": "S.nul\u0000byte", "act": ["fail"]},
+                                          {"id": "S.esc\u001b[31mred\u0001\u2028x", "act": []},
+                                          "S.ok"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        path = os.path.join(self.out, "fake", "t", "test.xml")
+        with open(path, "rb") as f:
+            raw = f.read()
+        ET.fromstring(raw)  # well-formed
+        for b in (b"\x00", b"\x1b", b"\x01"):
+            self.assertNotIn(b, raw)
+        r = self.records()
+        self.assertEqual(set(r), {"S.nul\\x00byte", "S.esc\\x1b[31mred\\x01\\u2028x", "S.ok"})
+        self.assertEqual(r["S.nul\\x00byte"].status, "FAIL")
+        self.assertEqual(r["S.esc\\x1b[31mred\\x01\\u2028x"].status, "PASS")
+        self.assertNotIn("\x1b", out + err)  # the terminal never gets a raw escape
+
+
 if __name__ == "__main__":
     unittest.main()

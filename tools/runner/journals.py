@@ -167,7 +167,10 @@ def collect_launch(xml_path, journal, done, exact, expected):
             new[case_id] = el
             continue
         a, b = testlogs.record_status(journal_el), testlogs.record_status(el)
-        if a == b and not testlogs.conflicts_of(journal_el):
+        if a == b:  # the two records agree: the XML's, with what the journal's says of conflicts
+            both = list(dict.fromkeys(testlogs.conflicts_of(el) + testlogs.conflicts_of(journal_el)))
+            if both:
+                testlogs.set_property(el, model.CONFLICTS_PROP, "\n".join(both))
             new[case_id] = el
         else:
             new[case_id] = testlogs.merge_records(journal_el, el, model.CONFLICT_CHANNELS,
