@@ -654,6 +654,11 @@ def main(argv=None):
         # A server that cannot be reached, or a full disk, is infrastructure; a file that is no
         # database, or a schema newer than this code, is configuration.
         return fail(EXIT_INFRA if e.infra else EXIT_USAGE, e)
+    if db.read_only and args.query in ("import", "migrate", "prune"):
+        # A sound history on a read-only mount: every query reads it; what writes says why not.
+        db.close()
+        return fail(EXIT_USAGE, f"{target} is read-only ({db.read_only}): {args.query} writes to "
+                                "it; copy the history somewhere writable, or give another --db")
     try:
         code, data, text = {"runs": cli_runs, "bracket": cli_bracket, "trend": cli_trend, "metrics": cli_metrics,
                             "import": cli_import, "version": cli_version, "migrate": cli_migrate,

@@ -642,6 +642,11 @@ def run_info_section(run, info):
             ("retries of failed cases", info.get("retries", ""), False),
             ("command", info.get("command", ""), True)]
     rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
+    # Why the verdict is what it is when a step after the comparison changed it (the history
+    # could not take the run), and under which key the history holds the run.
+    rows += [(title, str(info[key]), False) for title, key in (
+        ("verdict reason", "verdict_reason"), ("verdict reached before", "verdict_reached"),
+        ("history", "history"), ("history key", "history_key")) if info.get(key)]
     if info.get("label"):
         rows.insert(0, ("change under test", info["label"], False))
     return pages.render("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),

@@ -513,6 +513,199 @@ class HistoryOnAFullDisk(Base):
         self.assert_code(self.qualify(b, "--baseline", "none"), cmp.EXIT_CONFIG, "newer than this pagelock")
 
 
+@contextlib.contextmanager
+def read_only_copy(src_files, where):
+    """A folder holding copies of src_files that nobody may write: a small tmpfs remounted
+    read-only (as root, whom file modes do not stop), else a folder and files without write
+    permission. Yields the folder; the test is skipped where neither can be made."""
+    os.makedirs(where)
+    mounted = False
+    if os.geteuid() == 0:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", where], capture_output=True)
+        if r.returncode != 0:
+            raise unittest.SkipTest(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace')}")
+        mounted = True
+    try:
+        for f in src_files:
+            shutil.copy(f, where)
+        if mounted:
+            r = subprocess.run(["mount", "-o", "remount,ro", where], capture_output=True)
+            if r.returncode != 0:
+                raise unittest.SkipTest("cannot remount the tmpfs read-only")
+        else:
+            for f in os.listdir(where):
+                os.chmod(os.path.join(where, f), 0o444)
+            os.chmod(where, 0o555)
+        yield where
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", where], capture_output=True)
+        else:
+            os.chmod(where, 0o755)
+
+
+class HistoryTakesTheRun(Base):
+    """Reliability review 4, 4b and 10c: a run is stored or the verdict says it was not. Runs of
+    one host that start together with their own --out and one history all go in (their keys
+    carry the millisecond and a random part, and the store's answer is checked); a history that
+    cannot take the run makes the exit code 1; a read-only history is read by every history.py
+    query and qualify says "read-only: run not stored"."""
+
+    QUALIFY = os.path.join(ROOT, "tools", "qualify.py")
+
+    def start_qualify(self, bundle, out, history_target, python=None):
+        env = dict(os.environ, PAGELOCK_NO_REEXEC="1")
+        return subprocess.Popen([python or sys.executable, self.QUALIFY, "--bundle", bundle, "--out", out,
+                                 "--history", history_target, "--expectations", self.exp, "--tier", "bat",
+                                 "--retries", "0", "--baseline", "none", "--jobs", "1"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                encoding="utf-8", errors="replace")
+
+    def concurrent_runs(self, n, history_target, python=None):
+        """n qualify runs of one host, started together, each with its own --out; returns their
+        run keys (from results.json) after checking that each exited 0 and said no warning."""
+        bundle = os.path.join(self.tmp, "bundle")
+        if not os.path.isdir(bundle):
+            self.bundle()
+        procs = [self.start_qualify(bundle, os.path.join(self.tmp, f"n{n}", f"o{i}"), history_target, python)
+                 for i in range(n)]
+        keys = []
+        for i, p in enumerate(procs):
+            out, _ = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, out)
+            self.assertNotIn("warning", out)
+            keys.append(self.results(self.run_dirs(os.path.join(self.tmp, f"n{n}", f"o{i}"))[-1])["info"]["run_key"])
+        self.assertEqual(len(set(keys)), n, keys)
+        return keys
+
+    def stored(self, history_target):
+        db = history.connect(history_target)
+        try:
+            return [r[0] for r in db.execute("SELECT run_key FROM runs")]
+        finally:
+            db.close()
+
+    def test_two_three_and_ten_runs_sharing_one_sqlite_history_are_all_stored(self):
+        target = os.path.join(self.tmp, "shared.sqlite")
+        keys = []
+        for n in (2, 3, 10):
+            keys += self.concurrent_runs(n, target)
+        self.assertEqual(sorted(self.stored(target)), sorted(keys))
+
+    def test_two_three_and_ten_runs_sharing_one_postgresql_history_are_all_stored(self):
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            raise unittest.SkipTest(f"{sys.executable} cannot import psycopg2 (Debian python3-psycopg2)")
+        from tools.fleet import daemons
+        try:
+            server = daemons.PostgresServer().start()
+        except daemons.Unavailable as e:
+            raise unittest.SkipTest(f"PostgreSQL cannot start here: {e}")
+        try:
+            keys = []
+            for n in (2, 3, 10):
+                keys += self.concurrent_runs(n, server.url)
+            self.assertEqual(sorted(self.stored(server.url)), sorted(keys))
+        finally:
+            server.stop()
+
+    def test_one_key_stored_by_many_writers_at_once_loses_no_run(self):
+        # The worst case the random part makes unlikely: every writer has the same key. Each run
+        # (its own folder) is stored, under <key>-2, -3, ...; none is taken for another.
+        import multiprocessing
+        from tools.qualification import publish
+        target = os.path.join(self.tmp, "same-key.sqlite")
+        history.connect(target).close()
+        ctx = multiprocessing.get_context("fork")
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_store_one, args=(target, os.path.join(self.tmp, f"run{i}"), results))
+                 for i in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        outcomes = [results.get(timeout=5) for _ in procs]
+        self.assertEqual([o for o in outcomes if o[1] is not None], [], outcomes)
+        keys = self.stored(target)
+        self.assertEqual(len(keys), 6, keys)
+        self.assertEqual(sorted(keys), sorted(["K"] + [f"K-{n}" for n in range(2, 7)]))
+        db = history.connect(target)
+        dirs = [r[0] for r in db.execute("SELECT run_dir FROM runs")]
+        db.close()
+        self.assertEqual(len(set(dirs)), 6)
+        del publish
+
+    def test_a_history_that_cannot_take_the_run_makes_the_exit_code_say_so(self):
+        b = self.bundle()
+        broken = history.HistoryError("x.sqlite: storing run K failed, nothing was stored: disk I/O error")
+        with mock.patch.object(history, "store_new", side_effect=broken):
+            rc = self.qualify(b, "--baseline", "none")
+        self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
+        self.assertIn("run not stored", self.output)
+        self.assertIn("the verdict would have been QUALIFIED", self.output)
+        info = self.results()["info"]
+        self.assertEqual((info["verdict"], info["exit_code"], info["verdict_reached"]),
+                         ("INFRASTRUCTURE ERROR", 1, "QUALIFIED"))
+        with open(os.path.join(self.run_dirs()[-1], "index.html"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn("INFRASTRUCTURE ERROR", page)
+        self.assertIn("run not stored", page)
+
+    def test_a_read_only_history_is_read_by_every_query_and_qualify_says_so(self):
+        b = self.bundle()
+        self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
+        path = os.path.join(self.out, "history.sqlite")
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the log merged: the file is the history
+        db.close()
+        ro = os.path.join(self.tmp, "ro")
+        with read_only_copy([path], ro):
+            ro_db = os.path.join(ro, "history.sqlite")
+            key = self.results()["info"]["run_key"]
+            for query in (["runs"], ["version"], ["metrics"], ["--run", key, "runs"]):
+                buf = io.StringIO()
+                with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+                    rc = history.main(["--db", ro_db] + query)
+                self.assertIn(rc, (0, 4) if query == ["metrics"] else (0,), (query, buf.getvalue()))
+                self.assertNotIn("unusable", buf.getvalue())
+            self.assertIn(key, _history_out(["--db", ro_db, "runs"]))
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+                rc = history.main(["--db", ro_db, "import", self.run_dirs()[-1]])
+            self.assertEqual(rc, 2)
+            self.assertIn("read-only", buf.getvalue())
+            rc = self.qualify(b, "--baseline", "none", "--history", ro_db, out=os.path.join(self.tmp, "o2"))
+            self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+            self.assertIn("read-only", self.output)
+            self.assertIn("run not stored; use --no-history or another --history", self.output)
+            self.assertNotIn("repair or move it", self.output)
+
+
+def _history_out(argv):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        history.main(argv)
+    return buf.getvalue()
+
+
+def _store_one(target, run_dir, results):
+    """One writer of test_one_key_stored_by_many_writers_at_once_loses_no_run (a child process)."""
+    from tools.qualification import publish
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        plan = argparse.Namespace(db=history.connect(target), run_dir=run_dir, sku="nvidia-h200")
+        info = {"run_key": "K", "started_at": "2026-12-07T06:37:11+00:00", "bundle": {"commit": "c"},
+                "verdict": "QUALIFIED"}
+        run = model.Run({"host": "vm"}, [model.Case(model.CaseId("//a:b", "S", "A"), model.Status.PASS)])
+        comp = cmp.compare(run)
+        with contextlib.redirect_stdout(io.StringIO()):
+            why = publish.store_history(plan, run, comp, info, os.path.join(run_dir, "index.html"))
+        results.put((info.get("history_key", "K"), why))
+    except Exception as e:  # noqa: BLE001 -- reported to the test
+        results.put(("", f"{type(e).__name__}: {e}"))
+
+
 class BaselineAuto(Base):
     """Row #7 and §4c: the run stored last, whatever the clocks said; never silently none."""
 

@@ -212,6 +212,7 @@ def _run_and_publish(plan, info, args, state):
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
                                    f"({e}); the verdict would have been {verdict}")
+    verdict = comp.verdict[0]  # the history may not have taken the run (publish.not_stored)
     seconds["writing"] = round(time.monotonic() - t - seconds["comparing"], 2)
     print(model.format_counts(run.counts()), file=common.HUMAN["stream"] or sys.stdout)
     common.SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},

@@ -12,11 +12,12 @@ from tools.qualification import common
 from tools.qualification.common import Stop, in_checkout, say
 
 MAX_RESULTS_BYTES = 4 << 30
-# Run folders' names: <UTC date-time>_<host>_<sku>_<driver>[-N].
+# Run folders' names: <UTC date-time>[.<ms>-<random>]_<host>_<sku>_<driver>[-N] (plan.new_run_dir;
+# runs written before the random part have none).
 # The reference file of each tier in baselines/<sku>[/cuda-X.Y]: a run compares only with a run
 # of its own tier (a full tier against a stress run would call every stress case dropped).
 TIER_FILES = {"full": "results.json", "stress": "stress.json", "bat": "bat.json"}
-RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}_[^_/]*_([^_/]+)_[^/]*$")
+RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}(?:\.\d{3}-[A-Za-z0-9.-]*)?_[^_/]*_([^_/]+)_[^/]*$")
 
 
 def read_results_file(path, what):
