@@ -210,7 +210,7 @@ class SignalAtEveryMoment(Base):
 
     def test_sigterm_while_storing_the_history(self):
         b = self.bundle({"x": {"cases": ["S.A", "S.B=fail"]}})
-        with signal_self_during(history, "store"):
+        with signal_self_during(history, "store_new"):
             rc = self.qualify(b, "--baseline", "none")
         res = self.assert_interrupted(rc, "storing the history")
         self.assertEqual(res["info"]["verdict_reached"], "REGRESSIONS")
@@ -311,6 +311,70 @@ class MutationSignals(Base):
                 extra=("--expectations", self.exp))
         self.assertEqual(done_check.FAILED, [], buf.getvalue())
         self.assert_nothing_left()
+
+
+class KilledWithSigkill(Base):
+    """Reliability review 4, #3: SIGKILL cannot be handled, yet no process of the run survives
+    it past the next run's start. Every test binary dies with the thread that started it
+    (PR_SET_PDEATHSIG), and what the binaries forked (their group, a session of their own) is
+    ended by the next qualify on the same --out from the record the killed run kept there
+    (tools/runner/leftovers.py). Killed while a binary lists its cases, while cases with
+    grandchildren run, and under --mutation."""
+
+    QUALIFY = os.path.join(ROOT, "tools", "qualify.py")
+
+    def start(self, bundle, mark, *extra):
+        env = dict(os.environ, FAKE_MARK=mark, PAGELOCK_NO_REEXEC="1")
+        return subprocess.Popen([sys.executable, self.QUALIFY, "--bundle", bundle, "--out", self.out,
+                                 "--expectations", self.exp, "--tier", "bat", "--retries", "0",
+                                 "--baseline", "none", *extra], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_for(self, proc, what, ready):
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self.fail(f"qualify ended (exit {proc.returncode}) before {what}: "
+                          f"{proc.stdout.read().decode(errors='replace')[-2000:]}")
+            procs = [p for p in marked(self.mark) if p[0] != proc.pid]
+            if ready(procs):
+                return
+            time.sleep(0.05)
+        self.fail(f"never saw {what}")
+
+    def kill_then_rerun(self, bundle, what, ready, *extra):
+        first = self.start(bundle, self.mark, *extra)
+        self.wait_for(first, what, ready)
+        first.kill()  # SIGKILL to the qualify process itself
+        first.communicate(timeout=30)
+        # Its binaries died with it (parent-death signal); the next run on the same --out ends
+        # what they forked, as it starts.
+        ok = self.bundle({"ok": {"cases": ["S.A"]}}, name="ok")
+        second = self.start(ok, uuid.uuid4().hex)
+        out = second.communicate(timeout=120)[0].decode(errors="replace")
+        self.assertEqual(second.returncode, 0, out)
+        left = marked(self.mark)
+        self.assertEqual(left, [], f"processes of the killed run left after the next run:\n{out}")
+        return out
+
+    def test_killed_while_a_binary_lists_its_cases(self):
+        b = self.bundle({"lists": {"list": "hang"}})
+        self.kill_then_rerun(b, "the listing", lambda procs: any("--gtest_list_tests" in c for _, c in procs))
+
+    def test_killed_while_cases_with_grandchildren_run(self):
+        # S.B forks a child into a process group of its own and a daemon (double fork, setsid),
+        # both sleeping ~1000 s, then hangs; another binary hangs beside it (--jobs 2).
+        b = self.bundle({"kids": {"cases": ["S.A", {"id": "S.B", "act": ["pgrp", "daemon", "hang"]}]},
+                         "hangs": {"cases": [{"id": "S.H", "act": ["hang"]}]}}, timeout_s=600)
+        out = self.kill_then_rerun(
+            b, "the grandchildren", lambda procs: len([c for _, c in procs if "bin/kids" in c]) >= 3
+            and any("bin/hangs" in c for _, c in procs), "--jobs", "2")
+        self.assertIn("that a killed run left in", out)
+
+    def test_killed_under_mutation(self):
+        b = self.bundle({"m1": SLEEP_UNDER_FAULT, "m2": SLEEP_UNDER_FAULT}, timeout_s=120, with_tools=True)
+        self.kill_then_rerun(b, "binaries under the shim", lambda procs: any("/view/bin/" in c for _, c in procs),
+                             "--mutation", "--mutation-budget", "100", "--mutation-jobs", "2")
 
 
 class NothingPassedNeverQualifies(Base):

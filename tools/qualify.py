@@ -60,6 +60,7 @@ from tools.qualification import plan as plan_mod  # noqa: E402
 from tools.qualification import verdict as verdict_mod  # noqa: E402
 from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
 from tools.qualification.plan import TIERS  # noqa: E402
+from tools.runner import leftovers  # noqa: E402
 
 
 def build_parser(json_errors=False):
@@ -150,6 +151,18 @@ def main(argv=None, restore_signals=True):
 def _qualify(args, argv):
     t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
+    # What a qualify killed (SIGKILL) on this --out left running is ended now; this run keeps
+    # the record the next one reads (tools/runner/leftovers.py).
+    for pid, cmd in leftovers.end_leftovers(args.out):
+        say(f"ended process {pid} that a killed run left in {args.out}: {cmd}")
+    live = leftovers.LiveRecord(args.out)
+    try:
+        return _qualify_planned(args, argv, plan, t0)
+    finally:
+        live.close()
+
+
+def _qualify_planned(args, argv, plan, t0):
     started = datetime.datetime.now(datetime.timezone.utc)
     run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started,
                                    stored=lambda key: plan.db is not None

@@ -14,6 +14,7 @@ import time
 from reports import model
 from reports import testlogs as reader
 from tools.mutation import stopping
+from tools.runner import procs
 
 
 def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, runner=None):
@@ -34,8 +35,9 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
             if stopping.STOPPING.is_set():  # a signal came: no new run
                 return {"rc": None, "seconds": 0.0, "timed_out": False, "cut_by_budget": True,
                         "interrupted": True}
+            # A mutation.py killed with SIGKILL takes its runners with it (they their binaries).
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=procs.die_with_parent())
             stopping.RUNNERS[proc.pid] = proc
         timed_out = False
         try:

@@ -12,7 +12,7 @@ import uuid
 from reports import model
 from tools.qualification import common, publish
 from tools.qualification.common import say
-from tools.runner import runner
+from tools.runner import leftovers, procs, runner
 
 MUTATION_TOOL = os.path.join(common.ROOT, "tools", "mutation", "mutation.py")
 # Every process of the mutation run inherits this variable (mutation.py, its runners, their test
@@ -93,7 +93,10 @@ def run_tool(plan, args, out, state):
     try:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "mutation.out"), "w", encoding="utf-8") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+            # SIGKILL to qualify takes mutation.py with it (and it its runners, they their binaries).
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    preexec_fn=procs.die_with_parent())
+            leftovers.note_started(proc.pid)
             state["mutation"] = (proc, token)
             try:
                 # mutation.py stops its own runs 20 s after its budget; this is a backstop.

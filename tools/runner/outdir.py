@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 from reports import testlogs
 from tools.runner.config import RUNNER_JSON, OutputError, UsageError
+from tools.runner.leftovers import LIVE_DIR
 from tools.runner.manifest import read_regular_file, valid_label
 
 
@@ -168,7 +169,7 @@ def prepare_out(out):
     if os.path.islink(out) or not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
     try:
-        entries = os.listdir(out)
+        entries = [e for e in os.listdir(out) if e != LIVE_DIR]  # a run's lock (leftovers.py)
     except OSError as e:
         raise OutputError(f"cannot read {out}: {e.strerror or e}")
     if not entries:

@@ -11,7 +11,7 @@ import threading
 import time
 
 from reports import model
-from tools.runner import outdir
+from tools.runner import leftovers, outdir
 from tools.runner.cases import binary_env, max_cases_per_binary
 from tools.runner.config import (MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult,
                                  RunStatus, UsageError, check_time_scale)
@@ -48,7 +48,7 @@ def run(config: RunConfig) -> RunnerResult:
             signal.signal(s, h)
 
 
-def _checked(config, out):
+def _checked(config, out, state):
     """The configuration with its cap on cases resolved, the manifest and the selected targets.
     Where none is selected, the binaries and --out are not looked at. Raises UsageError or
     OutputError."""
@@ -62,13 +62,15 @@ def _checked(config, out):
                              config.labels)
     if targets:
         check_binaries(config.bundle, targets)
+        # A runner killed on this --out (SIGKILL) left them: ended, said, and in runner.json.
+        state.ended_leftovers = leftovers.end_leftovers(out) if os.path.isdir(out) else []
         outdir.prepare_out(out)
     return config, manifest, targets
 
 
 def _run(config, out, state):
     try:
-        config, manifest, targets = _checked(config, out)
+        config, manifest, targets = _checked(config, out, state)
     except UsageError as e:
         return RunnerResult(RunStatus.BAD_BUNDLE, [], out, config.seed, str(e))
     except OutputError as e:
@@ -84,7 +86,11 @@ def _run(config, out, state):
     _watch(config, state, len(targets))
     if config.gpus is None:
         config = dataclasses.replace(config, gpus=host_gpu_count())
+    ended = state.ended_leftovers
+    for pid, cmd in ended:
+        state.progress.line(f"ended process {pid} that a killed run left in {out}: {cmd}")
     record = _Record(out, targets, {
+        "ended_leftovers": [{"pid": pid, "command": cmd} for pid, cmd in ended],
         "format": 1, "bundle": manifest.get("info", {}), "seed": seed, "jobs": jobs,
         "gpus": config.gpus, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": dataclasses.asdict(config), "status": RunStatus.RUNNING, "targets": [],
@@ -110,9 +116,11 @@ def _watch(config, state, total):
 def _run_targets(config, targets, out, seed, state, record):
     results = []
     message = ""
+    live = None
     try:
         try:
             os.makedirs(out, exist_ok=True)
+            live = leftovers.LiveRecord(out)  # what the next run ends if this one is killed
         except OSError as e:
             raise OutputError(f"cannot create {out}: {e.strerror or e}")
         record.write(RunStatus.RUNNING, results, message)
@@ -131,6 +139,9 @@ def _run_targets(config, targets, out, seed, state, record):
     except UsageError as e:  # a binary that cannot be started
         status, message = RunStatus.BAD_BUNDLE, str(e)
         record.write_last(status, results, message)
+    finally:
+        if live is not None:
+            live.close()
     counts = {}
     for r in results:
         for k, v in r.counts.items():
