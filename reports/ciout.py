@@ -365,8 +365,8 @@ def _dropped_and_machine(doc, comp):
             doc.case(parsed.target, classname, parsed.case, 0.0, "failure",
                      "[DROPPED] in the baseline, not in this run")
     for key, ch, why in comp.machine:
-        if str(ch) == str(Change.COVERAGE_LOST):
-            doc.case("//(machine)", "(machine)", key, 0.0, "failure", f"[COVERAGE_LOST] {why}")
+        if str(ch) in (str(Change.COVERAGE_LOST), str(Change.REGRESSION)):  # REGRESSION: the kernel's word
+            doc.case("//(machine)", "(machine)", key, 0.0, "failure", f"[{ch}] {why}")
 
 
 def write(run_dir, run, comp=None, info=None):

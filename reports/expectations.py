@@ -8,6 +8,7 @@ a word, as in a URL fragment, does not):
   flake  <case-glob> [driver=...] bug=<url>                                          # reason
   skip   <case-glob> [driver=...] bug=<url>                                          # reason
   coverage <case-glob or fingerprint:<key>> [driver=...] bug=<url>                   # reason
+  kernel <case-glob or (run)> pattern=<glob over the kernel log line> [driver=...] bug=<url>  # reason
 
 <case-glob> matches case ids ('suites/hostalloc:hostalloc_test/Suite.Name', fnmatch syntax).
 `fail` is a known failure (EXPECTED_FAIL; if the case now passes, the entry is stale),
@@ -19,6 +20,10 @@ machine loss 'fingerprint:gpu_count', 'fingerprint:gpu0_name', 'fingerprint:gpu0
 message= (fail only) is an fnmatch glob over the case's failure message, '_' standing for a space:
 the known failure is excused only when it fails for the known reason (e.g. message=*OOM-killed*);
 the same case failing for another reason is a REGRESSION.
+`kernel` excuses a known benign kernel log line (docs/qualification.md, "The kernel's word"): a
+line that would fail the case running when it was logged (an Xid, an NVRM error, an IOMMU fault,
+a PCIe AER line), or the run's health when no case ran ('(run)'), is shown but fails nothing when
+it matches pattern= (an fnmatch glob; '_' matches a space or an underscore).
 A malformed line is an ExpectationError naming file and line (qualify exits 2); so is a driver=
 range that admits no version (driver=>=590,<580), and a file that is not a regular file (a link
 to /dev/zero, a FIFO). A UTF-8 byte-order mark and CRLF line ends are accepted.
@@ -40,7 +45,7 @@ from dataclasses import dataclass, field
 from reports.model import FAILING, PatternSet, Status
 from reports.validate import NotRegularFile, read_regular_file
 
-KINDS = ("fail", "flake", "skip", "coverage")
+KINDS = ("fail", "flake", "skip", "coverage", "kernel")
 FAIL_STATUSES = set(FAILING)
 
 
@@ -56,6 +61,7 @@ class Entry:
     driver: list = field(default_factory=list)  # [(op, version tuple)]
     bug: str = ""
     message: str = ""  # fnmatch glob over the failure message ('' : any)
+    line: str = ""  # kernel entries: fnmatch glob over the kernel log line ('_': a space or '_')
     reason: str = ""
     source: str = ""  # "file:line"
 
@@ -171,12 +177,18 @@ def parse(text, name):
                 if kind != "fail":
                     raise ExpectationError(f"{where}: message= applies to fail entries only")
                 e.message = value.replace("_", " ")
+            elif key == "pattern":
+                if kind != "kernel":
+                    raise ExpectationError(f"{where}: pattern= applies to kernel entries only")
+                e.line = value
             else:
                 raise ExpectationError(f"{where}: unknown key '{key}'")
         if kind == "fail" and not e.statuses:
             e.statuses = {Status.FAIL.value}
         if kind != "skip" and not e.bug:
             raise ExpectationError(f"{where}: every {kind} entry needs bug=<tracker link>")
+        if kind == "kernel" and not e.line:
+            raise ExpectationError(f"{where}: every kernel entry needs pattern=<glob over the kernel log line>")
         entries.append(e)
     return entries
 
@@ -206,6 +218,11 @@ class Expectations:
         for e in self.matching_entries(case_id, nvidia_driver):
             out.setdefault(e.kind, e)
         return out
+
+    def kernel_excuses(self, nvidia_driver):
+        """The `kernel` entries for this driver, as the runner takes them (RunConfig.kernel_excused)."""
+        return [{"case": e.pattern, "line": e.line, "why": f"{e.source} {e.bug}".strip()}
+                for e in self.entries if e.kind == "kernel" and driver_in_range(nvidia_driver, e.driver)]
 
     def skip_patterns(self, nvidia_driver):
         return [e for e in self.entries if e.kind == "skip" and driver_in_range(nvidia_driver, e.driver)]

@@ -400,8 +400,13 @@ def kernel_log_note(run):
     how = run.fingerprint.get("pagelock_kernel_log", "")
     lines = sum(1 for c in run.cases if any(k.startswith("kernel_log") for k in c.logs))
     if how.startswith("read from"):
+        outside = run.kernel_log
+        bad = run.kernel_faults()
+        run_level = (f" {len(outside)} line(s) were logged while no case ran (the run level"
+                     + (f"; {len(bad)} report a fault and fail the run's health, the first: "
+                        f"{bad[0]['line']}" if bad else "") + ").") if outside else ""
         return (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
-                f"shown with it; {lines} case(s) have some.")
+                f"shown with it; {lines} case(s) have some.{run_level}")
     if how:
         return f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
     return ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "

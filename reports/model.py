@@ -139,6 +139,9 @@ CONFLICT_TWICE = "reported more than once in one launch"  # two results for one 
 CONFLICT_EARLY = "a result was recorded before the case started"  # journal end before its start
 CONFLICT_UNLISTED = "the binary's listing did not name this case"  # a result for a phantom case
 CONFLICT_CHANNELS = "the case journal and the XML disagree"  # the two records of one launch
+# The kernel's word (tools/runner/kmsg.py): an Xid, NVRM error, IOMMU fault or PCIe AER line
+# logged while the case ran is a FAIL against whatever the binary said.
+CONFLICT_KERNEL = "the kernel log reports a fault while the case ran"
 # At the binary's level, its "(binary)" case: an exit status that says it finished (0 or 1) while
 # cases of its listing that it was given never started. CRASH stands.
 CONFLICT_UNRUN = "the binary's exit left listed cases unrun"
@@ -733,6 +736,13 @@ class Run:
     fingerprint: dict = field(default_factory=dict)
     cases: list = field(default_factory=list)
     problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
+    # Kernel log lines read while no case ran (the runner's runner.json): [{"line", "target",
+    # "kind", "excused"}]; a counted kind not excused fails the run's health (kernel_faults()).
+    kernel_log: list = field(default_factory=list)
+
+    def kernel_faults(self):
+        """The run-level kernel lines that fail the run's health (tools/runner/kmsg.py)."""
+        return [k for k in self.kernel_log if k.get("kind") and not k.get("excused")]
 
     def counts(self):
         return count_statuses(c.status for c in self.cases)
@@ -771,7 +781,8 @@ class Run:
 
     def to_json(self):
         return {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
-                "problems": self.problems, "cases": [c.to_json() for c in self.cases]}
+                "problems": self.problems, "cases": [c.to_json() for c in self.cases],
+                **({"kernel_log": self.kernel_log} if self.kernel_log else {})}
 
     @staticmethod
     def from_json(d, validated=False):
@@ -786,7 +797,8 @@ class Run:
         try:
             return Run(dict(d.get("fingerprint", {})),
                        [Case.from_json(c, version) for c in d.get("cases", [])],
-                       list(d.get("problems", [])))
+                       list(d.get("problems", [])),
+                       [k for k in d.get("kernel_log", []) if isinstance(k, dict)])
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
 

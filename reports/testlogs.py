@@ -776,8 +776,27 @@ def load_testlogs(root):
         if d != root and names:
             _load_target(run, _label_for(root, d), d, os.path.join(d, "test.xml"),
                          has_xml="test.xml" in names)
+    run.kernel_log = _kernel_outside_cases(root)
+    run.one_record_per_case()  # one id twice (two trees' spellings): the conflict rule settles it
     run.default_run_seed()
     return run
+
+
+def _kernel_outside_cases(root):
+    """The bundle runner's kernel lines read while no case ran (runner.json at the tree's root;
+    Bazel's trees have none): [{"line", "target", "kind", "excused"}]."""
+    path = os.path.join(root, "runner.json")
+    try:
+        if os.path.islink(path) or os.path.getsize(path) > XML_MAX_BYTES:
+            return []
+        with open(path, encoding="utf-8", errors="replace") as f:
+            data = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return []
+    lines = data.get("kernel_log_outside_cases") if isinstance(data, dict) else None
+    return [{"line": model.visible_text(str(k.get("line", ""))), "target": k.get("target"),
+             "kind": k.get("kind"), "excused": k.get("excused")}
+            for k in (lines if isinstance(lines, list) else []) if isinstance(k, dict)]
 
 
 def load_target(label, tdir):

@@ -144,6 +144,12 @@ def run_problem(run, where="run"):
     problems = run.get("problems", [])
     if not isinstance(problems, list):
         return f"{where}.problems: expected a list, found {_kind(problems)}"
+    kernel = run.get("kernel_log", [])
+    if not isinstance(kernel, list):
+        return f"{where}.kernel_log: expected a list, found {_kind(kernel)}"
+    for i, k in enumerate(kernel):
+        if not isinstance(k, dict) or not isinstance(k.get("line", ""), str):
+            return f"{where}.kernel_log[{i}]: expected an object with a text 'line', found {_kind(k)}"
     return None
 
 

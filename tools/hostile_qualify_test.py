@@ -377,6 +377,68 @@ class KilledWithSigkill(Base):
                              "--mutation", "--mutation-budget", "100", "--mutation-jobs", "2")
 
 
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=fake, GPU has fallen off the bus."
+AER = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:3b:00.0"
+
+
+class KernelWordInTheVerdict(Base):
+    """The kernel's word fails the case (tools/runner/kmsg.py, docs/qualification.md): a fake
+    kernel log ($PAGELOCK_KERNEL_LOG) that the fake binaries write while a case runs or between
+    cases, and `kernel` expectation entries that excuse a known benign line."""
+
+    def setUp(self):
+        super().setUp()
+        self.kmsg = os.path.join(self.tmp, "kmsg")
+        open(self.kmsg, "w").close()
+        os.environ.update(PAGELOCK_KERNEL_LOG=self.kmsg, FAKE_KMSG=self.kmsg)
+
+    def expect(self, text):
+        with open(os.path.join(self.exp, "common.txt"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def case(self, name):
+        return next(c for c in self.results()["run"]["cases"] if f"{c['suite']}.{c['name']}" == name)
+
+    def test_an_xid_while_a_case_runs_fails_it_without_retries(self):
+        b = self.bundle({"x": {"cases": ["S.A", {"id": "S.B", "act": ["kmsg:" + XID]}]}})
+        rc = self.qualify(b, "--baseline", "none", "--retries", "2")
+        self.assertEqual(rc, cmp.EXIT_REGRESSION, self.output)
+        c = self.case("S.B")
+        self.assertEqual((c["status"], c["attempts"]), ("FAIL", ["FAIL"]))
+        self.assertIn("the kernel log reports a fault while the case ran", c["conflicts"][0])
+        self.assertIn(XID, c["logs"]["kernel_log"])
+        self.assertEqual(self.results()["comparison"]["fake:x/S.B"], "REGRESSION")
+        with open(os.path.join(self.run_dirs()[-1], "index.html"), encoding="utf-8") as f:
+            self.assertIn("GPU has fallen off the bus", f.read())
+
+    def test_a_fault_line_outside_any_case_fails_the_runs_health(self):
+        b = self.bundle({"x": {"cases": [{"id": "S.A", "act": ["kmsg_between:" + XID]}, "S.B"]}})
+        rc = self.qualify(b, "--baseline", "none")
+        self.assertEqual(rc, cmp.EXIT_REGRESSION, self.output)
+        res = self.results()
+        self.assertEqual({c["status"] for c in res["run"]["cases"]}, {"PASS"})
+        machine = {m["id"]: m for m in res["machine_coverage"]}
+        self.assertEqual(machine["kernel_log:outside_cases"]["status"], "REGRESSION")
+        self.assertIn(XID, machine["kernel_log:outside_cases"]["why"])
+        self.assertEqual(res["run"]["kernel_log"][0]["kind"], "Xid")
+        self.assertIn("kernel log line(s) reporting a fault while no case ran", self.output)
+        with open(os.path.join(self.run_dirs()[-1], "junit.xml"), encoding="utf-8") as f:
+            self.assertIn("kernel_log:outside_cases", f.read())
+
+    def test_kernel_entries_excuse_a_known_benign_line_in_a_case_and_outside(self):
+        self.expect("kernel fake:x/* pattern=*AER:_Corrected_error* bug=https://example.org/aer  # benign\n"
+                    "kernel (run) pattern=*Xid_(PCI:0000:3b:00):_79* bug=https://example.org/xid\n")
+        b = self.bundle({"x": {"cases": [{"id": "S.A", "act": ["kmsg:" + AER, "kmsg_between:" + XID]}, "S.B"]}})
+        rc = self.qualify(b, "--baseline", "none")
+        self.assertEqual(rc, cmp.EXIT_QUALIFIED, self.output)
+        c = self.case("S.A")
+        self.assertEqual((c["status"], c.get("conflicts")), ("PASS", None))
+        self.assertIn("[PCIe AER: excused by", c["logs"]["kernel_log"])
+        self.assertIn("common.txt:1 https://example.org/aer", c["logs"]["kernel_log"])
+        outside = self.results()["run"]["kernel_log"]
+        self.assertEqual([(k["kind"], bool(k["excused"])) for k in outside], [("Xid", True)])
+
+
 class NothingPassedNeverQualifies(Base):
     """Row #2 (verdict): no case passed, so nothing was exercised."""
 

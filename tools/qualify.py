@@ -213,6 +213,7 @@ def _run_and_publish(plan, info, args, state):
     state["phase"] = "comparing"
     comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
                        known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
+    verdict_mod.kernel_health(run, comp)  # the kernel's word outside any case
     why_not = verdict_mod.nothing_passed(run, comp)
     state["comp"] = comp
     verdict, _ = comp.verdict

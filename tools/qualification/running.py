@@ -9,6 +9,7 @@ from reports import testlogs as testlogs_reader
 from tools.qualification import common
 from tools.qualification.common import Stop, interrupted, say
 from tools.runner import runner
+from tools.runner.config import KMSG
 
 MAX_RESTARTS = 5
 
@@ -21,6 +22,15 @@ def expected_durations(plan):
     return out
 
 
+KERNEL_LOG_ENV = "PAGELOCK_KERNEL_LOG"
+
+
+def kernel_log_path():
+    """The kernel log the runner follows: $PAGELOCK_KERNEL_LOG ('' none; a file or FIFO for a
+    test), else /dev/kmsg."""
+    return os.environ.get(KERNEL_LOG_ENV, KMSG)
+
+
 def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
     """Runs `targets` (manifest entries) of the bundle with per-target gtest filters and the plan's
     seed, writing a testlogs tree under out. Raises Interrupted on SIGTERM/SIGINT and Stop when
@@ -31,7 +41,9 @@ def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
         bundle=plan.bundle, out=out, labels=[t["label"] for t in targets],
         filters=dict(filters, **{"*": ""}), seed=plan.seed, shuffle=shuffle,
         time_scale=time_scale, max_restarts=MAX_RESTARTS, progress_stderr=common.HUMAN["json"], jobs=jobs,
-        durations=expected_durations(plan)))
+        durations=expected_durations(plan), kernel_log=kernel_log_path(),
+        # Known benign kernel log lines (`kernel` entries): shown, failing nothing.
+        kernel_excused=plan.expectations.kernel_excuses(plan.driver) if plan.expectations else []))
     if res.status == "INTERRUPTED":
         raise interrupted(res.message)
     if res.status in ("BAD_BUNDLE", "OUTPUT_ERROR"):
@@ -82,7 +94,9 @@ def retry_failures(plan, run, args):
         filters = model.gtest_filters(c.cid for c in failing)
         run_bundle(plan, out, [by_target[t] for t in sorted(filters)], filters, False, args.time_scale,
                    args.jobs)
-        retried = load_run(plan, out).by_id()
+        retried_run = load_run(plan, out)
+        run.kernel_log += retried_run.kernel_log  # the kernel's word outside a case, retries too
+        retried = retried_run.by_id()
         for c in failing:
             r = retried.get(c.id)
             new = r.status if r else model.Status.MISSING

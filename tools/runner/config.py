@@ -116,6 +116,9 @@ class RunConfig:
     gpus: "int | None" = None
     # Cases one binary may list; None: $PAGELOCK_MAX_CASES_PER_BINARY, else MAX_CASES_PER_BINARY.
     max_cases: "int | None" = None
+    # Known benign kernel log lines (qualify passes its `kernel` expectation entries):
+    # [{"case": case-id glob or "(run)", "line": glob over the line, "why": "file:line bug"}].
+    kernel_excused: list = field(default_factory=list)
 
 
 @dataclass
@@ -144,6 +147,9 @@ class RunnerResult:
     message: str = ""  # for BAD_BUNDLE, NOTHING_SELECTED, OUTPUT_ERROR, INTERRUPTED
     signal: int = 0  # the signal that interrupted the run
     counts: dict = field(default_factory=dict)
+    # Kernel log lines read while no case ran: [{"line", "target" (or None), "kind" (a counted
+    # kind, or None), "excused" (why, or None)}]; a counted one not excused fails the run's health.
+    kernel_outside: list = field(default_factory=list)
 
     def __post_init__(self):
         self.status = RunStatus(self.status)

@@ -778,5 +778,97 @@ class ConflictingEvidence(Base):
         self.assertNotIn("\x1b", out + err)  # the terminal never gets a raw escape
 
 
+
+# ---------------------------------------------------------------------------------------------
+# The kernel's word fails the case (tools/runner/kmsg.py): the runner follows a fake kernel log
+# (--kernel-log FILE or FIFO) that the fake binary writes records to while a case runs.
+
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=fake, GPU has fallen off the bus."
+KERNEL_LINES = {
+    "S.xid": XID,
+    "S.nvrm": "NVRM: GPU at PCI:0000:3b:00: GPU-6a1c: RmInitAdapter failed! (0x22:0x56:667)",
+    "S.dmar": "DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0x7f3a000 "
+              "[fault reason 0x06] PTE Read access is not set",
+    "S.amdvi": "AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000 address=0x1000 flags=0x0000]",
+    "S.aer": "pcieport 0000:00:01.0: AER: Corrected error received: 0000:3b:00.0",
+    "S.oom": "Out of memory: Killed process 4243 (pinning_child) total-vm:1048576kB",
+    "S.info": "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.159.04  Release Build",
+}
+COUNTED = {"S.xid": "Xid", "S.nvrm": "NVRM error", "S.dmar": "IOMMU fault", "S.amdvi": "IOMMU fault",
+           "S.aer": "PCIe AER"}
+
+
+class KernelWord(Base):
+    def kernel_log(self, fifo=False):
+        path = os.path.join(self.dir, "kmsg")
+        if fifo:
+            os.mkfifo(path)
+        else:
+            open(path, "w").close()
+        return path
+
+    def records(self, name="t"):
+        from reports import testlogs
+        root = ET.parse(os.path.join(self.out, "fake", name, "test.xml")).getroot()
+        return {f"{c.suite}.{c.name}": c for c in
+                (testlogs.case_from_element(f"//fake:{name}", el) for el in root.iter("testcase"))}
+
+    def check_each_kind(self, fifo):
+        cases = [{"id": cid, "act": ["kmsg:" + line]} for cid, line in KERNEL_LINES.items()] + ["S.clean"]
+        self.make_bundle({"t": {"cases": cases}})
+        kmsg = self.kernel_log(fifo)
+        rc, out, err = self.run_runner("--kernel-log", kmsg, env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        for cid, line in KERNEL_LINES.items():
+            self.assertIn(line, r[cid].logs.get("kernel_log", ""), cid)  # the line is with its case
+            if cid in COUNTED:
+                self.assertEqual(r[cid].status, "FAIL", cid)
+                self.assertIn(f"the kernel log reports a fault while the case ran (the binary PASS, "
+                              f"the kernel {COUNTED[cid]}); FAIL stands", r[cid].conflicts[0])
+                self.assertIn(line, r[cid].message)
+                self.assertIn(f"[{COUNTED[cid]}: fails the case]", r[cid].logs["kernel_log"])
+            else:  # an oom-kill the stress tier expects, an informational NVRM line: attached only
+                self.assertEqual(r[cid].status, "PASS", cid)
+                self.assertEqual(r[cid].conflicts, [])
+        self.assertEqual((r["S.clean"].status, r["S.clean"].logs), ("PASS", {}))
+
+    def test_each_counted_kind_fails_the_case_it_was_logged_in_and_the_rest_attach(self):
+        self.check_each_kind(fifo=False)
+
+    def test_the_kernel_log_may_be_a_fifo(self):
+        self.check_each_kind(fifo=True)
+
+    def test_a_line_while_no_case_runs_fails_the_runs_health(self):
+        self.make_bundle({"t": {"cases": [{"id": "S.A", "act": ["kmsg_between:" + XID]}, "S.B"]}})
+        kmsg = self.kernel_log()
+        rc, out, err = self.run_runner("--kernel-log", kmsg, env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)  # every case passed: the run's health failed
+        self.assertEqual({k: c.status for k, c in self.records().items()}, {"S.A": "PASS", "S.B": "PASS"})
+        record = self.runner_json()
+        self.assertEqual(record["status"], "FAILURES")
+        outside = record["kernel_log_outside_cases"]
+        self.assertEqual([(k["kind"], k["target"], k["excused"]) for k in outside], [("Xid", "//fake:t", None)])
+        self.assertIn(XID, outside[0]["line"])
+        self.assertIn("1 kernel log line(s) reporting a fault while no case ran", out)
+
+    def test_a_known_benign_line_is_excused_by_a_kernel_entry(self):
+        aer = KERNEL_LINES["S.aer"]
+        self.make_bundle({"t": {"cases": [{"id": "S.aer", "act": ["kmsg:" + aer]},
+                                          {"id": "S.xid", "act": ["kmsg:" + XID]}]}})
+        kmsg = self.kernel_log()
+        self.out = os.path.join(self.dir, "out")
+        from tools.runner import runner as api
+        r = api.run(api.RunConfig(bundle=self.bundle, out=self.out, quiet=True, kernel_log=kmsg,
+                                  env={"FAKE_MARK": self.mark, "FAKE_KMSG": kmsg},
+                                  kernel_excused=[{"case": "fake:t/S.*", "line": "*AER:_Corrected_error*",
+                                                   "why": "expectations/x.txt:3 bug=b"}]))
+        self.assertEqual(r.exit_code, 3)  # the Xid is not excused
+        rec = self.records()
+        self.assertEqual(rec["S.aer"].status, "PASS")
+        self.assertIn("[PCIe AER: excused by expectations/x.txt:3 bug=b]", rec["S.aer"].logs["kernel_log"])
+        self.assertEqual(rec["S.xid"].status, "FAIL")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -29,6 +29,17 @@ class RunState:
         self.lock = threading.Lock()  # a launch's start and the sweep for orphans
         self.children = set()  # pids of the launches started and not yet waited for
         self.ended_leftovers = []  # [(pid, command)] a killed run on this --out left, ended
+        self.kernel_outside = []  # RunnerResult.kernel_outside, as the run goes
+
+    def kernel_at_run_level(self, label, lines, excuses):
+        """Kernel lines read while no case ran (label: the target whose launch was running, or
+        None): kept for runner.json and the run's health (kmsg.py)."""
+        from tools.runner.kmsg import RUN_LEVEL, counted_kind
+        with self.lock:
+            for line in lines:
+                kind = counted_kind(line)
+                self.kernel_outside.append({"line": line, "target": label, "kind": kind,
+                                            "excused": excuses.why(RUN_LEVEL, line) if kind else None})
 
     def on_signal(self, signum, frame=None):
         """SIGTERM, SIGINT, SIGHUP: every running process group gets SIGTERM, or SIGKILL from

@@ -92,6 +92,8 @@ class Progress:
         self.last_draw = 0.0
         self.drawn = False
         self.kernel = None  # KernelLog, polled with the journals
+        self.kernel_outside = []  # kernel lines read while no target ran
+        self.last_poll = float("-inf")
         self.lock = threading.RLock()
 
     def _write(self, text):
@@ -149,14 +151,18 @@ class Progress:
             s.kernel_lines = {}
 
     def _poll_kernel(self):
-        """New kernel lines go to the case running in every started target. With several
-        targets running, each line says so (the driver line cannot say whose it was)."""
+        """New kernel lines go to the case running in every started target (a line read while
+        no target runs, to kernel_outside). With several targets running, each line says so
+        (the driver line cannot say whose it was)."""
         if self.kernel is None:
             return
         lines = self.kernel.read_new()
         if not lines:
             return
         slots = list(self.slots.values())
+        if not slots:
+            self.kernel_outside.extend(lines)
+            return
         if len(slots) > 1:
             names = ", ".join(s.label for s in slots[:self.SHOWN_RUNNING]) + \
                 (f" +{len(slots) - self.SHOWN_RUNNING}" if len(slots) > self.SHOWN_RUNNING else "")
@@ -177,11 +183,26 @@ class Progress:
             s.launch_start = None
             return s.kernel_lines
 
-    def tick(self, force=False):
-        """Called by the launch loops: reads the journals, prints the half-limit notices, and on
-        a terminal redraws the status line (at most once a second)."""
+    POLL_S = 0.05  # the journals and the kernel log: a line goes to the case running then
+
+    def poll(self):
+        """Reads every running target's journal, then the kernel log: a kernel line goes to the
+        case that was running when it was read, at most POLL_S after it was logged."""
         with self.lock:
             now = self.clock()
+            self.last_poll = now
+            for s in list(self.slots.values()):
+                s.read_journal(now)
+            self._poll_kernel()
+
+    def tick(self, force=False):
+        """Called by the launch loops: follows the journals and the kernel log (every POLL_S
+        while the kernel log is followed), prints the half-limit notices, and on a terminal
+        redraws the status line (at most once a second)."""
+        with self.lock:
+            now = self.clock()
+            if self.kernel is not None and now - self.last_poll >= self.POLL_S:
+                self.poll()
             if not force and now - self.last_draw < 1.0:
                 return
             self.last_draw = now

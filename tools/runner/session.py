@@ -15,7 +15,7 @@ from tools.runner import leftovers, outdir
 from tools.runner.cases import binary_env, max_cases_per_binary
 from tools.runner.config import (MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult,
                                  RunStatus, UsageError, check_time_scale)
-from tools.runner.kmsg import KernelLog, check_kernel_log
+from tools.runner.kmsg import Excuses, KernelLog, check_kernel_log
 from tools.runner.manifest import check_binaries, load_manifest, select_targets
 from tools.runner.procs import RunState, kill_orphans, set_child_subreaper, signame
 from tools.runner.progress import Progress, Quiet
@@ -125,13 +125,16 @@ def _run_targets(config, targets, out, seed, state, record):
             raise OutputError(f"cannot create {out}: {e.strerror or e}")
         record.write(RunStatus.RUNNING, results, message)
         run_all(config, targets, out, seed, state, results)
+        _kernel_after_the_last_target(config, state)
+        record.info["kernel_log_outside_cases"] = state.kernel_outside
         if state.signal:
             status = RunStatus.INTERRUPTED
             message = (f"interrupted by {signame(state.signal)}: results of {len(results)} of "
                        f"{len(targets)} target(s) written to {out}")
         else:
-            status = RunStatus.FAILURES if any(r.counts.get(s) for r in results
-                                               for s in model.FAILING) else RunStatus.CLEAN
+            unhealthy = any(k["kind"] and not k["excused"] for k in state.kernel_outside)
+            status = RunStatus.FAILURES if unhealthy or any(
+                r.counts.get(s) for r in results for s in model.FAILING) else RunStatus.CLEAN
         record.write(status, results, message)
     except OutputError as e:
         status, message = RunStatus.OUTPUT_ERROR, str(e)
@@ -146,7 +149,19 @@ def _run_targets(config, targets, out, seed, state, record):
     for r in results:
         for k, v in r.counts.items():
             counts[k] = counts.get(k, 0) + v
-    return RunnerResult(status, results, out, seed, message, state.signal, counts)
+    return RunnerResult(status, results, out, seed, message, state.signal, counts,
+                        list(state.kernel_outside))
+
+
+def _kernel_after_the_last_target(config, state):
+    """The kernel lines read while no target ran (between targets, after the last one): to the
+    run level, with those the targets read while none of their cases ran."""
+    if state.kernel is None or state.progress is None:
+        return
+    state.progress.poll()
+    lines, state.progress.kernel_outside = state.progress.kernel_outside, []
+    if lines:
+        state.kernel_at_run_level(None, lines, Excuses(config.kernel_excused))
 
 
 class _Record:

@@ -12,7 +12,7 @@ from tools.runner.cases import (CaseFilter, binary_env, exact_pattern, first_chu
 from tools.runner.config import (FAILURES_LISTED_PER_TARGET, FILTER_MAX_CHARS, LIST_TIMEOUT_S,
                                  OutputError, TargetResult)
 from tools.runner.journals import add_property, collect_launch
-from tools.runner.kmsg import KERNEL_LOG_MAX_LINES
+from tools.runner.kmsg import KERNEL_LOG_MAX_LINES, Excuses, counted_kind
 from tools.runner.manifest import binary_path
 from tools.runner.outdir import CappedLog, fresh_target_dir, make_attempt_dir, write_xml
 from tools.runner.procs import describe_exit, launch, signame
@@ -64,6 +64,7 @@ class _TargetRun:
         self.binary_problems = []  # (Status, sentence) for ends that no case can be blamed for
         self.kernel_between = []  # kernel log lines read while no case was running
         self.expected, self.expected_set = [], set()
+        self.cfg_excuses = Excuses(cfg.kernel_excused)  # `kernel` expectation entries
         self.listing_whole = False  # the listing ended cleanly: a case it did not name is a phantom
 
     def run(self):
@@ -196,7 +197,9 @@ class _TargetRun:
 
     def _attach_kernel_lines(self, klines, number, entry):
         """Kernel lines go to test.log, and to the case that was running when they were read;
-        those read while none was running wait for the "(binary)" case."""
+        those read while none was running wait for the "(binary)" case and go to the run
+        level. The kernel's word (kmsg.py): a counted line no `kernel` entry excuses FAILs the
+        case it was logged in, by the conflict rule, and the run's health outside a case."""
         for kcase, lines in klines.items():
             lines = lines[-KERNEL_LOG_MAX_LINES:]
             self.tlog.write(f"=== pagelock runner: kernel log during attempt {number}"
@@ -205,9 +208,32 @@ class _TargetRun:
             target_el = self.done.get(kcase) if kcase else None
             if target_el is None:
                 self.kernel_between.extend(lines)
+                self.state.kernel_at_run_level(self.label, lines, self.cfg_excuses)
             else:
-                add_property(target_el, "kernel_log", "\n".join(lines))
+                self._kernel_word(kcase, target_el, lines)
             entry["kernel_log_lines"] = entry.get("kernel_log_lines", 0) + len(lines)
+
+    def _kernel_word(self, case, el, lines):
+        """Attaches the lines to the case, each counted one marked; the first counted line that
+        no entry excuses FAILs the case (reports/model.py's rule names the conflict)."""
+        case_id = f"{self.label[2:]}/{case}"
+        shown, counted = [], []
+        for line in lines:
+            kind = counted_kind(line)
+            why = self.cfg_excuses.why(case_id, line) if kind else None
+            if kind and not why:
+                counted.append((kind, line))
+            shown.append(line + (f"  [{kind}: excused by {why}]" if why else
+                                 f"  [{kind}: fails the case]" if kind else ""))
+        if counted:
+            kind, line = counted[0]
+            fault = testlogs.synthesize_case(
+                case, Status.FAIL, f"FAIL: the kernel logged {len(counted)} fault line(s) while "
+                f"this case ran, the first a {kind} line: {line}")
+            el = self.done[case] = testlogs.merge_records(
+                el, fault, model.CONFLICT_KERNEL,
+                said=f"the binary {testlogs.record_status(el)}, the kernel {kind}")
+        add_property(el, "kernel_log", "\n".join(shown))
 
     def _failed(self, case_id):
         return testlogs.case_from_element(self.label, self.done[case_id]).status in _FAILING
