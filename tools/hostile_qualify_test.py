@@ -832,6 +832,76 @@ def _store_one(target, run_dir, results):
         results.put(("", f"{type(e).__name__}: {e}"))
 
 
+@contextlib.contextmanager
+def nearly_full_tmpfs(where, size_kb=2048, free_kb=0):
+    """A small tmpfs at `where` filled to leave about free_kb (root only; skipped otherwise).
+    Yields (folder, fill): fill() takes what is left."""
+    os.makedirs(where)
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", where], capture_output=True)
+    if r.returncode != 0:
+        raise unittest.SkipTest(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace')}")
+
+    def fill(name="filler", leave_kb=0):
+        with open(os.path.join(where, name), "wb") as f:
+            try:
+                while shutil.disk_usage(where).free > leave_kb * 1024:
+                    f.write(b"\0" * min(65536, max(4096, shutil.disk_usage(where).free - leave_kb * 1024)))
+                    f.flush()
+            except OSError:
+                pass
+    try:
+        if free_kb:
+            fill(leave_kb=free_kb)
+        yield where, fill
+    finally:
+        subprocess.run(["umount", "-l", where], capture_output=True)
+
+
+class FullDiskSaysWhere(Base):
+    """Reliability review 4, #8 and item 7: a full disk says "no space left on <path>" wherever
+    it happens: the run folder, the history, the mutation tool's shim build."""
+
+    def test_a_full_run_folder_says_no_space_left_on_it(self):
+        b = self.bundle()
+        with nearly_full_tmpfs(os.path.join(self.tmp, "full"), free_kb=8) as (mnt, _):
+            rc = self.qualify(b, "--baseline", "none", "--no-history", out=os.path.join(mnt, "runs"))
+        self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
+        self.assertIn("no space left on", self.output)
+        self.assertNotIn("Traceback", self.output)
+
+    def test_a_history_that_fills_up_says_no_space_left_on_it(self):
+        b = self.bundle({"x": {"cases": ["S.A"], "count": 3000, "pad": 200}})
+        with nearly_full_tmpfs(os.path.join(self.tmp, "full")) as (mnt, fill):
+            db = os.path.join(mnt, "history.sqlite")
+            history.connect(db).close()  # made while there was room
+            fill(leave_kb=0)
+            rc = self.qualify(b, "--baseline", "none", "--history", db)  # full when it is opened
+            self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
+            self.assertIn(f"no space left on {db}", self.output)
+            os.remove(os.path.join(mnt, "filler"))
+            fill(leave_kb=200)  # room to open it, none for the run's 3000 cases
+            rc = self.qualify(b, "--baseline", "none", "--history", db)
+        self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
+        self.assertIn(f"no space left on {db}: run not stored", self.output)
+        info = self.results()["info"]
+        self.assertEqual((info["exit_code"], info["verdict_reached"]), (1, "QUALIFIED"))
+
+    def test_a_shim_build_on_a_full_disk_says_no_space_left(self):
+        if not shutil.which("g++") or not os.path.exists("/usr/local/cuda/include/cuda.h"):
+            raise unittest.SkipTest("the shim build needs g++ and the CUDA headers")
+        b = self.bundle({"m": SLEEP_UNDER_FAULT}, with_tools=True)
+        with nearly_full_tmpfs(os.path.join(self.tmp, "full"), size_kb=4096, free_kb=600) as (mnt, _):
+            out = os.path.join(mnt, "runs")
+            rc = self.qualify(b, "--baseline", "none", "--no-history", "--mutation", "--mutation-budget", "60",
+                              out=out)
+        self.assertEqual(rc, cmp.EXIT_QUALIFIED, self.output)  # the mutation score never changes it
+        note = next(l for l in self.output.splitlines() if "mutation score:" in l)
+        self.assertIn("no space left on", note)
+        self.assertNotIn("Traceback", self.output)
+
+
 class BaselineAuto(Base):
     """Row #7 and §4c: the run stored last, whatever the clocks said; never silently none."""
 

@@ -207,7 +207,7 @@ def _run_and_publish(plan, info, args, state):
         running.retry_failures(plan, run, args)
         seconds["retrying"] = round(time.monotonic() - t, 2)
     except OSError as e:
-        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {common.os_error_words(e, plan.run_dir)}")
     t = time.monotonic()
 
     state["phase"] = "comparing"
@@ -225,7 +225,8 @@ def _run_and_publish(plan, info, args, state):
         page = publish.publish(plan, run, comp, info, args, state)
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
-                                   f"({e}); the verdict would have been {verdict}")
+                                   f"({common.os_error_words(e, plan.run_dir)}); the verdict would have "
+                                   f"been {verdict}")
     verdict = comp.verdict[0]  # the history may not have taken the run (publish.not_stored)
     seconds["writing"] = round(time.monotonic() - t - seconds["comparing"], 2)
     print(model.format_counts(run.counts()), file=common.HUMAN["stream"] or sys.stdout)

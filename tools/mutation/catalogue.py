@@ -136,7 +136,10 @@ def find_shim(bundle, shim_arg, out):
     dest = os.path.join(out, "shimlib")
     p = subprocess.run([build, dest], capture_output=True, text=True, encoding="utf-8", errors="replace")
     if p.returncode != 0:
-        raise UsageError(f"building the shim failed: {p.stderr.strip()[-400:]}")
+        # A full disk: the compiler says so somewhere above its last words ("g++ failed").
+        full = next((l.strip() for l in p.stderr.splitlines() if "No space left on device" in l), "")
+        raise UsageError(f"building the shim failed: no space left on {dest} ({full[-300:]})" if full else
+                         f"building the shim failed: {p.stderr.strip()[-400:]}")
     return dest
 
 

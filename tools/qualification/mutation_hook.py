@@ -108,10 +108,13 @@ def run_tool(plan, args, out, state):
             kill_token_holders(token)  # a runner mutation.py lost track of
         if rc not in (None, 0, MUTATION_FALSE_ALARMS):
             with open(os.path.join(out, "mutation.out"), errors="replace", encoding="utf-8") as f:
-                tail = [l.strip() for l in f if l.strip()][-1:] or [""]
+                lines = [l.strip() for l in f if l.strip()]
+            tail = lines[-1:] or [""]
             note = f"the mutation tool exited {rc}: {tail[0][:300]}"
+            if any("No space left on device" in l for l in lines) or common.full_file_system([out]):
+                note = f"no space left on {out}: {note}"  # the compiler or the tool said only "failed"
     except OSError as e:
-        note = f"the mutation tool could not run: {e}"
+        note = f"the mutation tool could not run: {common.os_error_words(e, out)}"
     return note
 
 

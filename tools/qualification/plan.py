@@ -102,7 +102,9 @@ def build_bundle(archs):
     rc = subprocess.call([sys.executable, os.path.join(common.ROOT, "tools", "bundle.py"), bundle]
                          + (["--archs", archs] if archs else []))
     if rc != 0:
-        raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})")
+        full = common.full_file_system([bundle, os.path.expanduser("~/.cache/bazel"),
+                                        os.environ.get("TMPDIR", "/tmp")])
+        raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})" + (f": {full}" if full else ""))
     return bundle
 
 
@@ -155,9 +157,10 @@ def open_history(args):
     try:
         db = history.connect(path)
     except (sqlite3.Error, OSError) as e:
-        if disk_full(e):
-            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {path} cannot be written ({e}); "
-                                       "free some space, or run with --history OTHER.sqlite or --no-history")
+        if disk_full(e) or (not history.is_url(path) and common.full_file_system([path])):
+            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no space left on {path}: the history cannot be "
+                                       f"written ({e}); free some space, or run with --history OTHER.sqlite "
+                                       "or --no-history")
         if isinstance(e, history.HistoryUnavailable):
             # The server or the disk failed, not the configuration: exit 1, as history.py and fleet say.
             raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {history.redact(path)} is unavailable ({e}); "

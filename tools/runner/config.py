@@ -2,6 +2,7 @@
 (RunConfig in, TargetResult and RunnerResult out) that tools/qualify.py uses."""
 
 import enum
+import errno
 import math
 from dataclasses import dataclass, field
 
@@ -45,6 +46,15 @@ KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
 MAX_JOBS = 256  # RunConfig.jobs: targets run at once
 FAILURES_LISTED_PER_TARGET = 200
 FAILURES_PRINTED = 50  # at the end of a run
+
+
+def cannot_write(path, e, verb="write"):
+    """What an OSError while writing `path` is called everywhere: a full disk is 'no space left
+    on <path>' (with the system's words), anything else 'cannot write <path>: <why>'."""
+    why = getattr(e, "strerror", None) or e
+    if getattr(e, "errno", None) == errno.ENOSPC:
+        return f"no space left on {path} (cannot {verb} it: {why})"
+    return f"cannot {verb} {path}: {why}"
 
 
 class UsageError(Exception):

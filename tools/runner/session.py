@@ -14,7 +14,7 @@ from reports import model
 from tools.runner import leftovers, outdir
 from tools.runner.cases import binary_env, max_cases_per_binary
 from tools.runner.config import (MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult,
-                                 RunStatus, UsageError, check_time_scale)
+                                 RunStatus, UsageError, cannot_write, check_time_scale)
 from tools.runner.kmsg import Excuses, KernelLog, check_kernel_log
 from tools.runner.manifest import check_binaries, load_manifest, select_targets
 from tools.runner.procs import RunState, kill_orphans, set_child_subreaper, signame
@@ -122,7 +122,7 @@ def _run_targets(config, targets, out, seed, state, record):
             os.makedirs(out, exist_ok=True)
             live = leftovers.LiveRecord(out)  # what the next run ends if this one is killed
         except OSError as e:
-            raise OutputError(f"cannot create {out}: {e.strerror or e}")
+            raise OutputError(cannot_write(out, e, "create"))
         record.write(RunStatus.RUNNING, results, message)
         run_all(config, targets, out, seed, state, results)
         _kernel_after_the_last_target(config, state)

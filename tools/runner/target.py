@@ -10,7 +10,7 @@ from reports import model, testlogs
 from tools.runner.cases import (CaseFilter, binary_env, exact_pattern, first_chunk, list_binary,
                                 max_cases_per_binary)
 from tools.runner.config import (FAILURES_LISTED_PER_TARGET, FILTER_MAX_CHARS, LIST_TIMEOUT_S,
-                                 OutputError, TargetResult)
+                                 OutputError, TargetResult, cannot_write)
 from tools.runner.journals import add_property, collect_launch
 from tools.runner.kmsg import KERNEL_LOG_MAX_LINES, Excuses, counted_kind
 from tools.runner.manifest import binary_path
@@ -78,8 +78,7 @@ class _TargetRun:
         finally:
             self.tlog.close()
         if self.tlog.error is not None:
-            raise OutputError(f"cannot write {self.tlog.path}: "
-                              f"{self.tlog.error.strerror or self.tlog.error}")
+            raise OutputError(cannot_write(self.tlog.path, self.tlog.error))
 
     def _list(self):
         """The cases to run: the listing, under the user's filter. A listing that failed is the
