@@ -86,12 +86,20 @@ def load_run_dir(run_dir):
     """(info dict, Run, {case id: comparison status}) from RUN_DIR/results.json."""
     path = os.path.join(run_dir, "results.json")
     try:
+        if os.path.getsize(path) > model.RESULTS_MAX_BYTES:
+            raise model.ResultsError(f"larger than the {model.RESULTS_MAX_BYTES >> 20} MiB a results file may be "
+                                     "(docs/qualification.md, Limits); not read")
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         run_json = data.get("run", data)
         if "format_version" in data and isinstance(run_json, dict):
             run_json = dict(run_json, format_version=run_json.get("format_version", data["format_version"]))
+        n = len(run_json.get("cases", [])) if isinstance(run_json, dict) else 0
+        if n > model.RESULTS_MAX_CASES:
+            raise model.ResultsError(f"{n:,} cases, more than the {model.RESULTS_MAX_CASES:,} a results file may "
+                                     "hold (docs/qualification.md, Limits); not read")
         run = model.Run.from_json(run_json)
+        run.one_record_per_case()  # one id twice: one row, the worse status (reports/model.py's rule)
         return data.get("info", {}), run, data.get("comparison") or {}
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
@@ -104,7 +112,7 @@ def rows_of_run(run, comparison):
     [(case id, metric name, value)]) from a typed Run."""
     status = getattr(comparison, "status", comparison) or {}
     cases, metrics = [], []
-    for c in run.cases:
+    for c in model.one_per_id(run.cases):  # one row per case and run: the rule of reports/model.py
         st = str(c.status)
         attempts = " ".join(str(a) for a in c.attempts)
         comp = status.get(c.id)

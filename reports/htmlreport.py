@@ -310,6 +310,10 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
 
 
 GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 1440x900)
+# Cases listed under one cause (in its folded list); the rest are counted, and the case list's
+# filters find them. 10^6 dropped cases of a big baseline are one cause, not 10^6 list items:
+# the page stays the same size whatever the baseline holds.
+ROWS_SHOWN = 200
 
 
 def cause_groups(rows, rules):
@@ -326,8 +330,10 @@ def cause_groups(rows, rules):
         first = members[0]
         text = " ".join(first["msg"].split())
         ids = sorted({i for m in members for i in m["rules"]})
-        out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
-                    "msg_cut": cut_at_word(text), "first": first, "rows": members,
+        count = sum(1 + m.get("more", 0) for m in members)  # "more": cases counted, not listed
+        out.append({"kind": kind, "count": count, "rules": rule_refs(ids, rules), "msg": text,
+                    "msg_cut": cut_at_word(text), "first": first, "rows": members[:ROWS_SHOWN],
+                    "rows_more": count - min(len(members), ROWS_SHOWN),
                     "replay": next((m["replay"] for m in members if m["replay"]), "")})
     out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
     return out
@@ -365,13 +371,20 @@ def changes_context(run, comp=None, baseline=None, rules=None):
                 listed.add(cid)
                 (group if st.blocks else other).append(r)
             if st == model.Change.DROPPED:
-                for cid in comp.dropped:
+                covered_ids = set(comp.dropped_covered)
+                listed_rows = {True: [], False: []}
+                for cid in comp.dropped:  # a row for the first ROWS_SHOWN of each kind, a count after
+                    covered = cid in covered_ids
+                    rows_of = listed_rows[covered]
+                    if len(rows_of) >= ROWS_SHOWN:
+                        rows_of[-1]["more"] = rows_of[-1].get("more", 0) + 1
+                        continue
                     prev = base.get(cid)
-                    covered = cid in comp.dropped_covered
                     r = _change_row("KNOWN_COVERAGE_LOSS" if covered else "DROPPED", None, cid, None,
                                     "in the baseline, not in this run" +
                                     (" (an expectation names it)" if covered else ""),
                                     str(prev.status) if prev else None)
+                    rows_of.append(r)
                     (other if covered else group).append(r)
             if group:
                 kinds.append(group)

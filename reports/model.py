@@ -352,6 +352,8 @@ class PatternSet:
 
     def _candidates(self, text):
         """The patterns filed under a piece of text that could match it, by their literals."""
+        if not self.by_piece:  # no wildcard pattern with a literal piece: nothing to look up
+            return
         seen = set()
         for k in range(len(text) - 2):
             piece = text[k:k + 3]
@@ -365,6 +367,8 @@ class PatternSet:
                     yield i
 
     def _rest_hits(self, text, first_only=False):
+        if not self.rest:
+            return
         if self.rest_blocks is None:
             self.rest_blocks = []
             for start in range(0, len(self.rest), _BLOCK):
@@ -714,6 +718,33 @@ class Case:
         return c
 
 
+class BaselineCase:
+    """What a comparison needs of a baseline's case: compare (its status), the page (its
+    status beside a change), the runner's start order (its target and seconds). Read by
+    reports/results_stream.py, 10^6 of them in about 200 MB where as many Cases took 3 GB."""
+    __slots__ = ("id", "target", "status", "seconds")
+
+    def __init__(self, cid, target, status, seconds):
+        self.id, self.target, self.status, self.seconds = cid, target, status, seconds
+
+    @staticmethod
+    def from_record(d, version=FORMAT_VERSION):
+        """From one results.json case record (type-checked already)."""
+        if version < 2:  # its status lies in its properties: read as the full reader would
+            c = Case.from_json(d, version)
+            return BaselineCase(c.id, c.target, c.status, c.seconds)
+        target, suite, name = d["target"], d["suite"], d["name"]
+        if _UNSAFE_IN_NAME.search(target + suite + name):  # one search for the three
+            target, suite, name = visible_name(target), visible_name(suite), visible_name(name)
+        seconds = d.get("seconds", 0.0)
+        status = _STATUS_OF.get(d.get("status")) or Status.parse(d.get("status", "")) or Status.INFRA_ERROR
+        return BaselineCase(f"{target[2:]}/{suite}.{name}", target, status,
+                            seconds if type(seconds) in (int, float) and math.isfinite(seconds) else 0.0)
+
+
+_STATUS_OF = {s.value: s for s in Status}
+
+
 def single_quoted(text):
     """text as one shell word, always in single quotes (as the commands have always shown it);
     a quote inside ends the quoting, is escaped, and starts it again."""
@@ -751,25 +782,10 @@ class Run:
         return {c.id: c for c in self.cases}
 
     def one_record_per_case(self):
-        """Keeps one record per case id, by the conflict rule: where an id comes twice (a file
-        that holds a case twice, two spellings that the readers now write one way), the worse
-        status stands and the conflict is named on it. Returns how many records were merged."""
-        kept, merged = {}, 0
-        for c in self.cases:
-            first = kept.get(c.id)
-            if first is None:
-                kept[c.id] = c
-                continue
-            merged += 1
-            won = worse_status(first.status, c.status)
-            winner, loser = (first, c) if won == first.status else (c, first)
-            winner.conflicts = list(dict.fromkeys(
-                winner.conflicts + loser.conflicts + [conflict_note(
-                    CONFLICT_TWICE, f"{first.status}, then {c.status}", won)]))
-            kept[c.id] = winner
-        if merged:
-            self.cases = list(kept.values())
-        return merged
+        """Keeps one record per case id (one_per_id). Returns how many records were merged."""
+        before = len(self.cases)
+        self.cases = one_per_id(self.cases)
+        return before - len(self.cases)
 
     def default_run_seed(self):
         """Gives each case that recorded no run seed of its own the fingerprint's: the top-level
@@ -803,6 +819,26 @@ class Run:
             raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
 
 
+def one_per_id(cases):
+    """The cases with one record per id, by the conflict rule: where an id comes twice (a file
+    that holds a case twice, two spellings that the readers now write one way), the worse status
+    stands and the conflict is named on it. Order kept; the list is new, its records shared."""
+    kept, merged = {}, False
+    for c in cases:
+        first = kept.get(c.id)
+        if first is None:
+            kept[c.id] = c
+            continue
+        merged = True
+        won = worse_status(first.status, c.status)
+        winner, loser = (first, c) if won == first.status else (c, first)
+        winner.conflicts = list(dict.fromkeys(
+            winner.conflicts + loser.conflicts + [conflict_note(
+                CONFLICT_TWICE, f"{first.status}, then {c.status}", won)]))
+        kept[c.id] = winner
+    return list(kept.values()) if merged else cases
+
+
 def run_seed_of(fingerprint):
     """The run seed a fingerprint records: PROP_RUN_SEED, the test.xml's top-level property.
     'seed' is read only for older results.json files, whose fingerprint has qualify's copy
@@ -828,7 +864,12 @@ def write_results(path, run, info=None, comparison=None):
     os.replace(tmp, path)
 
 
-RESULTS_MAX_BYTES = 4 << 30  # a results.json of 10^6 cases is about 0.5 GB
+# The limits of a results.json any tool reads (a baseline, an earlier run, a folder to import or
+# re-render): 10^6 cases, 1 GiB. A 10^6-case baseline is about 0.4 GB and is compared in about
+# 20 s and 0.6 GB (docs/qualification.md, "Limits"); a file beyond either limit is refused with
+# a message naming it.
+RESULTS_MAX_BYTES = 1 << 30
+RESULTS_MAX_CASES = 1000000
 
 
 def read_results(path):
@@ -850,10 +891,15 @@ def read_results(path):
         raise ResultsError(f"{path}: not JSON: {e}")
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: expected a JSON object, found a {type(data).__name__}")
+    run_json = data.get("run", data)
+    n = len(run_json.get("cases", [])) if isinstance(run_json, dict) and \
+        isinstance(run_json.get("cases"), list) else 0
+    if n > RESULTS_MAX_CASES:
+        raise ResultsError(f"{path}: {n:,} cases, more than the {RESULTS_MAX_CASES:,} a baseline or results "
+                           "file may hold (docs/qualification.md, Limits); not read")
     problem = validate.results_problem(data)
     if problem:
         raise ResultsError(f"{path}: {problem}")
-    run_json = data.get("run", data)
     if isinstance(run_json, dict) and "format_version" not in run_json and "format_version" in data:
         run_json = dict(run_json, format_version=data["format_version"])
     try:

@@ -902,6 +902,28 @@ class FullDiskSaysWhere(Base):
         self.assertNotIn("Traceback", self.output)
 
 
+class BaselineLimits(Base):
+    """Reliability review 4, #7: a baseline beyond the stated limits (model.RESULTS_MAX_CASES,
+    RESULTS_MAX_BYTES; docs/qualification.md, Limits) is exit 2 naming the limit, before any
+    test runs; one within them is read case by case (tools/large_baseline_bench.py measures
+    10^6 cases)."""
+
+    def test_a_baseline_beyond_the_limit_is_refused_before_any_test_runs(self):
+        b = self.bundle()
+        self.assertEqual(self.qualify(b, "--baseline", "none"), 0, self.output)
+        baseline = os.path.join(self.run_dirs()[-1], "results.json")
+        with mock.patch.object(model, "RESULTS_MAX_CASES", 1):
+            rc = self.qualify(b, "--baseline", baseline, out=os.path.join(self.tmp, "o2"))
+        self.assertEqual(rc, cmp.EXIT_CONFIG, self.output)
+        self.assertIn("more than 1 cases, the most a baseline or results file may hold", self.output)
+        self.assertEqual(self.run_dirs(os.path.join(self.tmp, "o2")), [])
+        # --baseline auto passes over an earlier run beyond the limit, saying so
+        with mock.patch.object(model, "RESULTS_MAX_CASES", 1):
+            rc = self.qualify(b, "--baseline", "auto")
+        self.assertEqual(rc, 0, self.output)
+        self.assertIn("passes over", self.output)
+
+
 class BaselineAuto(Base):
     """Row #7 and §4c: the run stored last, whatever the clocks said; never silently none."""
 
