@@ -819,6 +819,16 @@ class Run:
             raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
 
 
+class BaselineRun(Run):
+    """A run read for a comparison (reports/results_stream.py): its cases are BaselineCases and
+    never change, so by_id is built once (the comparison and the page both ask)."""
+
+    def by_id(self):
+        if getattr(self, "_by_id", None) is None or len(self._by_id) != len(self.cases):
+            self._by_id = {c.id: c for c in self.cases}
+        return self._by_id
+
+
 def one_per_id(cases):
     """The cases with one record per id, by the conflict rule: where an id comes twice (a file
     that holds a case twice, two spellings that the readers now write one way), the worse status

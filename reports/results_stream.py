@@ -181,8 +181,8 @@ def read_slim(path):
     version = run_doc.get("format_version", doc.get("format_version", 0))
     if not isinstance(version, int) or version > model.FORMAT_VERSION:
         raise model.ResultsError(f"{path}: results format {version!r} is newer than this tool ({model.FORMAT_VERSION})")
-    run = model.Run(dict(run_doc.get("fingerprint", {})), cases, list(run_doc.get("problems", [])),
-                    [k for k in run_doc.get("kernel_log", []) if isinstance(k, dict)])
+    run = model.BaselineRun(dict(run_doc.get("fingerprint", {})), cases, list(run_doc.get("problems", [])),
+                            [k for k in run_doc.get("kernel_log", []) if isinstance(k, dict)])
     info = doc.get("info", {})
     return run, info if isinstance(info, dict) else {}
 

@@ -89,11 +89,13 @@ def main(argv=None):
         make_baseline(os.path.join(run_dir, "results.json"), baseline, args.cases)
         print(f"baseline: {args.cases:,} cases, {os.path.getsize(baseline) / 1e6:.0f} MB "
               f"(made in {time.monotonic() - t0:.0f} s)")
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         run, wall = qualify(bundle, os.path.join(work, "big"), exp, baseline)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        print(f"qualify: exit {run.returncode}, {wall:.1f} s wall, peak RSS "
-              f"{max(peak, before) / 1024:.0f} MB{' (at least: an earlier child peaked higher)' if before >= peak else ''}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        peak = after.ru_maxrss
+        print(f"qualify: exit {run.returncode}, {wall:.1f} s wall, {cpu:.1f} s CPU (user + system), peak RSS "
+              f"{peak / 1024:.0f} MB{' (at least: an earlier child peaked higher)' if before.ru_maxrss >= peak else ''}")
         print(f"load average (1 min) after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         big = os.path.join(work, "big")
         big_dir = next(os.path.join(big, d) for d in sorted(os.listdir(big)) if d[:1].isdigit())

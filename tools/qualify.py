@@ -15,7 +15,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   0  QUALIFIED                   every case passed or matched its expectation; no coverage lost
   1  INFRASTRUCTURE ERROR        no usable GPU, a build or bundle binary that could not run, a
                                  status the harness does not know, a disk that filled up, a
-                                 history server out of reach
+                                 history server out of reach, a history that could not take
+                                 the run (results.json keeps it and the verdict it would have had)
   2  BAD CONFIGURATION           bad arguments, bundle, expectations, baseline, history or --out
                                  (nothing was run, no run folder was created)
   3  REGRESSIONS                 some case failed that no expectation covers
