@@ -22,11 +22,11 @@ for t in a.targets:
     name, _, sp = t.partition("=")
     path = os.path.join("bin", name)
     os.symlink(os.path.join(os.path.dirname(here), "fakegt.py"), os.path.join(a.out, path))
-    with open(os.path.join(a.out, path + ".spec.json"), "w") as f:
+    with open(os.path.join(a.out, path + ".spec.json"), "w", encoding="utf-8") as f:
         f.write(sp or "{}")
     targets.append({"label": f"//{a.pkg}:{name}", "path": path, "timeout_s": a.timeout,
                     "tags": [x for x in a.tags.split(",") if x]})
-with open(os.path.join(a.out, "manifest.json"), "w") as f:
+with open(os.path.join(a.out, "manifest.json"), "w", encoding="utf-8") as f:
     json.dump({"info": {"commit": "fake"}, "targets": targets}, f, indent=1)
 if a.src:
     os.makedirs(os.path.join(a.out, "tools"), exist_ok=True)
@@ -35,7 +35,7 @@ if a.src:
                     ignore=shutil.ignore_patterns("*_test.py", "testdata", "__pycache__"))
     shutil.copytree(os.path.join(a.src, "reports"), os.path.join(a.out, "reports"),
                     ignore=shutil.ignore_patterns("*_test.py", "testdata", "__pycache__"))
-    with open(os.path.join(a.out, "run"), "w") as f:
+    with open(os.path.join(a.out, "run"), "w", encoding="utf-8") as f:
         f.write('#!/bin/sh\nexec python3 "$(dirname "$0")/tools/runner/runner.py" --bundle "$(dirname "$0")" "$@"\n')
     os.chmod(os.path.join(a.out, "run"), 0o755)
 print(a.out)
