@@ -293,6 +293,7 @@ _LAST_SET = [None, None]
 
 _GLOB_PART = re.compile(r"\*|\?|\[!?\]?[^\]]*\]")  # fnmatch's wildcards ('[' without ']' is literal)
 _BLOCK = 256  # patterns per combined regex: one C-level scan rules out a whole block
+_FEW_PIECES = 48  # up to this many filing pieces, each is looked for in a text, not the reverse
 
 
 class PatternSet:
@@ -354,6 +355,15 @@ class PatternSet:
         """The patterns filed under a piece of text that could match it, by their literals."""
         if not self.by_piece:  # no wildcard pattern with a literal piece: nothing to look up
             return
+        if len(self.by_piece) <= _FEW_PIECES:  # a few pieces: look each up in the text (C speed)
+            for piece, filed in self.by_piece.items():
+                if piece in text:
+                    for i in filed:
+                        head, tail, middle = self.must[i]
+                        if text.startswith(head) and text.endswith(tail) and \
+                                len(head) + len(tail) <= len(text) and all(m in text for m in middle):
+                            yield i
+            return
         seen = set()
         for k in range(len(text) - 2):
             piece = text[k:k + 3]
@@ -385,6 +395,8 @@ class PatternSet:
 
     def matches(self, text):
         """The indices of every pattern that matches text, in pattern order."""
+        if not self.exact and not self.patterns:  # no entry at all (a million lookups of a
+            return []                              # dropped baseline cost nothing then)
         hits = list(self.exact.get(text, ()))
         for i in self._candidates(text):
             if self._regex(i).match(text):
