@@ -723,7 +723,10 @@ class HistoryTakesTheRun(Base):
             import psycopg2  # noqa: F401
         except ImportError:
             raise unittest.SkipTest(f"{sys.executable} cannot import psycopg2 (Debian python3-psycopg2)")
-        from tools.fleet import daemons
+        try:
+            from tools.fleet import daemons
+        except ImportError as e:  # under Bazel without the fleet's files in the runfiles
+            raise unittest.SkipTest(f"tools/fleet/daemons.py is not here: {e}")
         try:
             server = daemons.PostgresServer().start()
         except daemons.Unavailable as e:
@@ -889,8 +892,9 @@ class FullDiskSaysWhere(Base):
         self.assertEqual((info["exit_code"], info["verdict_reached"]), (1, "QUALIFIED"))
 
     def test_a_shim_build_on_a_full_disk_says_no_space_left(self):
-        if not shutil.which("g++") or not os.path.exists("/usr/local/cuda/include/cuda.h"):
-            raise unittest.SkipTest("the shim build needs g++ and the CUDA headers")
+        if not shutil.which("g++") or not os.path.exists("/usr/local/cuda/include/cuda.h") or \
+                not os.path.exists(os.path.join(ROOT, "tools", "faults", "build_shim.sh")):
+            raise unittest.SkipTest("the shim build needs g++, the CUDA headers and tools/faults/build_shim.sh")
         b = self.bundle({"m": SLEEP_UNDER_FAULT}, with_tools=True)
         with nearly_full_tmpfs(os.path.join(self.tmp, "full"), size_kb=4096, free_kb=600) as (mnt, _):
             out = os.path.join(mnt, "runs")
