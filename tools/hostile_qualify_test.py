@@ -52,6 +52,9 @@ def repo_root():
 
 
 ROOT = repo_root()
+if __name__ == "__main__":  # the shared PostgreSQL history case needs Debian's psycopg2
+    from reports import interpreter
+    interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 FAKEGT = os.path.join(ROOT, "tools", "testdata", "fakegt.py")
 FAKE_SUITE = os.path.join(ROOT, "tools", "testdata", "fake_suite.py")
 SLEEP_UNDER_FAULT = {"cases": ["S.A", {"id": "S.B", "act": ["sleepif:PAGELOCK_FAULT:60"]}]}
