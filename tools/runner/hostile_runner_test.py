@@ -783,7 +783,8 @@ class ConflictingEvidence(Base):
 # The kernel's word fails the case (tools/runner/kmsg.py): the runner follows a fake kernel log
 # (--kernel-log FILE or FIFO) that the fake binary writes records to while a case runs.
 
-XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=fake, GPU has fallen off the bus."
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid={pid}, name={comm}, GPU has fallen off the bus."
+XID_SAID = "GPU has fallen off the bus."  # what is left of XID once the fake filled in its pid
 KERNEL_LINES = {
     "S.xid": XID,
     "S.nvrm": "NVRM: GPU at PCI:0000:3b:00: GPU-6a1c: RmInitAdapter failed! (0x22:0x56:667)",
@@ -821,6 +822,7 @@ class KernelWord(Base):
         self.assertEqual(rc, 3, err)
         r = self.records()
         for cid, line in KERNEL_LINES.items():
+            line = XID_SAID if line == XID else line
             self.assertIn(line, r[cid].logs.get("kernel_log", ""), cid)  # the line is with its case
             if cid in COUNTED:
                 self.assertEqual(r[cid].status, "FAIL", cid)
@@ -849,12 +851,30 @@ class KernelWord(Base):
         self.assertEqual(record["status"], "FAILURES")
         outside = record["kernel_log_outside_cases"]
         self.assertEqual([(k["kind"], k["target"], k["excused"]) for k in outside], [("Xid", "//fake:t", None)])
-        self.assertIn(XID, outside[0]["line"])
+        self.assertIn(XID_SAID, outside[0]["line"])
         self.assertIn("1 kernel log line(s) reporting a fault while no case ran", out)
+
+    def test_an_xid_naming_a_process_fails_only_that_targets_case(self):
+        # Two targets run at once; the Xid names the process of one of them ("pid=N, name=C"):
+        # the other's running case is not blamed. One naming no process of the run (another
+        # program on the machine) goes to the run level.
+        self.make_bundle({"x": {"cases": [{"id": "S.X", "act": ["sleep:0.5", "kmsg:" + XID, "sleep:0.5"]}]},
+                          "y": {"cases": [{"id": "S.Y", "act": ["sleep:2"]}]},
+                          "z": {"cases": [{"id": "S.Z", "act": [
+                              "sleep:0.5", "kmsg:NVRM: Xid (PCI:0000:3b:00): 13, pid=999999999, name=elsewhere, "
+                              "Graphics Exception", "sleep:0.5"]}]}})
+        kmsg = self.kernel_log()
+        rc, out, err = self.run_runner("--kernel-log", kmsg, "--jobs", "3", env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(self.records("x")["S.X"].status, "FAIL")
+        self.assertEqual((self.records("y")["S.Y"].status, self.records("y")["S.Y"].logs), ("PASS", {}))
+        self.assertEqual(self.records("z")["S.Z"].status, "PASS")
+        outside = self.runner_json()["kernel_log_outside_cases"]
+        self.assertEqual([(k["kind"], "elsewhere" in k["line"]) for k in outside], [("Xid", True)])
 
     def test_a_known_benign_line_is_excused_by_a_kernel_entry(self):
         aer = KERNEL_LINES["S.aer"]
-        self.make_bundle({"t": {"cases": [{"id": "S.aer", "act": ["kmsg:" + aer]},
+        self.make_bundle({"t": {"cases": [{"id": "S.aer", "act": ["kmsg:" + aer, "kmsg_between:" + aer]},
                                           {"id": "S.xid", "act": ["kmsg:" + XID]}]}})
         kmsg = self.kernel_log()
         self.out = os.path.join(self.dir, "out")
@@ -868,6 +888,11 @@ class KernelWord(Base):
         self.assertEqual(rec["S.aer"].status, "PASS")
         self.assertIn("[PCIe AER: excused by expectations/x.txt:3 bug=b]", rec["S.aer"].logs["kernel_log"])
         self.assertEqual(rec["S.xid"].status, "FAIL")
+        # Between the target's cases the line is matched as 'fake:t/(between cases)': the
+        # entry for the target's cases covers it too.
+        outside = r.kernel_outside
+        self.assertEqual([(k["kind"], k["excused"]) for k in outside],
+                         [("PCIe AER", "expectations/x.txt:3 bug=b")])
 
 
 if __name__ == "__main__":

@@ -39,7 +39,11 @@ COUNTED = (
                                re.IGNORECASE)),
     ("PCIe AER", re.compile(r"\bAER:|PCIe Bus Error", re.IGNORECASE)),
 )
-RUN_LEVEL = "(run)"  # the case id a `kernel` entry names for lines logged while no case ran
+# The case ids a `kernel` entry's glob is matched against for a line logged while no case ran:
+# '<package:target>/(between cases)' while that target's binary ran (so an entry for a target's
+# cases, 'suites/a:a_test/*', covers its lines between cases too), and '(run)' in any case.
+RUN_LEVEL = "(run)"
+BETWEEN_CASES = "(between cases)"
 
 
 def counted_kind(line):

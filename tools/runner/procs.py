@@ -34,12 +34,15 @@ class RunState:
     def kernel_at_run_level(self, label, lines, excuses):
         """Kernel lines read while no case ran (label: the target whose launch was running, or
         None): kept for runner.json and the run's health (kmsg.py)."""
-        from tools.runner.kmsg import RUN_LEVEL, counted_kind
+        from tools.runner.kmsg import BETWEEN_CASES, RUN_LEVEL, counted_kind
         with self.lock:
             for line in lines:
                 kind = counted_kind(line)
-                self.kernel_outside.append({"line": line, "target": label, "kind": kind,
-                                            "excused": excuses.why(RUN_LEVEL, line) if kind else None})
+                why = None
+                if kind:  # '(run)', or '<package:target>/(between cases)' when a target ran
+                    why = excuses.why(RUN_LEVEL, line) or \
+                        (excuses.why(f"{label[2:]}/{BETWEEN_CASES}", line) if label else None)
+                self.kernel_outside.append({"line": line, "target": label, "kind": kind, "excused": why})
 
     def on_signal(self, signum, frame=None):
         """SIGTERM, SIGINT, SIGHUP: every running process group gets SIGTERM, or SIGKILL from
@@ -212,10 +215,11 @@ def _pump(fd, sink, stop):
         sink(data)
 
 
-def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None):
+def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None, on_start=None):
     """Runs one command in a new session, its output pumped into sink. Returns
     (returncode, timed_out, seconds, leftovers_killed); cpu_out (a dict), when given, receives
-    the command's CPU time with its waited-for children: user_s and sys_s."""
+    the command's CPU time with its waited-for children: user_s and sys_s. on_start(pid), when
+    given, learns the new session's id (the command's pid) as it starts."""
     token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
     env = dict(env)
     env[TOKEN_ENV] = token
@@ -233,6 +237,8 @@ def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None):
         os.close(wfd)
         raise UsageError(f"cannot start {args[0]}: {getattr(e, 'strerror', None) or e}")
     os.close(wfd)
+    if on_start is not None:
+        on_start(proc.pid)
     stop = threading.Event()
     pump = threading.Thread(target=_pump, args=(rfd, sink, stop), daemon=True)
     pump.start()

@@ -148,11 +148,12 @@ class _TargetRun:
         gargs = self._gtest_args(xml_path, gfilter)
         shown = " ".join(gargs) if len(gfilter) < 300 else f"--gtest_filter=<{len(batch)} cases>"
         tlog.write(f"=== pagelock runner: attempt {number} of {self.label}: {shown}\n")
-        prog.launch(journal, self.timeout_s, self.label)
+        prog.launch(journal, self.timeout_s, self.label, self.binary)
         cpu = {}
         rc, timed_out, secs, leftovers = launch([self.binary] + gargs, self.env, state,
                                                 self.timeout_s, self.cfg.kill_grace_s,
-                                                tlog.write, prog.tick, cpu)
+                                                tlog.write, prog.tick, cpu,
+                                                on_start=lambda pid: prog.session(self.label, pid))
         self.result.exit_code = rc
         klines = prog.end_launch(self.label)
         entry = {"attempt": number, "cases": len(batch), "returncode": rc,
