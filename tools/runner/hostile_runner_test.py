@@ -895,5 +895,53 @@ class KernelWord(Base):
                          [("PCIe AER", "expectations/x.txt:3 bug=b")])
 
 
+
+# ---------------------------------------------------------------------------------------------
+# What a killed run leaves (tools/runner/leftovers.py): only its own processes are ended.
+
+class Leftovers(Base):
+    def test_a_dead_runs_record_ends_its_own_processes_and_nothing_else(self):
+        from tools.runner import leftovers
+        os.makedirs(self.out)
+        # A record as a killed runner leaves it: its owner gone (the lock is free), a process it
+        # started (carrying its variable), and a pid it names that is not its own (no variable).
+        var = leftovers.LIVE_ENV_PREFIX + "deadbeef0001"
+        mine = subprocess.Popen(["sleep", "60"], env=dict(self.env(), **{var: "1"}))
+        other = subprocess.Popen(["sleep", "60"], env=self.env())
+        self.procs += [mine, other]
+        folder = os.path.join(self.out, leftovers.LIVE_DIR)
+        os.makedirs(folder)
+        with open(os.path.join(folder, "1-1-deadbeef0001.json"), "w", encoding="utf-8") as f:
+            for entry in ({"owner": 1, "start": 1, "var": var},
+                          {"pid": other.pid, "start": leftovers.start_time(other.pid)}):
+                f.write(json.dumps(entry) + "\n")
+        ended = leftovers.end_leftovers(self.out)
+        self.assertEqual([pid for pid, _ in ended], [mine.pid])
+        self.assertEqual(mine.wait(timeout=10), -signal.SIGKILL)
+        self.assertIsNone(other.poll(), "a process the record named but did not start was killed")
+        self.assertFalse(os.path.exists(folder))
+
+    def test_a_live_runs_record_and_a_link_in_place_of_the_folder_are_left_alone(self):
+        from tools.runner import leftovers
+        os.makedirs(self.out)
+        live = leftovers.LiveRecord(self.out)  # this process holds its lock: alive
+        try:
+            child = subprocess.Popen(["sleep", "60"], env=dict(os.environ))  # carries live.var
+            self.procs.append(child)
+            self.assertEqual(leftovers.end_leftovers(self.out), [])
+            self.assertIsNone(child.poll())
+        finally:
+            live.close()
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.makedirs(elsewhere)
+        with open(os.path.join(elsewhere, "1-1-x.json"), "w", encoding="utf-8") as f:
+            f.write("{}\n")
+        os.symlink(elsewhere, os.path.join(self.out, leftovers.LIVE_DIR))
+        self.assertEqual(leftovers.end_leftovers(self.out), [])
+        self.assertTrue(os.path.exists(os.path.join(elsewhere, "1-1-x.json")), "a link was followed")
+        leftovers.LiveRecord(self.out).close()  # the link is replaced by a folder, never written through
+        self.assertEqual(os.listdir(elsewhere), ["1-1-x.json"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,10 +9,11 @@ time limits and process-group kills go with it. Two things keep its processes fr
   for its life: its pid and start time, the pid and start time of each process it starts, and
   the name of a variable (PAGELOCK_LIVE_<random>=1) that it puts in its own environment, which
   everything it starts inherits. The next run on that --out (end_leftovers) takes the lock of each
-  record whose owner died (the kernel drops a dead process's locks), and ends the processes the
-  record names that are still the same processes (pid and start time), and every process that
-  carries its variable: what the binaries forked, in their group or a session of their own.
-  It never touches a record whose owner lives, nor a process the record does not name.
+  record whose owner died (the kernel drops a dead process's locks), and ends every process that
+  carries that run's variable: the binaries and what they forked, in their group or a session of
+  their own. A pid the record names is ended only if it carries the variable too (a record
+  cannot make the next run kill a process that is not the dead run's), a record whose owner
+  lives is never touched, and a link where the record folder should be is never followed.
 
 A descendant that both left the binary's session and dropped its environment (a daemon that
 execs with an empty environment) re-parents to the runner while it lives (a child subreaper) and
@@ -24,6 +25,7 @@ import json
 import os
 import secrets
 import signal
+import stat
 
 LIVE_DIR = ".pagelock-live"  # under --out
 LIVE_ENV_PREFIX = "PAGELOCK_LIVE_"
@@ -57,8 +59,7 @@ class LiveRecord:
     process it started; close() (a clean end) removes the record."""
 
     def __init__(self, out):
-        self.dir = os.path.join(out, LIVE_DIR)
-        os.makedirs(self.dir, exist_ok=True)
+        self.dir = _own_folder(out)
         me = os.getpid()
         self.var = LIVE_ENV_PREFIX + secrets.token_hex(6)
         self.path = os.path.join(self.dir, f"{me}-{start_time(me)}-{self.var[len(LIVE_ENV_PREFIX):]}.json")
@@ -95,6 +96,23 @@ class LiveRecord:
             pass
 
 
+def _own_folder(out):
+    """<out>/.pagelock-live as a folder of --out's own: a link or file in its place is removed,
+    never followed (a record is never written, nor one read, outside --out)."""
+    path = os.path.join(out, LIVE_DIR)
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    return path
+
+
 def note_started(pid):
     """Adds a process this one started to every live record of this process."""
     for rec in list(ACTIVE):
@@ -107,6 +125,8 @@ def end_leftovers(out):
     variable. Returns [(pid, command)] of the processes ended; removes those records."""
     folder = os.path.join(out, LIVE_DIR)
     try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return []  # a link or a file where the folder should be: never followed
         names = sorted(os.listdir(folder))
     except OSError:
         return []
@@ -114,7 +134,10 @@ def end_leftovers(out):
     for name in names:
         path = os.path.join(folder, name)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                continue
         except OSError:
             continue
         try:
@@ -155,25 +178,25 @@ def _end_record(fd):
             var = entry["var"]
         if isinstance(entry.get("pid"), int) and isinstance(entry.get("start"), int):
             pids.append((entry["pid"], entry["start"]))
+    # Only the dead run's own processes: each carries its variable (everything it started
+    # inherited it), whatever pid a record names. Never this process's own family.
+    if not var or var in os.environ:
+        return []
     ended = []
     me = os.getpid()
-    for pid, started in pids:
-        if pid != me and _alive_same(pid, started):
-            ended.append((pid, _command(pid)))
-            _kill(pid)
-    if var:
-        needle = f"{var}=1".encode()
-        for p in os.listdir("/proc"):
-            if not p.isdigit() or int(p) == me:
-                continue
-            try:
-                with open(f"/proc/{p}/environ", "rb") as f:
-                    env = f.read().split(b"\0")
-            except OSError:
-                continue
-            if needle in env:
-                ended.append((int(p), _command(int(p))))
-                _kill(int(p))
+    needle = f"{var}=1".encode()
+    named = {pid for pid, started in pids if _alive_same(pid, started)}
+    for p in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+        if p == me:
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in env:
+            ended.append((p, _command(p) + (" (named by the record)" if p in named else "")))
+            _kill(p)
     return ended
 
 
