@@ -294,6 +294,11 @@ def _open(target):
         except psycopg2.Error as e:
             raise HistoryUnavailable(f"{redact(target)}: cannot connect: {redact(str(e).strip())}") from None
         conn.autocommit = True  # transactions are explicit (begin/commit)
+        try:
+            conn.set_client_encoding("UTF8")  # names and messages are UTF-8, whatever the locale
+        except psycopg2.Error as e:
+            conn.close()
+            raise HistoryError(f"{redact(target)}: cannot speak UTF-8 to it: {redact(str(e).strip())}") from None
         return Database(conn, "postgresql", target)
     existed = os.path.exists(target)
     why_ro = read_only_reason(target) if existed else None
