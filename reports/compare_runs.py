@@ -75,6 +75,7 @@ def render(runs, changes_only=False):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     p = cliargs.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        tool="compare_runs", json_errors=cliargs.wants_json(argv))
     p.add_argument("runs", nargs="+")

@@ -86,12 +86,20 @@ def load_run_dir(run_dir):
     """(info dict, Run, {case id: comparison status}) from RUN_DIR/results.json."""
     path = os.path.join(run_dir, "results.json")
     try:
+        if os.path.getsize(path) > model.RESULTS_MAX_BYTES:
+            raise model.ResultsError(f"larger than the {model.RESULTS_MAX_BYTES >> 20} MiB a results file may be "
+                                     "(docs/qualification.md, Limits); not read")
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         run_json = data.get("run", data)
         if "format_version" in data and isinstance(run_json, dict):
             run_json = dict(run_json, format_version=run_json.get("format_version", data["format_version"]))
+        n = len(run_json.get("cases", [])) if isinstance(run_json, dict) else 0
+        if n > model.RESULTS_MAX_CASES:
+            raise model.ResultsError(f"{n:,} cases, more than the {model.RESULTS_MAX_CASES:,} a results file may "
+                                     "hold (docs/qualification.md, Limits); not read")
         run = model.Run.from_json(run_json)
+        run.one_record_per_case()  # one id twice: one row, the worse status (reports/model.py's rule)
         return data.get("info", {}), run, data.get("comparison") or {}
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
@@ -104,7 +112,7 @@ def rows_of_run(run, comparison):
     [(case id, metric name, value)]) from a typed Run."""
     status = getattr(comparison, "status", comparison) or {}
     cases, metrics = [], []
-    for c in run.cases:
+    for c in model.one_per_id(run.cases):  # one row per case and run: the rule of reports/model.py
         st = str(c.status)
         attempts = " ".join(str(a) for a in c.attempts)
         comp = status.get(c.id)
@@ -634,6 +642,7 @@ def _fail(code, msg):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     try:
         args = _parser(argv).parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:
@@ -653,6 +662,11 @@ def main(argv=None):
         # A server that cannot be reached, or a full disk, is infrastructure; a file that is no
         # database, or a schema newer than this code, is configuration.
         return fail(EXIT_INFRA if e.infra else EXIT_USAGE, e)
+    if db.read_only and args.query in ("import", "migrate", "prune"):
+        # A sound history on a read-only mount: every query reads it; what writes says why not.
+        db.close()
+        return fail(EXIT_USAGE, f"{target} is read-only ({db.read_only}): {args.query} writes to "
+                                "it; copy the history somewhere writable, or give another --db")
     try:
         code, data, text = {"runs": cli_runs, "bracket": cli_bracket, "trend": cli_trend, "metrics": cli_metrics,
                             "import": cli_import, "version": cli_version, "migrate": cli_migrate,

@@ -293,6 +293,78 @@ class WrongTypesTest(TmpDir):
                     self.assertIsNone(validate.results_problem(json.load(f)), p)
 
 
+# --- Reliability review 4, #7: baselines of any size, within stated limits -------------------
+
+class LargeBaselineTest(TmpDir):
+    """A baseline is read case by case (reports/results_stream.py) into what a comparison needs;
+    the limits (model.RESULTS_MAX_CASES, RESULTS_MAX_BYTES) are enforced by every reader with a
+    message that names them; the page stays the same size whatever the baseline holds. The
+    10^6-case figures are tools/large_baseline_bench.py's (docs/qualification.md, Limits)."""
+
+    def committed(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
+        ex = os.path.join(root, "examples", "h200-qualification")
+        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
+            if os.path.exists(os.path.join(ex, d, "results.json")):
+                paths.append(os.path.join(ex, d, "results.json"))
+        return [p for p in paths if os.path.exists(p)]
+
+    def test_the_streaming_reader_agrees_with_the_full_one_however_the_chunks_fall(self):
+        from reports import results_stream
+        paths = self.committed()[:2] + [self.write("tier.json", json.dumps({"format_version": 2,
+                                                                             "run": tier(300).to_json()}))]
+        for chunk in (7, 4096):
+            with mock.patch.object(results_stream, "CHUNK", chunk):
+                for p in paths:
+                    slim, _ = results_stream.read_slim(p)
+                    full, _, _ = model.read_results(p)
+                    self.assertEqual([(c.id, c.target, c.status, c.seconds) for c in slim.cases],
+                                     [(c.id, c.target, c.status, c.seconds) for c in full.cases], p)
+                    self.assertEqual(slim.fingerprint, full.fingerprint)
+
+    def test_a_wrong_typed_case_field_is_named_by_its_path(self):
+        from reports import results_stream
+        doc = {"format_version": 2, "run": tier(10).to_json()}
+        doc["run"]["cases"][3]["target"] = 5
+        path = self.write("bad.json", json.dumps(doc))
+        with self.assertRaises(model.ResultsError) as e:
+            results_stream.read_slim(path)
+        self.assertIn("run.cases[3].target: expected text, found a number (5)", str(e.exception))
+
+    def test_a_file_beyond_the_limits_is_refused_by_every_reader(self):
+        from reports import history, results_stream
+        path = self.write("run/results.json", json.dumps({"format_version": 2, "info": {"started_at": "x"},
+                                                          "run": tier(10).to_json()}))
+        with mock.patch.object(model, "RESULTS_MAX_CASES", 9):
+            for read in (results_stream.read_slim, model.read_results):
+                with self.assertRaises(model.ResultsError) as e:
+                    read(path)
+                self.assertIn("more than the 9 a baseline or results file may hold" if read is model.read_results
+                              else "more than 9 cases, the most a baseline or results file may hold",
+                              str(e.exception))
+            with self.assertRaises(history.HistoryError) as e:
+                history.load_run_dir(os.path.dirname(path))
+            self.assertIn("more than the 9 a results file may hold", str(e.exception))
+        with mock.patch.object(model, "RESULTS_MAX_BYTES", 1000):
+            with self.assertRaises(model.ResultsError) as e:
+                results_stream.read_slim(path)
+            self.assertIn("larger than the 0 MiB", str(e.exception))
+
+    def test_the_page_is_the_same_size_whatever_the_baseline_holds(self):
+        from reports import htmlreport
+        run = model.Run(dict(FP), [case("A", "PASS"), case("B", "PASS")])
+        sizes = {}
+        for n in (1000, 100000):
+            base = model.Run(dict(FP), [model.BaselineCase(f"suites/big:t{i % 100}/Big.c{i}", f"//suites/big:t{i % 100}",
+                                                           model.Status.PASS, 0.1) for i in range(n)])
+            comp = cmp.compare(run, None, base)
+            self.assertEqual(comp.summary["DROPPED"], n)
+            sizes[n] = len(htmlreport.render_qualification(run, {"run_key": "k"}, comp, base, {}))
+        self.assertLess(sizes[100000], sizes[1000] * 1.2, sizes)
+        self.assertLess(sizes[100000], 500000, sizes)
+
+
 # --- Row 14: replay commands are shell words ---------------------------------------------------
 
 class ReplayQuotingTest(TmpDir):

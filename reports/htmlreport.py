@@ -234,7 +234,9 @@ def _case_json(c, comp, prefixes, run_seed):
         d["rp"] = c.replay_command()
     if c.first_failure:
         d["ff"] = c.first_failure
-    x = []
+    if c.conflicts:  # the conflict rule's note leads: why the worse status stands
+        d["h"] = c.conflicts[0]
+    x = [["conflicting evidence", note] for note in c.conflicts]
     if len(c.attempts) > 1:
         x.append(["attempts", " ".join(map(str, c.attempts))])
     if c.run_seed is not None and str(c.run_seed) != str(run_seed):
@@ -274,8 +276,11 @@ def _json_text(obj):
 # The first screen: what changed and why (changes.html.j2)
 
 def reason_line(case):
-    """A case's one-line reason: the model's reason when it has one, else the meaningful line
-    of its failure message, else (a retry passed) its failed attempt's."""
+    """A case's one-line reason: its conflicting evidence when there was some (the first
+    conflict: why the worse status stands), else the model's reason when it has one, else the
+    meaningful line of its failure message, else (a retry passed) its failed attempt's."""
+    if case.conflicts:
+        return case.conflicts[0]
     if case.reason:
         return case.reason
     if case.message:
@@ -305,6 +310,10 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
 
 
 GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 1440x900)
+# Cases listed under one cause (in its folded list); the rest are counted, and the case list's
+# filters find them. 10^6 dropped cases of a big baseline are one cause, not 10^6 list items:
+# the page stays the same size whatever the baseline holds.
+ROWS_SHOWN = 200
 
 
 def cause_groups(rows, rules):
@@ -321,8 +330,10 @@ def cause_groups(rows, rules):
         first = members[0]
         text = " ".join(first["msg"].split())
         ids = sorted({i for m in members for i in m["rules"]})
-        out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
-                    "msg_cut": cut_at_word(text), "first": first, "rows": members,
+        count = sum(1 + m.get("more", 0) for m in members)  # "more": cases counted, not listed
+        out.append({"kind": kind, "count": count, "rules": rule_refs(ids, rules), "msg": text,
+                    "msg_cut": cut_at_word(text), "first": first, "rows": members[:ROWS_SHOWN],
+                    "rows_more": count - min(len(members), ROWS_SHOWN),
                     "replay": next((m["replay"] for m in members if m["replay"]), "")})
     out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
     return out
@@ -360,13 +371,20 @@ def changes_context(run, comp=None, baseline=None, rules=None):
                 listed.add(cid)
                 (group if st.blocks else other).append(r)
             if st == model.Change.DROPPED:
-                for cid in comp.dropped:
+                covered_ids = set(comp.dropped_covered)
+                listed_rows = {True: [], False: []}
+                for cid in comp.dropped:  # a row for the first ROWS_SHOWN of each kind, a count after
+                    covered = cid in covered_ids
+                    rows_of = listed_rows[covered]
+                    if len(rows_of) >= ROWS_SHOWN:
+                        rows_of[-1]["more"] = rows_of[-1].get("more", 0) + 1
+                        continue
                     prev = base.get(cid)
-                    covered = cid in comp.dropped_covered
                     r = _change_row("KNOWN_COVERAGE_LOSS" if covered else "DROPPED", None, cid, None,
                                     "in the baseline, not in this run" +
                                     (" (an expectation names it)" if covered else ""),
                                     str(prev.status) if prev else None)
+                    rows_of.append(r)
                     (other if covered else group).append(r)
             if group:
                 kinds.append(group)
@@ -395,8 +413,13 @@ def kernel_log_note(run):
     how = run.fingerprint.get("pagelock_kernel_log", "")
     lines = sum(1 for c in run.cases if any(k.startswith("kernel_log") for k in c.logs))
     if how.startswith("read from"):
+        outside = run.kernel_log
+        bad = run.kernel_faults()
+        run_level = (f" {len(outside)} line(s) were logged while no case ran (the run level"
+                     + (f"; {len(bad)} report a fault and fail the run's health, the first: "
+                        f"{bad[0]['line']}" if bad else "") + ").") if outside else ""
         return (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
-                f"shown with it; {lines} case(s) have some.")
+                f"shown with it; {lines} case(s) have some.{run_level}")
     if how:
         return f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
     return ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "
@@ -641,6 +664,11 @@ def run_info_section(run, info):
             ("retries of failed cases", info.get("retries", ""), False),
             ("command", info.get("command", ""), True)]
     rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
+    # Why the verdict is what it is when a step after the comparison changed it (the history
+    # could not take the run), and under which key the history holds the run.
+    rows += [(title, str(info[key]), False) for title, key in (
+        ("verdict reason", "verdict_reason"), ("verdict reached before", "verdict_reached"),
+        ("history", "history"), ("history key", "history_key")) if info.get(key)]
     if info.get("label"):
         rows.insert(0, ("change under test", info["label"], False))
     return pages.render("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),

@@ -44,6 +44,7 @@ from reports import testlogs  # noqa: E402
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     return _main(argv)
 
 

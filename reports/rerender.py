@@ -33,6 +33,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reports import ciout  # noqa: E402
+from reports import cliargs  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import htmlreport  # noqa: E402
 from reports import interpreter  # noqa: E402
@@ -187,6 +188,7 @@ def absolute_paths(root):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dirs", nargs="*", help="run folders (each with a results.json)")
     ap.add_argument("--examples", help="a tree of committed examples: rewrite paths, re-render all")

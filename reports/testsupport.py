@@ -68,14 +68,14 @@ def python_with_fake_psycopg2(tmp):
     blocker, hidden = os.path.join(tmp, "without-psycopg2"), os.path.join(tmp, "fake-psycopg2")
     os.makedirs(blocker, exist_ok=True)
     os.makedirs(os.path.join(hidden, "psycopg2"), exist_ok=True)
-    with open(os.path.join(blocker, "psycopg2.py"), "w") as f:
+    with open(os.path.join(blocker, "psycopg2.py"), "w", encoding="utf-8") as f:
         f.write("raise ImportError('this interpreter has no psycopg2 (the test hides it)')\n")
-    with open(os.path.join(hidden, "psycopg2", "__init__.py"), "w") as f:
+    with open(os.path.join(hidden, "psycopg2", "__init__.py"), "w", encoding="utf-8") as f:
         f.write("class Error(Exception):\n    pass\n\n\n"
                 "def connect(*args, **kwargs):\n    raise Error('fake psycopg2 of the test')\n")
     log = os.path.join(tmp, "pagelock-python.log")
     wrapper = os.path.join(tmp, "python-with-psycopg2")
-    with open(wrapper, "w") as f:
+    with open(wrapper, "w", encoding="utf-8") as f:
         f.write(f"#!/bin/sh\necho \"$@\" >> '{log}'\n"
                 f"PYTHONPATH='{hidden}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{sys.executable}' \"$@\"\n")
     os.chmod(wrapper, 0o755)

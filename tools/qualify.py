@@ -15,7 +15,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   0  QUALIFIED                   every case passed or matched its expectation; no coverage lost
   1  INFRASTRUCTURE ERROR        no usable GPU, a build or bundle binary that could not run, a
                                  status the harness does not know, a disk that filled up, a
-                                 history server out of reach
+                                 history server out of reach, a history that could not take
+                                 the run (results.json keeps it and the verdict it would have had)
   2  BAD CONFIGURATION           bad arguments, bundle, expectations, baseline, history or --out
                                  (nothing was run, no run folder was created)
   3  REGRESSIONS                 some case failed that no expectation covers
@@ -67,6 +68,7 @@ from tools.qualification import plan as plan_mod  # noqa: E402
 from tools.qualification import verdict as verdict_mod  # noqa: E402
 from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
 from tools.qualification.plan import TIERS  # noqa: E402
+from tools.runner import leftovers  # noqa: E402
 
 
 def build_parser(json_errors=False):
@@ -127,6 +129,7 @@ def main(argv=None, restore_signals=True):
     """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
     done the signals are ignored until the process exits, so a second signal arriving after the
     run folder was marked cannot kill the process with 128+N instead of 7."""
+    cliargs.utf8_streams()
     args = build_parser(cliargs.wants_json(argv)).parse_args(argv)
     common.HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
     common.SUMMARY.clear()
@@ -164,6 +167,18 @@ def main(argv=None, restore_signals=True):
 def _qualify(args, argv):
     t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
+    # What a qualify killed (SIGKILL) on this --out left running is ended now; this run keeps
+    # the record the next one reads (tools/runner/leftovers.py).
+    for pid, cmd in leftovers.end_leftovers(args.out):
+        say(f"ended process {pid} that a killed run left in {args.out}: {cmd}")
+    live = leftovers.LiveRecord(args.out)
+    try:
+        return _qualify_planned(args, argv, plan, t0)
+    finally:
+        live.close()
+
+
+def _qualify_planned(args, argv, plan, t0):
     started = datetime.datetime.now(datetime.timezone.utc)
     run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started,
                                    stored=lambda key: plan.db is not None
@@ -208,12 +223,13 @@ def _run_and_publish(plan, info, args, state):
         running.retry_failures(plan, run, args)
         seconds["retrying"] = round(time.monotonic() - t, 2)
     except OSError as e:
-        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {common.os_error_words(e, plan.run_dir)}")
     t = time.monotonic()
 
     state["phase"] = "comparing"
     comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
                        known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
+    verdict_mod.kernel_health(run, comp)  # the kernel's word outside any case
     why_not = verdict_mod.nothing_passed(run, comp)
     night = verdict_mod.first_night(plan, run, comp, info)
     state["comp"] = comp
@@ -226,7 +242,9 @@ def _run_and_publish(plan, info, args, state):
         page = publish.publish(plan, run, comp, info, args, state)
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
-                                   f"({e}); the verdict would have been {verdict}")
+                                   f"({common.os_error_words(e, plan.run_dir)}); the verdict would have "
+                                   f"been {verdict}")
+    verdict = comp.verdict[0]  # the history may not have taken the run (publish.not_stored)
     seconds["writing"] = round(time.monotonic() - t - seconds["comparing"], 2)
     print(model.format_counts(run.counts()), file=common.HUMAN["stream"] or sys.stdout)
     common.SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},

@@ -271,10 +271,14 @@ class RunKeyTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             t = datetime.datetime(2026, 12, 2, 5, 14, 49)
             fp = {"host": "n1"}
-            first = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t)
-            again = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, stored=lambda k: k == first)
-            self.assertEqual(first, "20261202-051449_n1_nvidia-h200_580")
+            first = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, token="a1b2c3")
+            again = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, stored=lambda k: k == first,
+                                         token="a1b2c3")
+            self.assertEqual(first, "20261202-051449.000-a1b2c3_n1_nvidia-h200_580")
             self.assertEqual(again, first + "-2")
+            # Two runs of one host in one second each draw their own random part.
+            keys = {plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t) for _ in range(100)}
+            self.assertEqual(len(keys), 100)
 
 
 class FakeSuiteCase(unittest.TestCase):

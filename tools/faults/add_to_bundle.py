@@ -38,7 +38,8 @@ def main(argv=None):
         try:
             subprocess.run(["bazel", "build", "--config=bundle", label], cwd=ROOT, check=True)
             bin_dir = subprocess.run(["bazel", "info", "--config=bundle", "bazel-bin"], cwd=ROOT,
-                                     check=True, text=True, capture_output=True).stdout.strip()
+                                     check=True, text=True,
+                                     encoding="utf-8", errors="replace", capture_output=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError) as e:
             print(f"add_to_bundle: building the shim failed: {e}", file=sys.stderr)
             return 1

@@ -19,7 +19,7 @@ def read_log(path):
     gpa, init, fired, errors = [], [], [], []
     if not os.path.exists(path):
         return gpa, init, fired, errors
-    with open(path, errors="replace") as f:
+    with open(path, errors="replace", encoding="utf-8") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 2:
@@ -78,7 +78,7 @@ def main(argv=None):
                           "identical": not diffs and bool(a)}
     summary["smoke_changed"] = [{"case": c, "shim": b.get(c), "smoke": s}
                                 for c, s in sorted(compare["smoke"].items()) if b.get(c) != s]
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     lines = [f"processes under the shim: {len(init)}; cuGetProcAddress requests: {len(gpa)}",
              "init: " + "; ".join(summary["init"][:3]),
@@ -94,7 +94,7 @@ def main(argv=None):
                                                     "result", "status", "count"))
               for r in summary["requests"]]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+    with open(os.path.join(args.out, "summary.txt"), "w", encoding="utf-8") as f:
         f.write(text)
     print("\n".join(lines[:12 + len(diffs[:50])]))
     return 0 if summary["control"]["identical"] else 1

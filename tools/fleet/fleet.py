@@ -58,6 +58,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from reports import cliargs  # noqa: E402
 from reports import history  # noqa: E402
 from tools.fleet import report as fleet_report  # noqa: E402
 
@@ -105,7 +106,8 @@ def python_for(url):
 
 def run_cmd(argv, timeout=60, env=None):
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(argv, capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=timeout, env=env)
     except FileNotFoundError:
         return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: not found (is slurm-client installed?)")
     except subprocess.TimeoutExpired:
@@ -231,7 +233,7 @@ def filesystem_type(path, mounts="/proc/mounts"):
     path = os.path.realpath(path)
     best, kind = "", ""
     try:
-        with open(mounts) as f:
+        with open(mounts, encoding="utf-8") as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 3:
@@ -395,7 +397,7 @@ def write_job_script(args, base, stage, runs, py, node, night, history_file):
         allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
         extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
     job = os.path.join(base, f"job-{slug(node)}.sh")
-    with open(job, "w") as f:
+    with open(job, "w", encoding="utf-8") as f:
         f.write(script)
     os.chmod(job, 0o700)
     return job
@@ -550,7 +552,7 @@ def slurm_words(job, node_state):
 def night_status(base, target=None):
     """(state, rows): one row per host of the roster, from the history (the final attempt) and
     Slurm (jobs still queued, and why a host has no complete run)."""
-    with open(os.path.join(base, "fleet.json")) as f:
+    with open(os.path.join(base, "fleet.json"), encoding="utf-8") as f:
         state = json.load(f)
     target = target or _history_of(base)
     db = history.connect(target)
@@ -607,7 +609,7 @@ def _unstored_runs(folder, final):
 def _history_of(base):
     path = os.path.join(base, "history.url")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return f.read().strip()
     except OSError:
         raise UsageError(f"{path}: cannot read the history of this submission; pass --history") from None
@@ -692,7 +694,7 @@ def cmd_report(args):
         # Paths relative to the JSON's folder, as the page's links are: the pair can be moved
         # or committed together with the run folders, and carries no machine's absolute path.
         out_dir = os.path.dirname(os.path.abspath(args.json))
-        with open(args.json, "w") as f:
+        with open(args.json, "w", encoding="utf-8") as f:
             json.dump(relative_paths(data, out_dir), f, indent=1, default=str)
     if args.html:
         with open(args.html, "w", encoding="utf-8") as f:
@@ -767,6 +769,7 @@ def parser():
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     p = parser()
     try:
         args = p.parse_args(argv)

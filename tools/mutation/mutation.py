@@ -93,6 +93,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)  # run as a script, from the checkout or from a bundle
 
+from reports import cliargs  # noqa: E402
 from tools.mutation import catalogue as cat  # noqa: E402
 from tools.mutation import controls as control_runs  # noqa: E402
 from tools.mutation import outputs, runs, schedule, selection, stopping  # noqa: E402
@@ -149,6 +150,7 @@ def parse_args(argv):
 
 def main(argv=None):
     """Runs the mutation score; SIGINT, SIGTERM and SIGHUP stop it (exit 7, nothing left)."""
+    cliargs.utf8_streams()
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         handlers = {s: signal.signal(s, stopping.on_signal) for s in stopping.SIGNALS}

@@ -48,6 +48,7 @@ def probe_gpu():
     """(True, 'N GPU(s)') or (False, why not): libcuda.so.1, cuInit, cuDeviceGetCount."""
     try:
         p = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True,
+                           encoding="utf-8", errors="replace",
                            timeout=GPU_PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return False, f"cuInit did not return within {GPU_PROBE_TIMEOUT_S} s"
@@ -122,7 +123,7 @@ def read_fingerprint(bundle, manifest):
             binary = os.path.join(bundle, t["path"])
             try:
                 out = subprocess.run([binary, "--pagelock_fingerprint"], capture_output=True,
-                                     text=True, timeout=120)
+                                     text=True, encoding="utf-8", errors="replace", timeout=120)
                 fp = json.loads(out.stdout)
                 if not isinstance(fp, dict):
                     raise ValueError("not a JSON object")

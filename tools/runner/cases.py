@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from reports.model import ESCAPED_CHAR, visible_name
 from tools.runner.config import (CLEARED_ENV_NAMES, CLEARED_ENV_PREFIXES, FILTER_MAX_CHARS,
                                  LIST_MAX_LINE, LIST_TIMEOUT_S, MAX_CASES_ENV,
                                  MAX_CASES_PER_BINARY, UsageError)
@@ -75,7 +76,9 @@ class _ListParser:
         self.skipping = False  # inside a line longer than LIST_MAX_LINE
 
     def line(self, raw):
-        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        # Names spelled as every reader spells them (model.visible_name): a control character
+        # or U+2028 in a name is its escape, so the listing, the journal and the XML agree.
+        text = visible_name(raw.decode("utf-8", "replace").rstrip("\r\n"))
         m = _CASE_LINE.match(text)
         if m and self.suite is not None:
             name = self.suite + "." + m.group(1)
@@ -109,7 +112,7 @@ class _ListParser:
                     self.skipping = True
                     del buf[:]
                 return
-            if not self.skipping:
+            if not self.skipping and nl <= LIST_MAX_LINE:  # however the pipe cut it
                 self.line(bytes(buf[:nl]))
             self.skipping = False
             del buf[:nl + 1]
@@ -210,7 +213,7 @@ class CaseFilter:
                     break
             if hit is not None:
                 name, i = hit
-                self.literal = self.literal or any(ch in name for ch in "-:*?")
+                self.literal = self.literal or any(ch in name for ch in "-:*?\\")
                 (neg_exact if negative else pos_exact).add(name)
                 continue
             piece = pieces[i]
@@ -260,6 +263,7 @@ _FILTER_SYNTAX = str.maketrans({"-": "?", ":": "?"})
 
 def exact_pattern(name):
     """A gtest filter pattern for one case name: '-' and ':', which a filter reads as its own
-    syntax, become '?'. It may match a few more names; the runner keeps only the results of the
+    syntax, and each character the name spells as an escape (a NUL, which no argument can hold,
+    an ESC), become '?'. It may match a few more names; the runner keeps only the results of the
     cases it asked for."""
-    return name.translate(_FILTER_SYNTAX)
+    return ESCAPED_CHAR.sub("?", name).translate(_FILTER_SYNTAX)

@@ -2,6 +2,7 @@
 (RunConfig in, TargetResult and RunnerResult out) that tools/qualify.py uses."""
 
 import enum
+import errno
 import math
 from dataclasses import dataclass, field
 
@@ -45,6 +46,15 @@ KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
 MAX_JOBS = 256  # RunConfig.jobs: targets run at once
 FAILURES_LISTED_PER_TARGET = 200
 FAILURES_PRINTED = 50  # at the end of a run
+
+
+def cannot_write(path, e, verb="write"):
+    """What an OSError while writing `path` is called everywhere: a full disk is 'no space left
+    on <path>' (with the system's words), anything else 'cannot write <path>: <why>'."""
+    why = getattr(e, "strerror", None) or e
+    if getattr(e, "errno", None) == errno.ENOSPC:
+        return f"no space left on {path} (cannot {verb} it: {why})"
+    return f"cannot {verb} {path}: {why}"
 
 
 class UsageError(Exception):
@@ -116,6 +126,9 @@ class RunConfig:
     gpus: "int | None" = None
     # Cases one binary may list; None: $PAGELOCK_MAX_CASES_PER_BINARY, else MAX_CASES_PER_BINARY.
     max_cases: "int | None" = None
+    # Known benign kernel log lines (qualify passes its `kernel` expectation entries):
+    # [{"case": case-id glob or "(run)", "line": glob over the line, "why": "file:line bug"}].
+    kernel_excused: list = field(default_factory=list)
 
 
 @dataclass
@@ -144,6 +157,9 @@ class RunnerResult:
     message: str = ""  # for BAD_BUNDLE, NOTHING_SELECTED, OUTPUT_ERROR, INTERRUPTED
     signal: int = 0  # the signal that interrupted the run
     counts: dict = field(default_factory=dict)
+    # Kernel log lines read while no case ran: [{"line", "target" (or None), "kind" (a counted
+    # kind, or None), "excused" (why, or None)}]; a counted one not excused fails the run's health.
+    kernel_outside: list = field(default_factory=list)
 
     def __post_init__(self):
         self.status = RunStatus(self.status)

@@ -82,7 +82,7 @@ def leftovers(marker):
                 cmd = f.read().replace(b"\0", b" ")
             with open(f"/proc/{p}/environ", "rb") as f:
                 env = f.read()
-            with open(f"/proc/{p}/stat") as f:
+            with open(f"/proc/{p}/stat", encoding="utf-8") as f:
                 state = f.read().split(")")[-1].split()[0]
         except OSError:
             continue
@@ -178,7 +178,7 @@ def sigterm_qualify_check(args):
     check(proc.returncode == 7, f"2. qualify exits 7 (INTERRUPTED) on SIGTERM (got {proc.returncode})")
     check("Traceback" not in text, "2. no traceback")
     rj = glob.glob(os.path.join(out, "*", "testlogs", "runner.json"))
-    status = json.load(open(rj[0])).get("status") if rj else None
+    status = json.load(open(rj[0], encoding="utf-8")).get("status") if rj else None
     check(status == "INTERRUPTED", f"2. runner.json says INTERRUPTED (got {status})")
     stopped_targets_check(out)
     left = leftovers(out)
@@ -221,7 +221,7 @@ def marked(marker, also=b""):
                 env = f.read()
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{p}/stat") as f:
+            with open(f"/proc/{p}/stat", encoding="utf-8") as f:
                 state = f.read().split(")")[-1].split()[0]
         except OSError:
             continue
@@ -253,7 +253,7 @@ def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
     check(bool(binaries), f"3. the mutation run started test binaries under the shim ({len(binaries)})")
     if not binaries:  # say why: the mutation tool's own words
         for log in glob.glob(os.path.join(out, "*", "mutation", "mutation.out")):
-            with open(log, errors="replace") as f:
+            with open(log, errors="replace", encoding="utf-8") as f:
                 print("     mutation.out: " + " | ".join(f.read().strip().splitlines()[-6:]), flush=True)
     proc.send_signal(sig)
     try:
@@ -267,7 +267,7 @@ def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
     results = glob.glob(os.path.join(out, "*", "results.json"))
     verdict = None
     if results:
-        with open(results[0]) as f:
+        with open(results[0], encoding="utf-8") as f:
             verdict = json.load(f).get("info", {}).get("verdict")
     check(verdict == "INTERRUPTED", f"3. results.json says INTERRUPTED (got {verdict})")
     time.sleep(0.5)
@@ -298,7 +298,7 @@ def main():
     if not args.skip_mutation:
         mutation_signal_check(args)
     ps = subprocess.run(["ps", "-eo", "pid,pgid,stat,etime,args"], capture_output=True,
-                        text=True).stdout.splitlines()
+                        text=True, encoding="utf-8", errors="replace").stdout.splitlines()
     mine = [line[:200] for line in ps[1:] if (os.path.join(args.bundle, "bin") in line or
                                               args.out in line) and "done_check" not in line]
     print("ps after the checks, processes of the bundle or the run folder:",

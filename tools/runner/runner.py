@@ -58,10 +58,18 @@ terminal's width, so it never wraps), one plain line per target otherwise; a not
 binary passes half its time limit. At the end, each failing case is listed on one line: status,
 target, case, a one-line reason and its test.log. With --jobs > 1, k counts finished
 targets and the terminal line names the running ones (up to 3, then "+n"). Driver-side evidence:
-new kernel log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached
-to the case that was running (property kernel_log); test.xml's pagelock_kernel_log says whether
-it was read. With several targets running, a line goes to the case running in each of them and
-says how many targets were running.
+new kernel log lines (NVRM, Xid, oom-kill, IOMMU, AER; --kernel-log, default /dev/kmsg, a file or
+FIFO too) are attached to the case that was running (property kernel_log); test.xml's
+pagelock_kernel_log says whether it was read. With several targets running, a line goes to the
+case running in each of them and says how many targets were running. The kernel's word fails
+the case (kmsg.py): an Xid, NVRM error, IOMMU fault or PCIe AER line FAILs the case it was logged
+in, and one logged while no case ran is recorded in runner.json (kernel_log_outside_cases) and
+fails the run (exit 3).
+Conflicting evidence about a case (two results, a result before its start, a result for a case
+the listing never named, the journal against the XML, an exit 0 or 1 that left listed cases
+unrun): the worse status stands and the conflict is named (reports/model.py).
+SIGKILL: every process the runner starts dies with it (PR_SET_PDEATHSIG), and the next runner on
+the same --out ends what they forked (leftovers.py).
 
 Exit codes (the meanings qualify, report.py and compare_runs.py share, reports/compare.py):
   0    CLEAN: every case passed, was not supported or was skipped
@@ -83,7 +91,8 @@ Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 #   journals  case journals, messages of any size, what one launch adds to the results
 #   target    one target: its launches, restarts, blamed cases, test.xml
 #   schedule  which targets run beside which (--jobs, `exclusive`)
-#   kmsg      the kernel log
+#   kmsg      the kernel log, and its word on the verdict
+#   leftovers what a killed run leaves, ended by the next run on the same --out
 #   progress  the progress line
 #   outdir    files under --out (atomic writes, test.log, folders never followed out of --out)
 #   summary   what is printed at the end; --json's object

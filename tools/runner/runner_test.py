@@ -90,7 +90,10 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(rc, 3, self.output)
         hung = cases["FakeTest.HangsWhenAsked"]
         self.assertEqual(hung.status, "TIMEOUT")
-        self.assertEqual(hung.logs.get("kernel_log"), "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout")
+        self.assertEqual(hung.logs.get("kernel_log"),
+                         "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout  [Xid: fails the case]")
+        # The kernel's word (kmsg.py) against the binary's: the worse, TIMEOUT, stands, named.
+        self.assertIn("(the binary TIMEOUT, the kernel Xid); TIMEOUT stands", hung.conflicts[0])
         self.assertNotIn("kernel_log", cases["FakeTest.Passes"].logs)
         self.assertRegex(self.output, r"notice: //selftest:fake_gtest passed half its time limit \(\d+ of 4 s\); "
                                       r"case FakeTest.HangsWhenAsked has run \d+ s")
