@@ -250,7 +250,7 @@ def rate_drops(run, baseline, floor=BASELINE_RATE_FLOOR):
         if prev is None or not c.status.is_pass:
             continue
         for name, m in sorted(c.metrics.items()):
-            b = prev.metrics.get(name)
+            b = (prev.metrics or {}).get(name)
             if not JUDGED_RATES.match(name) or b is None or not (m.finite and b.finite) or b.value <= 0:
                 continue
             if m.value < floor * b.value:

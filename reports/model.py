@@ -738,24 +738,46 @@ class BaselineCase:
     """What a comparison needs of a baseline's case: compare (its status), the page (its
     status beside a change), the runner's start order (its target and seconds). Read by
     reports/results_stream.py, 10^6 of them in about 200 MB where as many Cases took 3 GB."""
-    __slots__ = ("id", "target", "status", "seconds")
+    __slots__ = ("id", "target", "status", "seconds", "metrics")
 
-    def __init__(self, cid, target, status, seconds):
+    def __init__(self, cid, target, status, seconds, metrics=None):
+        # metrics: only its rates (GB/s, GiB/s), which compare.rate_drops judges; None if none.
         self.id, self.target, self.status, self.seconds = cid, target, status, seconds
+        self.metrics = metrics
 
     @staticmethod
     def from_record(d, version=FORMAT_VERSION):
         """From one results.json case record (type-checked already)."""
         if version < 2:  # its status lies in its properties: read as the full reader would
             c = Case.from_json(d, version)
-            return BaselineCase(c.id, c.target, c.status, c.seconds)
+            return BaselineCase(c.id, c.target, c.status, c.seconds, _rates(c.metrics))
         target, suite, name = d["target"], d["suite"], d["name"]
         if _UNSAFE_IN_NAME.search(target + suite + name):  # one search for the three
             target, suite, name = visible_name(target), visible_name(suite), visible_name(name)
         seconds = d.get("seconds", 0.0)
         status = _STATUS_OF.get(d.get("status")) or Status.parse(d.get("status", "")) or Status.INFRA_ERROR
+        metrics = d.get("metrics")
         return BaselineCase(f"{target[2:]}/{suite}.{name}", target, status,
-                            seconds if type(seconds) in (int, float) and math.isfinite(seconds) else 0.0)
+                            seconds if type(seconds) in (int, float) and math.isfinite(seconds) else 0.0,
+                            _rates_of_record(metrics) if metrics else None)
+
+
+def _rates_of_record(metrics):
+    """The rates of a case record's metrics (JSON), as Metrics; None when it has none."""
+    out = {}
+    for k, v in metrics.items():
+        if k.endswith(("_GBps", "_GiBps")) and isinstance(v, dict):
+            try:
+                out[k] = Metric.from_json(v)
+            except (TypeError, ValueError):
+                continue
+    return out or None
+
+
+def _rates(metrics):
+    """The rate metrics of a case (names ending in _GBps or _GiBps), or None when it has none."""
+    rates = {k: m for k, m in (metrics or {}).items() if k.endswith(("_GBps", "_GiBps"))}
+    return rates or None
 
 
 _STATUS_OF = {s.value: s for s in Status}
