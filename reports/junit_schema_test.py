@@ -21,6 +21,7 @@ sys.path.insert(0, ROOT)
 from reports import ciout  # noqa: E402
 from reports import compare as cmp  # noqa: E402
 from reports import model  # noqa: E402
+from reports import settings  # noqa: E402
 from reports import testsupport  # noqa: E402
 
 XSD = os.path.join(ROOT, "reports", "testdata", "junit-10.xsd")
@@ -30,7 +31,7 @@ EXAMPLES = os.path.join(ROOT, "examples")
 def xmllint():
     exe = shutil.which("xmllint")
     if not exe:
-        if os.environ.get("PAGELOCK_SCHEMA_TEST") == "0":
+        if settings.raw("PAGELOCK_SCHEMA_TEST") == "0":
             raise unittest.SkipTest("xmllint not found and PAGELOCK_SCHEMA_TEST=0")
         raise AssertionError("xmllint not found: install Debian's libxml2-utils (tools/install_deps.sh does)")
     return exe

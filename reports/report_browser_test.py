@@ -24,6 +24,7 @@ if __name__ == "__main__":
 from reports import compare as cmp  # noqa: E402
 from reports import htmlreport  # noqa: E402
 from reports import screenshot  # noqa: E402
+from reports import settings  # noqa: E402
 from reports import testsupport  # noqa: E402
 
 
@@ -46,7 +47,7 @@ def contrast(a, b):
 def chromium():
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
-        raise unittest.SkipTest("chromium not found") if os.environ.get("PAGELOCK_BROWSER_TEST") == "0" \
+        raise unittest.SkipTest("chromium not found") if settings.raw("PAGELOCK_BROWSER_TEST") == "0" \
             else AssertionError("chromium not found: install Debian's chromium (tools/install_deps.sh does)")
     return exe
 

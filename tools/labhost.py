@@ -53,6 +53,9 @@ import struct
 import sys
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run as a script
+from reports import settings  # noqa: E402
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ROOT = 0, 1, 2, 3
 DEFAULT_STATE = "/var/tmp/pagelock-labhost.json"
 STATE_VERSION = 1
@@ -595,7 +598,7 @@ def undo(host, args, out, err):
 def parser():
     p = argparse.ArgumentParser(prog="tools/labhost", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--root", default=os.environ.get("PAGELOCK_LABHOST_ROOT", "/"),
+    p.add_argument("--root", default=settings.value("PAGELOCK_LABHOST_ROOT"),
                    help="read and write /proc, /sys, /dev and the state file under this folder (tests)")
     p.add_argument("--state", default=DEFAULT_STATE, help=f"the state file (default {DEFAULT_STATE})")
     sub = p.add_subparsers(dest="command", required=True)

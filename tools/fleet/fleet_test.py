@@ -26,6 +26,7 @@ if __name__ == "__main__":
 
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402
+from reports import settings  # noqa: E402
 from tools.fleet import daemons  # noqa: E402
 from tools.fleet import fleet  # noqa: E402
 from tools.fleet import report as fleet_report  # noqa: E402
@@ -438,7 +439,7 @@ class InterpreterTest(unittest.TestCase):
 
 
 def fake_binary():
-    for cand in [os.environ.get("PAGELOCK_FAKE_GTEST", ""),
+    for cand in [settings.raw("PAGELOCK_FAKE_GTEST") or "",
                  os.path.join(os.environ.get("TEST_SRCDIR", ""), "pagelock", "tools", "runner", "fake_gtest"),
                  os.path.join(ROOT, "bazel-bin", "tools", "runner", "fake_gtest")]:
         if cand and os.path.exists(cand):
