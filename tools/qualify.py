@@ -40,6 +40,7 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
   tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
+  tools/qualify --settings    # every PAGELOCK_* variable: its value here, default, what it changes
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
       # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
@@ -63,6 +64,7 @@ from reports import compare as cmp  # noqa: E402
 from reports import first_night as first_night_mod  # noqa: E402
 from reports import history  # noqa: E402
 from reports import model  # noqa: E402
+from reports import settings  # noqa: E402
 from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals  # noqa: E402
 from tools.qualification import plan as plan_mod  # noqa: E402
 from tools.qualification import verdict as verdict_mod  # noqa: E402
@@ -116,6 +118,9 @@ def build_parser(json_errors=False):
                         "baselines/<sku>/ and docs/platforms/<sku>.md (no GPU needed; existing files are "
                         "kept unless --force); docs/platforms/new-platform.md")
     p.add_argument("--force", action="store_true", help="with --draft-expectations: replace existing files")
+    p.add_argument("--settings", action="store_true",
+                   help="print every PAGELOCK_* setting (reports/settings.tsv): its value in effect here, its "
+                        "default and what it changes (with --json, one object); no GPU needed, nothing is run")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -135,6 +140,8 @@ def main(argv=None, restore_signals=True):
     common.SUMMARY.clear()
     common.INTERRUPT["by"] = None
     old = {s: signal.signal(s, signals.on_signal) for s in signals.SIGNALS}
+    if args.settings:
+        return print_settings(args)
     try:
         if args.draft_expectations:
             code = draft.run_draft(args)
@@ -164,6 +171,29 @@ def main(argv=None, restore_signals=True):
     return code
 
 
+def settings_overrides(args, seed=None):
+    """The variables qualify's runner sets for every binary itself, whatever the environment says."""
+    return {"PAGELOCK_TIME_SCALE": (str(args.time_scale), "--time-scale"),
+            "PAGELOCK_SEED": (None if seed is None else str(seed),
+                              "--seed" if args.seed is not None else "drawn for the run"),
+            "PAGELOCK_JOURNAL": (None, "set by the runner, one per binary")}
+
+
+def print_settings(args):
+    """tools/qualify --settings: the table, or with --json one object; exit 0."""
+    overrides = settings_overrides(args, args.seed)
+    if args.json:
+        effect = settings.in_effect(os.environ, overrides)
+        rows = [dict(name=d.name, kind=d.kind, type=d.type, default=d.default, unit=d.unit, tier=d.tier,
+                     what=d.what, **{k: v for k, v in effect.get(d.name, {}).items() if k != "default"})
+                for d in settings.declarations() if d.kind != "retired"]
+        print(json.dumps({"tool": "qualify", "exit_code": 0, "settings": rows,
+                          "not_declared": settings.unknown()}))
+    else:
+        print("\n".join(settings.table_lines(os.environ, overrides)))
+    return 0
+
+
 def _qualify(args, argv):
     t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
@@ -188,6 +218,7 @@ def _qualify_planned(args, argv, plan, t0):
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
             "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
+            "settings": settings.in_effect(os.environ, settings_overrides(args, plan.seed)),
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a
             # bound on all of it, and a slow phase should be visible without a profiler.
@@ -209,6 +240,8 @@ def _qualify_planned(args, argv, plan, t0):
 def _run_and_publish(plan, info, args, state):
     say(f"{plan.fingerprint.get('gpu0_name', 'no GPU')} ({plan.sku}), driver {plan.driver or 'none'}, "
         f"tier {args.tier}, seed {plan.seed}, run {info['run_key']}")
+    for name in settings.unknown():
+        say(f"{name} is set, but no pagelock setting has that name: nothing reads it (tools/qualify --settings)")
     testlogs = os.path.join(plan.run_dir, "testlogs")
     seconds = info["seconds"]
     try:
