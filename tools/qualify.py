@@ -179,6 +179,15 @@ def settings_overrides(args, seed=None):
             "PAGELOCK_JOURNAL": (None, "set by the runner, one per binary")}
 
 
+def recorded_settings(args, seed):
+    """info.settings: a path inside the checkout made relative, as the command line's are."""
+    effect = settings.in_effect(os.environ, settings_overrides(args, seed))
+    for entry in effect.values():
+        if entry.get("value") and os.path.isabs(entry["value"]):
+            entry["value"] = common.in_checkout(entry["value"]) or entry["value"]
+    return effect
+
+
 def print_settings(args):
     """tools/qualify --settings: the table, or with --json one object; exit 0."""
     overrides = settings_overrides(args, args.seed)
@@ -218,7 +227,7 @@ def _qualify_planned(args, argv, plan, t0):
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
             "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
-            "settings": settings.in_effect(os.environ, settings_overrides(args, plan.seed)),
+            "settings": recorded_settings(args, plan.seed),
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a
             # bound on all of it, and a slow phase should be visible without a profiler.
