@@ -201,10 +201,9 @@ class CsvTest(unittest.TestCase):
         self.assertIn("HostRegisterTest.u\\u2028v,Fail\n", failures)
 
     def test_expectations_update_entry_excuses_the_same_failure_and_no_other(self):
-        from reports import compare as cmp
         from reports import expectations as expect
         run, comp, _ = testsupport.morning(extra_passes=1)
-        text = cmp.failures_csv(run, comp).replace("bug=TODO", "bug=http://x")
+        text = ciout.expectations_update(run, comp).replace("bug=TODO", "bug=http://x")
         entry = next(e for e in expect.parse(text, "update.txt") if e.pattern.endswith("RegisteringFreshRangeSucceeds"))
         self.assertTrue(entry.message, "no message= in the proposed fail entry")
         reg = next(c for c in run.cases if c.name == "RegisteringFreshRangeSucceeds")

@@ -451,6 +451,3 @@ def _summarize(comp, run):
         comp.exit_code = EXIT_COVERAGE_LOST
     elif "update" in blocking or comp.stale:
         comp.exit_code = EXIT_UPDATE
-
-
-from reports.ciout import expectations_update as failures_csv  # noqa: E402,F401 (expectations-update.txt; moved to ciout)

@@ -6,6 +6,7 @@ import sqlite3
 import tempfile
 import unittest
 
+from reports import ciout
 from reports import compare as cmp
 from reports import expectations as expect
 from reports import history
@@ -181,9 +182,9 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(cmp.compare(run(case("A", "INFRA_ERROR")), None, None).exit_code, cmp.EXIT_INFRA)
         self.assertEqual(cmp.compare(run(), None, None).exit_code, cmp.EXIT_NOTHING_RAN)
 
-    def test_failures_csv_is_expectations_syntax(self):
+    def test_expectations_update_is_expectations_syntax(self):
         r = run(case("B", "FAIL"))
-        text = cmp.failures_csv(r, cmp.compare(r, None, None))
+        text = ciout.expectations_update(r, cmp.compare(r, None, None))
         parsed = expect.parse(text.replace("bug=TODO", "bug=http://x"), "failures.csv")
         self.assertEqual(parsed[0].pattern, "suites/a:a_test/S.B")
 

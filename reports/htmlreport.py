@@ -34,6 +34,7 @@ import os
 import re
 
 from reports import model, pages
+from reports.compare import elsewhere_json
 # Re-exported: the callers catch htmlreport.MissingDependency; the tests read the colours.
 from reports.pages import STATUS_COLORS, MissingDependency, css  # noqa: F401
 
@@ -583,7 +584,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "rules_cited": cited,
         "first_night": first_night,
         "host_line": host_line(fp),
-        "elsewhere": [_elsewhere_row(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
+        "elsewhere": [elsewhere_json(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
     }
     data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
     if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
@@ -697,11 +698,6 @@ def host_line(fp):
              f"THP {fp.get('host_thp', '?')}",
              "memory cgroup " + ("yes" if "memory-cgroup" in fp.get("host_facts", "") else "no")]
     return " · ".join(parts)
-
-
-def _elsewhere_row(e, why, n):
-    from reports.compare import elsewhere_json  # here, not at the top: compare -> ciout -> here
-    return elsewhere_json(e, why, n)
 
 
 def _cuda_version(v):
