@@ -17,11 +17,21 @@ import unittest
 from contextlib import redirect_stderr
 from unittest import mock
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.hostile_reports_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import compare as cmp
 from reports import compare_runs
 from reports import expectations as expect
 from reports import model
 from reports import testlogs
+from reports import testsupport
 from reports import validate
 
 T = "//suites/a:a_test"
@@ -459,7 +469,6 @@ class TextInputTest(TmpDir):
             expect.parse(f"fail suites/a:a_test/S.X status=FAIL driver={bounds} bug=b\n", "e.txt")
 
     def test_the_rules_table_accepts_a_byte_order_mark(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         from tools.lint import spec_check
         path = self.write("rules.tsv", "\ufeff" + "\t".join(spec_check.COLUMNS) + "\r\n"
                           "R01\trule\tfam\trule\t12+\t-\tS.X\r\n")
@@ -472,7 +481,6 @@ class TextInputTest(TmpDir):
 
 _LOAD = """
 import sys
-sys.path.insert(0, {root!r})
 from reports import expectations as expect, model
 try:
     if sys.argv[1] == "exp":
@@ -488,12 +496,10 @@ class SpecialFilesTest(TmpDir):
     def load(self, what, path):
         """In a child with a time and a memory limit: the old code hangs on a FIFO and reads
         /dev/zero until memory runs out."""
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + \
-            _LOAD.format(root=os.path.abspath(root))
+        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + _LOAD
         try:
             p = subprocess.run([sys.executable, "-c", code, what, path], capture_output=True,
-                               text=True, timeout=30)
+                               text=True, timeout=30, env=testsupport.package_env())
         except subprocess.TimeoutExpired:
             self.fail(f"{what} {path}: still reading after 30 s")
         return p.stdout + p.stderr

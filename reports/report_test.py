@@ -24,18 +24,27 @@ import zipfile
 from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.report_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
-from reports import compare_runs  # noqa: E402
-from reports import htmlreport  # noqa: E402
-from reports import pages  # noqa: E402
-from reports import report  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testlogs  # noqa: E402
-from reports import testsupport  # noqa: E402
+from reports import compare_runs
+from reports import htmlreport
+from reports import pages
+from reports import report
+from reports import model
+from reports import testlogs
+from reports import testsupport
 
 TESTDATA = os.path.join(ROOT, "reports", "testdata")
 MUTATION_FIXTURE = os.path.join(TESTDATA, "mutation", "mutation.json")
@@ -543,10 +552,9 @@ class GoldenTest(unittest.TestCase):
 
     def test_rendering_is_deterministic_across_processes(self):
         # Set and dict ordering must not leak into the page: another process, another hash seed.
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
-                "sys.stdout.write(t.golden_qualification_page())")
-        rendered = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
-                                   env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+        code = "import sys; from reports import report_test as t; sys.stdout.write(t.golden_qualification_page())"
+        rendered = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                   env=testsupport.package_env(PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
         self.assertGreater(len(rendered[0]), 1000)
         self.assertEqual(rendered[0], rendered[1])
         self.assertEqual(rendered[0], golden_qualification_page())
@@ -809,7 +817,6 @@ class InterpreterTest(unittest.TestCase):
 
     SCRIPT = (
         "import os, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
         "from reports import interpreter\n"
         "if __name__ == '__main__':\n"
         "    interpreter.reexec_if_missing(sys.argv[2].split(','), __file__, sys.argv[1])\n"
@@ -831,7 +838,7 @@ class InterpreterTest(unittest.TestCase):
         write(self.script, self.SCRIPT)
 
     def run_script(self, module, **env):
-        e = {k: v for k, v in os.environ.items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
+        e = {k: v for k, v in testsupport.package_env().items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
         e.update(env)
         p = subprocess.run([sys.executable, self.script, ROOT, module, "a b", "--x"], capture_output=True,
                            text=True, env=e, timeout=120)

@@ -8,8 +8,19 @@ from reports import compare as cmp
 from reports import expectations as expect
 from reports import model
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def package_env(environ=None, **extra):
+    """The environment of a child Python that imports the package (`python3 -c`, a script of a
+    test): the repository root first on PYTHONPATH (docs/python.md), then `extra`."""
+    env = dict(os.environ if environ is None else environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
 T = "//suites/hostregister:hostregister_test"
-FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7", "device_status": "usable",
+FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", model.PROP_RUN_SEED: "7", "device_status": "usable",
       "gpu_count": "1", "host": "lab1"}
 REGRESSION_MESSAGE = ("suites/hostregister/hostregister_test.cc:88\nExpected equality of these values:\n"
                       "  cudaHostRegister(p, size, cudaHostRegisterDefault)\n"

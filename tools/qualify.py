@@ -53,22 +53,30 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 # This file is the command; its steps live in tools/qualification/, one module each.
 
-from reports import ciout  # noqa: E402
-from reports import cliargs  # noqa: E402
-from reports import compare as cmp  # noqa: E402
-from reports import first_night as first_night_mod  # noqa: E402
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals  # noqa: E402
-from tools.qualification import plan as plan_mod  # noqa: E402
-from tools.qualification import verdict as verdict_mod  # noqa: E402
-from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
-from tools.qualification.plan import TIERS  # noqa: E402
-from tools.runner import leftovers  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.qualify"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import ciout
+from reports import cliargs
+from reports import compare as cmp
+from reports import first_night as first_night_mod
+from reports import history
+from reports import model
+from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals
+from tools.qualification import plan as plan_mod
+from tools.qualification import verdict as verdict_mod
+from tools.qualification.common import Interrupted, Stop, say
+from tools.qualification.plan import TIERS
+from tools.runner import leftovers
 
 
 def build_parser(json_errors=False):

@@ -55,12 +55,19 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
-from reports import cliargs  # noqa: E402
-from reports import history  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.fleet"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import cliargs
+from reports import history
+from tools.fleet import report as fleet_report
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
 # What a task needs from the repository besides the bundle.

@@ -19,16 +19,25 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.fleet_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
-from tools.fleet import fleet  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
+from reports import history
+from reports import model
+from tools.fleet import daemons
+from tools.fleet import fleet
+from tools.fleet import report as fleet_report
 
 X = "suites/x:x_test/X.DriverBug"
 Y = "suites/x:x_test/X.BadBoard"

@@ -18,12 +18,19 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.hostile_runner_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from tools.runner import outdir, runner  # noqa: E402
+from reports import testsupport
+from tools.runner import outdir, runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 RUNNER = os.path.join(HERE, "runner.py")
 FAKE = os.path.join(os.path.dirname(HERE), "testdata", "fakegt.py")  # the one fake (tools/testdata)
 
@@ -399,13 +406,14 @@ class Filters(Base):
     def run_api(self, filters, timeout=60):
         """runner.run with per-target filters, in a child process (the runner installs signal
         handlers and makes its process a subreaper)."""
-        code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
+        code = ("import json, sys;"
                 "from tools.runner import runner;"
-                "r = runner.run(runner.RunConfig(bundle=sys.argv[2], out=sys.argv[3],"
+                "r = runner.run(runner.RunConfig(bundle=sys.argv[1], out=sys.argv[2],"
                 " filters=json.load(sys.stdin), kernel_log='', quiet=True));"
                 "print(r.status, r.message)")
-        p = subprocess.run([sys.executable, "-c", code, ROOT, self.bundle, self.out],
-                           input=json.dumps(filters), env=self.env(), capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, self.bundle, self.out],
+                           input=json.dumps(filters), env=testsupport.package_env(self.env()),
+                           capture_output=True,
                            text=True, timeout=timeout)
         return p.stdout + p.stderr
 
