@@ -245,7 +245,7 @@ def _suite_properties(run, info):
     fp = run.fingerprint
     props = [(name, fp.get(key) or "unknown") for name, key in SUITE_PROPERTIES
              if fp.get(key) or name in ALWAYS]
-    seed = (info or {}).get("seed") or model.run_seed_of(fp)
+    seed = model.run_seed_of(fp)
     props.append(("seed", str(seed) if seed else "unknown"))
     commit = ((info or {}).get("bundle") or {}).get("commit")
     if commit:

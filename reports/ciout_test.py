@@ -100,7 +100,8 @@ class JunitTest(unittest.TestCase):
 
     def test_every_suite_has_time_and_the_machine_as_properties(self):
         run, comp, _ = testsupport.morning(extra_passes=2)
-        info = {"seed": "4321", "sku": "nvidia-h200", "label": "injected fault x",
+        run.fingerprint[model.PROP_RUN_SEED] = "4321"
+        info = {"sku": "nvidia-h200", "label": "injected fault x",
                 "started_at": "2026-11-30T14:39:55+00:00", "bundle": {"commit": "abc"}}
         root = ET.fromstring(ciout.junit_xml(run, comp, info=info))
         self.assertTrue(root.get("time"))
@@ -116,7 +117,14 @@ class JunitTest(unittest.TestCase):
         run.fingerprint["cuda_runtime_version"] = "13000"
         props = {p.get("name"): p.get("value") for p in ET.fromstring(ciout.junit_xml(run)).iter("property")}
         self.assertEqual(props["cuda_runtime_version"], "13000")
-        self.assertEqual(props["seed"], "7")  # the fingerprint's seed without qualify's info
+        self.assertEqual(props["seed"], "4321")
+        # A results.json written before the seed had one name: its fingerprint's "seed" (and
+        # never info.seed, which qualify wrote with it).
+        del run.fingerprint[model.PROP_RUN_SEED]
+        run.fingerprint["seed"] = "7"
+        props = {p.get("name"): p.get("value")
+                 for p in ET.fromstring(ciout.junit_xml(run, info={"seed": "9"})).iter("property")}
+        self.assertEqual(props["seed"], "7")
         bare = ET.fromstring(ciout.junit_xml(model.Run({}, [testsupport.case("A", "PASS")])))
         props = {p.get("name"): p.get("value") for p in bare.find("testsuite").find("properties")}
         self.assertEqual(props, {"gpu": "unknown", "driver": "unknown", "cuda_runtime_version": "unknown",

@@ -552,7 +552,7 @@ def rules_cited(cases, rules):
             for r in sorted(cited, key=order)]
 
 
-def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
+def render(run, title="pagelock report", verdict=None, extra_sections=(), comp=None,
            baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
@@ -565,7 +565,7 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
-    seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
+    seed = model.run_seed_of(fp)
     counts = run.counts()
     cited = rules_cited(run.cases, rules)
     ctx = {
@@ -679,7 +679,7 @@ def run_info_section(run, info):
 def render_qualification(run, info, comp, baseline, trends, mutation=None):
     """The qualification page. mutation: the run folder's mutation.json (load_mutation)."""
     title, page_title = qualification_titles(run, info, comp)
-    return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
+    return render(run, title=title, verdict=comp.verdict, comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
                   extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title,
                   first_night=info.get("first_night"))

@@ -109,6 +109,23 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
         self.assertEqual(run.fingerprint["pagelock.run_seed"], "42")
 
+    def test_a_results_json_from_before_the_seed_had_one_name_still_shows_its_seed(self):
+        # Its fingerprint holds qualify's copy as "seed" (and info.seed, never read).
+        from reports import ciout, history
+        run, comp, base = testsupport.morning()
+        del run.fingerprint[model.PROP_RUN_SEED]
+        run.fingerprint["seed"] = "5"
+        path = os.path.join(self.root, "results.json")
+        model.write_results(path, run, {"seed": "5", "run_key": "old"}, comp)
+        old, info, _ = model.read_results(path)
+        self.assertEqual(model.run_seed_of(old.fingerprint), "5")
+        page = htmlreport.render_qualification(old, info, comp, base, {})
+        self.assertIn("seed <span class='mono'>5</span>", page)
+        self.assertIn('<property name="seed" value="5"', ciout.junit_xml(old, comp, info=info))
+        db = history.connect(os.path.join(self.root, "h.sqlite"))
+        history.store(db, "old", "2026-12-01T00:00:00+00:00", old, comp, "nvidia-h200", "c", 3, "REGRESSIONS")
+        self.assertEqual(db.execute("SELECT seed FROM runs").fetchall(), [("5",)])
+
     def test_bazel_written_xml_and_zipped_journal_blame_the_running_case(self):
         tdir = os.path.join(self.root, "suites/a/a_test")
         write(os.path.join(tdir, "test.xml"), BAZEL_CRASH_XML)
@@ -494,7 +511,7 @@ def golden_runs():
     from reports import compare as cmp
     from reports import expectations as expect
     comp = cmp.compare(run, expect.Expectations(expect.parse(testsupport.EXPECTATIONS, "nvidia-h200.txt")), base)
-    info = {"run_key": "20261130T060000Z-nvidia-h200-580.159.04", "tier": "full", "seed": "7",
+    info = {"run_key": "20261130T060000Z-nvidia-h200-580.159.04", "tier": "full",
             "started_at": "2026-11-30T06:00:00+00:00", "sku": "nvidia-h200",
             "bundle": {"commit": "f4e9a0c"}, "baseline": "baselines/nvidia-h200/results.json",
             "expectations": {"nvidia-h200.txt": "0123456789abcdef"}, "retries": 2, "label": "nightly",

@@ -195,7 +195,7 @@ def _qualify_planned(args, argv, plan, t0):
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
-            "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
+            "skipped_by_expectations": plan.skipped,
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a
             # bound on all of it, and a slow phase should be visible without a profiler.

@@ -412,6 +412,24 @@ class VerdictTest(FakeSuiteCase):
         # Another seed passes: the failure belongs to the seed, not to the machine.
         self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
 
+    def test_the_run_seed_has_one_name_that_every_reader_shows(self):
+        # The binaries record pagelock.run_seed; qualify neither copies it under a second name
+        # nor overwrites what a binary recorded.
+        self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
+        res = self.last()
+        fp = res["run"]["fingerprint"]
+        self.assertEqual(fp[model.PROP_RUN_SEED], "4243")
+        self.assertNotIn("seed", fp)
+        self.assertNotIn("seed", res["info"])
+        self.assertEqual({c["run_seed"] for c in res["run"]["cases"]}, {"4243"})
+        run_dir = self.runs()[-1]
+        with open(os.path.join(run_dir, "junit.xml"), encoding="utf-8") as f:
+            self.assertIn('<property name="seed" value="4243"', f.read())
+        with open(os.path.join(run_dir, "index.html"), encoding="utf-8") as f:
+            self.assertIn("seed <span class='mono'>4243</span>", f.read())
+        db = history.connect(os.path.join(self.out, "history.sqlite"))
+        self.assertEqual(db.execute("SELECT seed FROM runs").fetchall(), [("4243",)])
+
     def test_auto_baseline_is_the_last_run_of_the_same_tier(self):
         # A nightly full tier after a weekly stress run compares with the last full run, not
         # with the stress run (whose stress cases it would call dropped), and the other way round.
