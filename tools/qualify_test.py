@@ -30,7 +30,7 @@ from reports import history
 from reports import model
 from reports import testsupport
 from tools import qualify
-from tools.qualification import baselines, common
+from tools.qualification import baselines, common, verdict
 from tools.runner import runner_test
 
 
@@ -84,6 +84,8 @@ class QualifyTest(unittest.TestCase):
             rc = qualify.main(["--bundle", self.bundle, "--out", self.out])
         self.assertEqual(rc, 1)
         self.assertIn("no usable GPU on this machine (cudaGetDeviceCount=", buf.getvalue())
+        self.assertIn("The tests of the harness need no GPU: tools/test.sh", buf.getvalue())
+        self.assertNotIn("self-tests", buf.getvalue())
         self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
 
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
@@ -269,6 +271,31 @@ FAKE_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata"
 FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_CASES", "FAKE_NAN",
             "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED", "FAKE_GPU_NAME", "FAKE_DRIVER")
 NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
+
+
+class UnexpectedLinesTest(unittest.TestCase):
+    """The end of a run in the terminal (tools/qualification/verdict.py), as the ux review found
+    it: the test.log path of a target in a nested package, and a long reason cut visibly."""
+
+    def lines(self, case):
+        comp = cmp.Comparison(status={case.id: model.Change.REGRESSION})
+        return verdict.unexpected_lines(model.Run({}, [case]), comp, "/runs/r1")
+
+    def test_the_log_path_keeps_every_folder_of_the_package(self):
+        c = testsupport.case("ReportsPointers", "FAIL", "x.cc:1\nwrong base", suite="PointerQueries",
+                             target="//suites/interior:pointer_queries_test")
+        line = self.lines(c)[1]
+        # It was testlogs/suites/test.log: the id cut at its first "/".
+        self.assertIn("[log: /runs/r1/testlogs/suites/interior/pointer_queries_test/test.log]", line)
+
+    def test_a_long_reason_is_cut_with_an_ellipsis(self):
+        c = testsupport.case("Long", "FAIL", "x.cc:1\n" + "word " * 100)
+        line = self.lines(c)[1]
+        reason = line.split(": ", 1)[1].split("  [log: ")[0]
+        self.assertEqual(len(reason), verdict.REASON_PRINTED)
+        self.assertTrue(reason.endswith("…"), reason)
+        short = testsupport.case("Short", "FAIL", "x.cc:1\nbroke")
+        self.assertNotIn("…", self.lines(short)[1])
 
 
 class RunKeyTest(unittest.TestCase):
