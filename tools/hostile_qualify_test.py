@@ -1115,6 +1115,12 @@ class Newcomer(Base):
         rc, seconds = self.wrapper("--out", self.out)
         self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
         self.assertIn("no usable GPU on this machine", self.output)
+        # What to run instead: the harness's own tests (ux review finding 4: the hint said
+        # --allow-no-gpu "runs the harness self-tests", which installs, builds and runs the GPU
+        # suites into NOTHING RAN).
+        self.assertIn("The tests of the harness need no GPU: tools/test.sh", self.output)
+        self.assertIn("--allow-no-gpu runs the GPU suites anyway", self.output)
+        self.assertNotIn("runs the harness self-tests", self.output)
         self.assertLess(seconds, 5.0)
         self.assertEqual(self.ran, [], "installed or built before saying there is no GPU")
         self.assertFalse(os.path.exists(self.out), "an empty --out was left")

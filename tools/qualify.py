@@ -109,7 +109,8 @@ def build_parser(json_errors=False):
     p.add_argument("--shuffle", action="store_true")
     p.add_argument("--label", default="", help="free text shown in the report (e.g. the change under test)")
     p.add_argument("--allow-no-gpu", action="store_true",
-                   help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
+                   help="run the GPU suites even without a usable GPU (every case NotSupported: NOTHING RAN, exit 4; "
+                        "never qualifies). The harness's own tests need no GPU: tools/test.sh")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
     p.add_argument("--mutation", action="store_true",
