@@ -784,6 +784,66 @@ class CompareRunsPageTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual((p.returncode, p.stdout), (2, ""))  # without --json, stdout stays empty
 
+    def written(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        paths = []
+        for name, run, _ in self.runs:
+            paths.append(os.path.join(tmp, name + ".json"))
+            model.write_results(paths[-1], run)
+        return tmp, paths
+
+    def main(self, argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = compare_runs.main(argv)
+        return code, out.getvalue(), err.getvalue()
+
+    def test_the_terminal_names_each_case_that_differs(self):
+        # It printed a count only (ux review finding 10).
+        tmp, paths = self.written()
+        code, out, _ = self.main(paths + ["--html", os.path.join(tmp, "new", "c.html")])
+        self.assertEqual(code, 3)
+        prefix = "suites/hostregister:hostregister_test/HostRegisterTest."
+        self.assertIn(f"  {prefix}Changed: PASS | CRASH\n", out)
+        self.assertIn(f"  {prefix}OnlyA: FAIL | -\n", out)
+        self.assertNotIn("Same", out)
+        self.assertIn("2 case(s) differ; wrote", out)
+        self.assertTrue(os.path.isfile(os.path.join(tmp, "new", "c.html")))  # its folder created
+        many = [(f"r{i}", model.Run({}, [testsupport.case(f"C{j}", "PASS" if i else "FAIL") for j in range(60)]), {})
+                for i in range(2)]
+        lines = compare_runs.difference_lines(many, compare_runs.differing_ids(many))
+        self.assertEqual(len(lines), 51)
+        self.assertEqual(lines[-1], "  ... and 10 more (--html and --json list every one)")
+
+    def test_json_alone_needs_no_page(self):
+        # --json needed --html (ux review finding 10).
+        tmp, paths = self.written()
+        code, out, err = self.main(paths + ["--json"])
+        self.assertEqual(code, 3)
+        doc = json.loads(out)
+        self.assertEqual((doc["exit_code"], doc["cases"], len(doc["differing"])), (3, 3, 2))
+        self.assertIn("2 case(s) differ\n", err)
+        self.assertEqual(sorted(os.listdir(tmp)), ["night-a.json", "night-b.json"])
+
+    def test_runs_without_results_are_nothing_to_compare(self):
+        # Two dead nights said "0 case(s) differ" and exit 0 (ux review finding 6); report.py
+        # says exit 4 for the same input.
+        tmp, paths = self.written()
+        empty = [os.path.join(tmp, "dead1"), os.path.join(tmp, "dead2")]
+        for d in empty:
+            os.makedirs(d)
+        html = os.path.join(tmp, "c.html")
+        for runs in (empty, [paths[0], empty[1]]):
+            code, out, err = self.main(runs + ["--html", html])
+            self.assertEqual(code, 4, err)
+            self.assertIn(f"no test results in {', '.join(r for r in runs if r in empty)}:", err)
+            self.assertFalse(os.path.exists(html))
+        code, out, _ = self.main(empty + ["--json"])
+        doc = json.loads(out)
+        self.assertEqual((doc["tool"], doc["exit_code"]), ("compare_runs", 4))
+        self.assertIn("nothing to compare", doc["error"])
+
     def test_without_jinja2_it_exits_one(self):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
