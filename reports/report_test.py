@@ -720,11 +720,12 @@ class MutationPageTest(unittest.TestCase):
                       "<td>documented as allowed</td><td>2</td></tr>", alarms)
         self.assertIn("<tr class=\"NOT_RUN\"><td>completion_delayed</td><td>NOT_EXERCISED<br>never reached</td>", alarms)
 
-    def test_strings_are_escaped_and_the_section_is_self_contained(self):
+    def test_strings_are_escaped_and_the_page_is_self_contained(self):
         self.assertNotIn("<script", self.page)
         self.assertIn("&lt;script&gt;alert(&#39;sync&#39;)&lt;/script&gt;", self.page)
-        self.assertTrue(self.page.startswith('<section class="pl-mutation" id="mutation">\n<style>'))
-        self.assertTrue(self.page.endswith("</section>\n"))
+        self.assertIn('<body>\n<section class="pl-mutation" id="mutation">\n<style>', self.page)
+        self.assertTrue(self.page.endswith("</section>\n</body></html>\n"))
+        self.assertEqual(testsupport.full_document_problems(self.page), [])
 
     def test_no_faults_run(self):
         doc = dict(self.DOC, score=dict(self.DOC["score"], total=0), faults=[], variations=[])
@@ -732,6 +733,32 @@ class MutationPageTest(unittest.TestCase):
         self.assertIn("<p>No injected faults were run.</p>", page)
         self.assertNotIn("Every fault", page)
         self.assertNotIn("False alarms", page)
+
+
+class FullDocumentTest(unittest.TestCase):
+    """Every page pagelock writes is a whole document (ux review finding 10: mutation.html was a
+    fragment, without charset or title, and rendered as windows-1252; the fleet page had no
+    viewport). The fleet page: tools/fleet/report_test.py."""
+
+    def test_every_page_is_a_whole_document(self):
+        run, comp, base, info, trends = golden_runs()
+        with open(MUTATION_FIXTURE) as f:
+            mutation = json.load(f)
+        pages_written = {
+            "report": htmlreport.render(run, title="pagelock report"),
+            "qualification": htmlreport.render_qualification(run, info, comp, base, trends),
+            "compare": compare_runs.render([("a", run, {}), ("b", base, {})])[0],
+            "mutation": pages.render_mutation_page(mutation),
+        }
+        for name, page in pages_written.items():
+            self.assertEqual(testsupport.full_document_problems(page), [], name)
+        self.assertIn("<title>mutation score: 2 of 3 injected driver faults caught — pagelock</title>",
+                      pages_written["mutation"])
+
+    def test_the_check_sees_a_fragment(self):
+        self.assertEqual(testsupport.full_document_problems("<section>x</section>"),
+                         ["no doctype first", "no <html lang>", "no charset first in the head", "no viewport",
+                          "no title", "no closing </html>"])
 
 
 class CompareRunsPageTest(unittest.TestCase):

@@ -668,6 +668,17 @@ def relative_paths(data, out_dir):
     return data
 
 
+def write_output(path, text):
+    """Writes a report file, creating its folder (as compare_runs does); UsageError (exit 2)
+    when it cannot be written."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def cmd_report(args):
     if not args.label and not args.night:
         raise UsageError("report needs --label TEXT or --night YYYY-MM-DD")
@@ -701,11 +712,9 @@ def cmd_report(args):
         # Paths relative to the JSON's folder, as the page's links are: the pair can be moved
         # or committed together with the run folders, and carries no machine's absolute path.
         out_dir = os.path.dirname(os.path.abspath(args.json))
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(relative_paths(data, out_dir), f, indent=1, default=str)
+        write_output(args.json, json.dumps(relative_paths(data, out_dir), indent=1, default=str))
     if args.html:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
+        write_output(args.html, fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
     verdicts = {}
     for r in data["runs"]:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1

@@ -201,6 +201,23 @@ class ReportOnBackend:
         with open(jpath) as f:
             self.assertEqual(json.load(f)["hosts"], 5)
 
+    def test_the_report_creates_the_folders_of_its_outputs(self):
+        # docs/fleet.md's command failed with exit 2 where OUT did not exist (ux review finding 10).
+        html = os.path.join(self.tmp, "new", "deeper", "index.html")
+        jpath = os.path.join(self.tmp, "other", "fleet.json")
+        rc, _, e = call(fleet.main, ["report", "--history", self.target, "--label", "nightly-1130",
+                                     "--html", html, "--json", jpath])
+        self.assertEqual(rc, 3, e)
+        self.assertTrue(os.path.isfile(html) and os.path.isfile(jpath))
+        self.assertIn("<meta name='viewport' content='width=device-width'>", read(html))
+        blocked = os.path.join(self.tmp, "a-file")
+        with open(blocked, "w") as f:
+            f.write("x")
+        rc, _, e = call(fleet.main, ["report", "--history", self.target, "--label", "nightly-1130",
+                                     "--html", os.path.join(blocked, "index.html")])
+        self.assertEqual(rc, 2, e)
+        self.assertIn(f"cannot write {os.path.join(blocked, 'index.html')}", e)
+
     def test_a_real_h200_run_directory_appears_in_the_report(self):
         src = os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")
         if not os.path.exists(src):

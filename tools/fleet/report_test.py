@@ -55,6 +55,13 @@ def data():
                                "cases": [{"case": "a:b/C.D", "status": "SKIP"}]}]}
 
 
+class FullDocumentTest(unittest.TestCase):
+    def test_the_fleet_page_is_a_whole_document_with_a_viewport(self):
+        from reports import testsupport
+        page = fleet_report.render_html(data(), "/out")
+        self.assertEqual(testsupport.full_document_problems(page), [])
+
+
 class VerdictClassTest(unittest.TestCase):
     def test_qualify_verdicts_are_looked_up_not_matched_by_substring(self):
         self.assertEqual({v: fleet_report.verdict_class(v) for v in (
