@@ -201,6 +201,21 @@ class EnvironmentAndListing(Base):
                      "TESTBRIDGE_TEST_ONLY"):
             self.assertIn(name, cleared)
 
+    def test_the_environment_a_reproducer_sets_again_is_recorded_and_no_secret(self):
+        # qualify --repro reads it (tools/qualification/repro.py): pagelock's, CUDA's and the
+        # library path, not what the runner sets per launch or the harness's own.
+        self.make_bundle({"t": {}})
+        rc, _, err = self.run_runner(env=self.env(PAGELOCK_FAULT="dtoh_truncated", CUDA_VISIBLE_DEVICES="1",
+                                                  LD_LIBRARY_PATH="/shim", PAGELOCK_SEED="5",
+                                                  PAGELOCK_HISTORY="postgresql://lab/h", PAGELOCK_DB_PASSWORD="x",
+                                                  HOME_THING="y"))
+        self.assertEqual(rc, 3, err)
+        recorded = self.runner_json()["environment"]
+        self.assertEqual({k: recorded.get(k) for k in ("PAGELOCK_FAULT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")},
+                         {"PAGELOCK_FAULT": "dtoh_truncated", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/shim"})
+        for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", "PAGELOCK_DB_PASSWORD", "HOME_THING", "FAKE_MARK"):
+            self.assertNotIn(name, recorded)
+
     def test_a_listing_that_is_empty_or_closes_its_output_is_an_infrastructure_error(self):
         self.make_bundle({"none": {"list": "none"}, "closeout": {"list": "closeout"},
                           "good": {"cases": ["S.A"]}})

@@ -27,7 +27,8 @@ Bazel's runs and the bundle's. Nothing a binary finished is lost, however it end
   killed and reaped too;
 - nothing in the caller's environment changes which cases run: GTEST_* and TESTBRIDGE_* (and
   Bazel's shard variables) are cleared for the binaries and recorded in runner.json
-  (environment_cleared);
+  (environment_cleared); pagelock's and CUDA's variables and the library path the binaries
+  had are recorded too (environment: what qualify --repro sets again);
 - the cases come from one unfiltered --gtest_list_tests; a filter (--gtest_filter, qualify's
   retries and skips) is applied in Python and the cases go to the binary as exact names in
   chunks, so no filter is ever too long for one argument, and a name holding '-' or ':' runs
