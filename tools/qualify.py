@@ -40,6 +40,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
   tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
+  tools/qualify --repro CASE [--run RUN] [--bundle DIR] [--archive FILE]
+      # a .tar.gz that reproduces one case of a run on any machine with an NVIDIA driver
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
       # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
@@ -71,7 +73,7 @@ from reports import compare as cmp
 from reports import first_night as first_night_mod
 from reports import history
 from reports import model
-from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals
+from tools.qualification import common, draft, mutation_hook, preflight, publish, repro, running, signals
 from tools.qualification import plan as plan_mod
 from tools.qualification import verdict as verdict_mod
 from tools.qualification.common import Interrupted, Stop, say
@@ -124,7 +126,18 @@ def build_parser(json_errors=False):
                    help="bring up a SKU from its first night's run folder: draft expectations/<sku>.txt, "
                         "baselines/<sku>/ and docs/platforms/<sku>.md (no GPU needed; existing files are "
                         "kept unless --force); docs/platforms/new-platform.md")
-    p.add_argument("--force", action="store_true", help="with --draft-expectations: replace existing files")
+    p.add_argument("--repro", metavar="CASE",
+                   help="write a reproducer a driver team can run of one case of a run (the id the page "
+                        "shows): a .tar.gz with the case's binary, run.sh (its filter, run seed, repeat, "
+                        "environment), the fingerprint, its kernel-log lines and a README; no GPU needed")
+    p.add_argument("--run", metavar="RUN",
+                   help="with --repro: the run folder, its results.json or a run key under --out "
+                        "(default: the run stored last in --out that has the case)")
+    p.add_argument("--archive", metavar="FILE",
+                   help="with --repro: where the .tar.gz goes (default RUN/repro/<case>.tar.gz)")
+    p.add_argument("--force", action="store_true",
+                   help="with --draft-expectations: replace existing files; with --repro: take a bundle "
+                        "of another build than the run's")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -147,6 +160,8 @@ def main(argv=None, restore_signals=True):
     try:
         if args.draft_expectations:
             code = draft.run_draft(args)
+        elif args.repro:
+            code = repro.run_repro(args)
         else:
             code = preflight.preflight_only(args) if args.preflight else _qualify(args, argv)
     except Stop as e:

@@ -215,6 +215,7 @@ class EnvironmentAndListing(Base):
                          {"PAGELOCK_FAULT": "dtoh_truncated", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/shim"})
         for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", "PAGELOCK_DB_PASSWORD", "HOME_THING", "FAKE_MARK"):
             self.assertNotIn(name, recorded)
+        self.assertFalse([k for k in recorded if k.startswith("PAGELOCK_LIVE_")], recorded)  # the run's marker
 
     def test_a_listing_that_is_empty_or_closes_its_output_is_an_infrastructure_error(self):
         self.make_bundle({"none": {"list": "none"}, "closeout": {"list": "closeout"},
