@@ -1125,6 +1125,14 @@ class Newcomer(Base):
         self.assertEqual(self.ran, [], "installed or built before saying there is no GPU")
         self.assertFalse(os.path.exists(self.out), "an empty --out was left")
 
+    def test_reading_a_run_folder_needs_no_gpu_install_or_build(self):
+        # --repro and --draft-expectations read a run folder: no GPU check, no install, no build.
+        for args in (["--repro", "S.Case", "--out", self.out], ["--draft-expectations", self.out]):
+            rc, seconds = self.wrapper(*args)
+            self.assertEqual(rc, cmp.EXIT_CONFIG, (args, self.output))  # no such run
+            self.assertNotIn("no usable GPU", self.output)
+            self.assertEqual(self.ran, [], (args, "installed or built to read a run folder"))
+
     def test_allow_no_gpu_still_goes_on_to_install_and_build(self):
         rc, _ = self.wrapper("--out", self.out, "--allow-no-gpu")
         self.assertEqual(self.ran, ["bundle.py.ran", "install_deps.sh.ran"], self.output)
