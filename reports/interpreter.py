@@ -47,7 +47,8 @@ def _probe(python, modules):
     off its path when it runs a module (-P, Python 3.11 and later)."""
     code = "import sys; " + "".join(f"import {m}; " for m in _names(modules)) + "print(sys.version_info >= (3, 11))"
     try:
-        p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, encoding="utf-8",
+                           errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if p.returncode != 0:

@@ -256,7 +256,8 @@ class Parts:
     def libraries(self):
         """The shared libraries the binary needs (ldd), or '' where ldd cannot tell."""
         try:
-            p = subprocess.run(["ldd", self.binary], capture_output=True, text=True, timeout=30)
+            p = subprocess.run(["ldd", self.binary], capture_output=True, text=True, encoding="utf-8",
+                               errors="replace", timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return ""
         if p.returncode != 0:
@@ -320,8 +321,11 @@ def script(p):
         'if [ -n "$run" ] && [ "$rc" -eq 124 ]; then seen=TIMEOUT',
         # as the runner judges an end: a signal, or an exit other than GoogleTest's 0 and 1
         'elif [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then seen=CRASH',
-        'elif grep -q -e \'value="NOT_SUPPORTED"\' -e \'message="NotSupported: \' "$out/result.xml" 2>/dev/null; '
+        f'elif grep -q -e \'name="{model.PROP_STATUS}" value="NOT_SUPPORTED"\' -e \'message="{model.NOT_SUPPORTED_PREFIX}\' '
+        '"$out/result.xml" 2>/dev/null; '
         'then seen=NOT_SUPPORTED',
+        f'elif [ "$rc" -eq 0 ] && grep -q \'name="{model.PROP_STATUS}" value="WARN"\' "$out/result.xml" 2>/dev/null; '
+        'then seen=WARN',
         'elif [ "$rc" -eq 0 ] && grep -q \'result="skipped"\' "$out/result.xml" 2>/dev/null; then seen=SKIP',
         'elif [ "$rc" -eq 0 ]; then seen=PASS',
         "else seen=FAIL",
