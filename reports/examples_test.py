@@ -101,13 +101,21 @@ class PathsTest(unittest.TestCase):
 class FirstNightExampleTest(unittest.TestCase):
     def test_the_first_night_is_the_baseline_run_re_judged_and_says_so(self):
         ex = next(e for e in rerender.EXAMPLES if e.as_first_night)
-        run, info, _ = rerender.model.read_results(os.path.join(ROOT, ex.source))
-        night, comp = rerender.as_first_night(run, info, ROOT)
+        run, info, data = rerender.model.read_results(os.path.join(ROOT, ex.source))
+        night, comp = rerender.as_first_night(run, info, data, ROOT)
         self.assertEqual(comp.verdict[0], "FIRST NIGHT")
         self.assertEqual((night["baseline"], list(night["expectations"])), ("none", ["expectations/common.txt"]))
         self.assertIn("re-judged", night["label"])
         self.assertEqual(night["run_key"], info["run_key"])  # the real run, not a made-up one
         self.assertTrue(night["first_night"]["may_become_baseline"])
+
+    def test_a_kernel_fault_between_cases_still_fails_the_re_judged_night(self):
+        ex = next(e for e in rerender.EXAMPLES if e.as_first_night)
+        run, info, data = rerender.model.read_results(os.path.join(ROOT, ex.source))
+        data = dict(data, machine_coverage=[{"id": "kernel_log:outside_cases", "status": "REGRESSION",
+                                             "why": "1 kernel log line(s) reporting a fault while no case ran"}])
+        _, comp = rerender.as_first_night(run, info, data, ROOT)
+        self.assertEqual(comp.verdict[0], "REGRESSIONS")
 
 
 if __name__ == "__main__":

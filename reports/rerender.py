@@ -62,7 +62,6 @@ ABSOLUTE_PATHS = [(re.compile(p), r) for p, r in (
 # What examples_test.py refuses in a committed file: any absolute path of a writing machine.
 ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])(/tmp/|/root(?=[/\s'\"]|$)|/work/|/home/|/var/tmp/)")
 TEXT_SUFFIXES = (".json", ".html", ".xml", ".csv", ".txt", ".out", ".md", ".jsonl", ".log")
-OUTPUTS = ("index.html", ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, "expectations-update.txt")
 
 
 def relative(text):
@@ -218,7 +217,7 @@ the commit that recorded it: `git show COMMIT --stat` lists its files.
 
 
 def _relative_sources(entries, name):
-    """Entries read from `path`, cited as `name:line` (as qualify cites them from a checkout)."""
+    """Entries read from a file, cited as `name:line` (as qualify cites them from a checkout)."""
     for e in entries:
         _, sep, line = e.source.rpartition(":")
         if sep:
@@ -226,10 +225,11 @@ def _relative_sources(entries, name):
     return entries
 
 
-def as_first_night(run, info, root):
-    """(info, Comparison) of a run re-judged as the first night of its SKU: no baseline, the
-    expectations every SKU inherits (expectations/common.txt) and no SKU file, its verdict FIRST
-    NIGHT where it would otherwise qualify (tools/qualification/verdict.first_night)."""
+def as_first_night(run, info, data, root):
+    """(info, Comparison) of a run (model.read_results' three) re-judged as the first night of its
+    SKU: no baseline, the expectations every SKU inherits (expectations/common.txt) and no SKU
+    file, its verdict FIRST NIGHT where it would otherwise qualify (as
+    tools/qualification/verdict.first_night decides it)."""
     name = "expectations/common.txt"
     path = os.path.join(root, name)
     try:
@@ -238,6 +238,13 @@ def as_first_night(run, info, root):
         raise model.ResultsError(str(e))
     exps = expect.Expectations(_relative_sources(entries, name), {name: digest})
     comp = cmp.compare(run, exps, None)
+    # The kernel's word outside any case, as qualify judged it on the run (verdict.kernel_health).
+    for key, st, why in (comparison_from(data) or cmp.Comparison()).machine:
+        if key.startswith("kernel_log:"):
+            comp.machine.append((key, st, why))
+            comp.summary[str(st)] = comp.summary.get(str(st), 0) + 1
+            if comp.exit_code in (cmp.EXIT_QUALIFIED, cmp.EXIT_UPDATE, cmp.EXIT_COVERAGE_LOST):
+                comp.exit_code = cmp.EXIT_REGRESSION
     if comp.exit_code == cmp.EXIT_QUALIFIED:
         comp.exit_code = cmp.EXIT_FIRST_NIGHT
     sku = info.get("sku") or expect.sku_of(run.fingerprint.get("gpu0_name"))
@@ -269,7 +276,7 @@ def example_files(root=ROOT):
         run, info, data = model.read_results(os.path.join(root, ex.source))
         mutation = htmlreport.read_mutation(os.path.join(root, ex.mutation)) if ex.mutation else None
         if ex.as_first_night:
-            info, comp = as_first_night(run, info, root)
+            info, comp = as_first_night(run, info, data, root)
             html = htmlreport.render_qualification(run, info, comp, None, {})
         else:
             html = page(run, info, data, mutation, known)
