@@ -182,8 +182,8 @@ EXAMPLES = [
             "asynchronous device-to-host copy delivers a wrong last byte), against the run of "
             f"`{RUNS}/h200-reference/`: 31 regressions, each with its rule, message and replay command"),
     Example("first-night", "FIRST NIGHT", "baselines/nvidia-h200/results.json",
-            "**not a real first night**: no SKU has had one yet. The H200's reference run "
-            "re-judged here as a SKU's first run would be: no baseline, and "
+            "**not a real first night** (none is committed yet): the H200's reference run "
+            "re-judged as a SKU's first run would be: no baseline, and "
             "`expectations/common.txt` only (as if `expectations/nvidia-h200.txt` did not exist). "
             "What the page says it inherited is what a new GPU on this driver and runtime inherits",
             as_first_night=True),
