@@ -384,19 +384,13 @@ def _compare_with_baseline(comp, run, baseline, base, expectations, platform, ma
 
 def platform_differences(fp, base_fp):
     """How the baseline's platform differs from this run's, for comparing what is comparable:
-    {'sku': 'the baseline ran on NVIDIA H200', 'host': ..., 'facts': {fact: 'lacks'|'has'}}.
-    A baseline of the same SKU on the same host, with the same host facts, differs in nothing:
-    every loss against it is lost coverage."""
+    {'sku': 'the baseline ran on another SKU (NVIDIA H200)', 'host': ...}. A baseline of the same
+    SKU on the same host differs in nothing: every loss against it is lost coverage."""
     out = {}
     if base_fp.get("gpu0_name") and fp.get("gpu0_name") and fp["gpu0_name"] != base_fp["gpu0_name"]:
         out["sku"] = f"the baseline ran on another SKU ({base_fp['gpu0_name']})"
     if base_fp.get("host") and fp.get("host") and fp["host"] != base_fp["host"]:
         out["host"] = f"the baseline ran on another host ({base_fp['host']})"
-    mine, theirs = fp.get("host_facts"), base_fp.get("host_facts")
-    if mine is not None and theirs is not None:
-        a = {f for f in str(mine).split(",") if f}
-        b = {f for f in str(theirs).split(",") if f}
-        out["facts"] = dict({f: "lacks" for f in sorted(b - a)}, **{f: "has" for f in sorted(a - b)})
     return out
 
 
