@@ -39,6 +39,18 @@ FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7",
       "device_status": "usable", "gpu_count": "1"}
 
 
+def committed_results():
+    """The committed results.json files of real runs: the H200 baseline first, then the runs
+    under reports/testdata/runs/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "..", "baselines", "nvidia-h200", "results.json")]
+    runs = os.path.join(here, "testdata", "runs")
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        if os.path.exists(os.path.join(runs, d, "results.json")):
+            paths.append(os.path.join(runs, d, "results.json"))
+    return paths
+
+
 def case(name, status, message="", target=T, suite="S"):
     return model.Case.from_raw(target, suite, name, status, 0.1, message, "", {})
 
@@ -291,13 +303,7 @@ class WrongTypesTest(TmpDir):
             model.Run.from_json({"cases": [{"target": 5, "suite": "S", "name": "X"}]})
 
     def test_every_committed_results_json_is_still_valid(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
-        ex = os.path.join(root, "examples", "h200-qualification")
-        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
-            if os.path.exists(os.path.join(ex, d, "results.json")):
-                paths.append(os.path.join(ex, d, "results.json"))
-        for p in paths:
+        for p in committed_results():
             if os.path.exists(p):
                 with open(p) as f:
                     self.assertIsNone(validate.results_problem(json.load(f)), p)
@@ -312,13 +318,7 @@ class LargeBaselineTest(TmpDir):
     10^6-case figures are tools/large_baseline_bench.py's (docs/qualification.md, Limits)."""
 
     def committed(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
-        ex = os.path.join(root, "examples", "h200-qualification")
-        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
-            if os.path.exists(os.path.join(ex, d, "results.json")):
-                paths.append(os.path.join(ex, d, "results.json"))
-        return [p for p in paths if os.path.exists(p)]
+        return [p for p in committed_results() if os.path.exists(p)]
 
     def test_the_streaming_reader_agrees_with_the_full_one_however_the_chunks_fall(self):
         from reports import results_stream
@@ -556,10 +556,8 @@ class FailedLabelTest(TmpDir):
 
     def test_no_committed_example_headline_is_the_word_failed(self):
         from reports import htmlreport
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "h200-qualification")
         seen = 0
-        for d in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-            path = os.path.join(root, d, "results.json")
+        for path in committed_results()[1:]:  # the real runs under reports/testdata/runs/
             if not os.path.exists(path):
                 continue
             run, _, _ = model.read_results(path)
@@ -568,7 +566,7 @@ class FailedLabelTest(TmpDir):
                     if m:
                         seen += 1
                         self.assertNotEqual(htmlreport.headline(m), "Failed", (path, c.id))
-        if os.path.isdir(root):
+        if any(os.path.exists(p) for p in committed_results()[1:]):
             self.assertGreater(seen, 0)
 
 

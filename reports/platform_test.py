@@ -109,6 +109,13 @@ class ComparableTest(unittest.TestCase):
         self.assertEqual(c.status["suites/a:a_test/S.Huge"], "COVERAGE_LOST")
         self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST)
 
+    def test_the_same_host_that_lost_its_pool_overnight_is_lost_coverage_with_the_fix(self):
+        base = run(case("Huge", "PASS"), **H200)
+        pool_gone = run(case("Huge", "NOT_SUPPORTED", reason=self.HUGE), **dict(H200, host_facts="memory-cgroup"))
+        c = cmp.compare(pool_gone, exps(""), base)
+        self.assertEqual(c.status["suites/a:a_test/S.Huge"], "COVERAGE_LOST")
+        self.assertIn("to enable it: tools/labhost prepare --hugetlb-2m 1024", c.notes["suites/a:a_test/S.Huge"])
+
     def test_a_capability_or_a_failure_is_never_excused_by_another_host_alone(self):
         base = run(case("Cap", "PASS"), case("Bad", "PASS"), **H200)
         now = run(case("Cap", "NOT_SUPPORTED", reason="cudaDevAttrHostRegisterSupported=0 (need 1)"),

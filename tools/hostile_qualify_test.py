@@ -1,6 +1,5 @@
-"""qualify and the mutation tool against hostile moments and inputs (reliability review 3, issue
-21; issue 23 item 5), on bundles of tools/testdata/fakegt.py (a scriptable fake GoogleTest
-binary, no GPU needed):
+"""qualify and the mutation tool against hostile moments and inputs (reliability review 3), on
+bundles of tools/testdata/fakegt.py (a scriptable fake GoogleTest binary, no GPU needed):
 
 - a signal at every moment (comparing, rendering, storing the history, a second signal while
   finishing, SIGHUP) leaves a run folder whose results.json says INTERRUPTED, exit 7, and a
@@ -1095,7 +1094,7 @@ def copy_tree_for_the_wrapper(dest):
 
 
 class Newcomer(Base):
-    """Issue 23 item 5: no GPU is said first, in seconds; nothing is installed for bad input."""
+    """No GPU is said first, in seconds; nothing is installed for bad input."""
 
     def wrapper(self, *args, env=None):
         root = os.path.join(self.tmp, "tree")

@@ -378,7 +378,7 @@ class FakeSuiteCase(unittest.TestCase):
 class VerdictTest(FakeSuiteCase):
     """The verdict with coverage, seeds that replay, and bad input."""
 
-    # --- coverage: the three cases of issue 7 -------------------------------------------------
+    # --- coverage: no GPU, another GPU, a lost capability ---------------------------------------
 
     def test_no_gpu_against_a_gpu_baseline_is_not_qualified(self):
         self.assertEqual(self.qualify("--baseline", "none"), 0, self.output)
@@ -605,7 +605,7 @@ class VerdictTest(FakeSuiteCase):
 
 
 class RuntimeBaselineTest(unittest.TestCase):
-    """One baseline per CUDA runtime (issue 20): a run never compares with another runtime's."""
+    """One baseline per CUDA runtime: a run never compares with another runtime's."""
 
     def setUp(self):
         self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

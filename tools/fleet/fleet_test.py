@@ -230,7 +230,8 @@ class ReportOnBackend:
         info = ref["info"]
         rc, out, err = call(history.main, ["--db", self.target, "import", d])
         self.assertEqual(rc, 0, err)
-        # A run qualified without --label (the session-8 baseline) is found by its night.
+        # A run qualified without --label (as the H200 baseline of 2025571,
+        # 2026-12-02, was) is found by its night.
         if info["label"]:
             data = fleet_report.fleet_data(self.db, label=info["label"])
         else:
@@ -241,18 +242,20 @@ class ReportOnBackend:
         self.assertIn(info["run_key"], fleet_report.render_html(data))
 
     def test_the_committed_h200_run_folders_import_and_appear_in_the_night_report(self):
-        # examples/h200-qualification/{reference,second}: two real qualify runs of one H200 host,
+        # reports/testdata/runs/h200-{reference,second}: two real qualify runs of one H200 host,
         # the same night. Imported with the CLI, the later one is the host's row and names the
-        # earlier one it replaces; its link points at its own committed report.
-        src = os.path.join(ROOT, "examples", "h200-qualification")
+        # earlier one it replaces; its link points at its own report (here a stand-in page: the
+        # import only asks whether the folder has one).
+        src = os.path.join(ROOT, "reports", "testdata", "runs")
         dirs, infos = [], []
         for name in ("reference", "second"):
-            if not os.path.exists(os.path.join(src, name, "results.json")):
-                self.skipTest(f"{src}/{name} is not in this tree")
+            if not os.path.exists(os.path.join(src, f"h200-{name}", "results.json")):
+                self.skipTest(f"{src}/h200-{name} is not in this tree")
             d = os.path.join(self.tmp, "runs", name)
             os.makedirs(d)
-            for f in ("results.json", "index.html"):
-                shutil.copy(os.path.join(src, name, f), d)
+            shutil.copy(os.path.join(src, f"h200-{name}", "results.json"), d)
+            with open(os.path.join(d, "index.html"), "w", encoding="utf-8") as f:
+                f.write("<!doctype html><title>stand-in</title>\n")
             with open(os.path.join(d, "results.json")) as f:
                 res = json.load(f)
             dirs.append(d)

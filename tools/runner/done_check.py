@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 14's "Done when" on a GPU machine, from a bundle (needs the GPU, so not in CI):
+"""Killed binaries and signals on a GPU machine, from a bundle (needs the GPU, so not in CI): no
+finished case is lost, the right case is blamed, no process is left.
 
   python3 tools/runner/done_check.py --bundle build/bundle --out /tmp/done_check \\
       [--target //suites/hostalloc:hostalloc_test] [--kill-at 3]

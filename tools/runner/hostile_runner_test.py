@@ -1,4 +1,4 @@
-"""The runner under hostile input, round 3 (reliability review 3, issue 21; issue 23 item 3).
+"""The runner under hostile input (reliability review 3), and its terminal.
 
 Each test builds a bundle of fake GoogleTest binaries (tools/testdata/fakegt.py, the review's
 scriptable fake: its docstring lists the spec keys) in a temporary folder and runs the runner
@@ -646,7 +646,7 @@ class Inputs(Base):
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 23 item 3: the terminal
+# The terminal: one redrawn line while cases run
 
 class Terminal(Base):
     def test_the_redrawn_line_fits_the_terminal_and_is_cleared_in_place(self):

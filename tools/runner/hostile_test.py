@@ -107,7 +107,7 @@ class Base(unittest.TestCase):
 
 
 class EndsOfABinary(Base):
-    """Issue 14: whatever way a binary ends, every finished case keeps its own result."""
+    """Whatever way a binary ends, every finished case keeps its own result."""
 
     def test_clean_run_is_clean_and_every_launch_gets_a_fresh_journal(self):
         r, cases = self.run_runner("A.passes,B.passes")
@@ -808,7 +808,7 @@ class HostileTrees(unittest.TestCase):
 
 
 class Bundle(unittest.TestCase):
-    """Issue 14: tools/bundle.py replaces only a folder that holds a bundle."""
+    """tools/bundle.py replaces only a folder that holds a bundle."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
