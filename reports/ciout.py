@@ -43,6 +43,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from reports import model
+from reports.compare import FINGERPRINT_PREFIX
 from reports.htmlreport import headline, reason_line
 from reports.model import Change, Status
 
@@ -146,7 +147,6 @@ def expectations_update(run, comp):
     """The failing cases as expectation entries (expectations-update.txt): a drop-in starting
     point. A `fail` entry carries message= (the one-line reason, as a glob), so the same case
     failing for another reason later is a REGRESSION, as the README recommends."""
-    from reports.compare import FINGERPRINT_PREFIX
     lines = ["# failures of this run, in expectations syntax: replace each bug=TODO with the bug report",
              "# (the loader refuses TODO), and key each entry by its cause (driver=, runtime=, host=;",
              "# reports/expectations.py). tools/qualify --draft-expectations RUN_DIR drafts a new SKU's files."]
@@ -245,7 +245,7 @@ def _suite_properties(run, info):
     fp = run.fingerprint
     props = [(name, fp.get(key) or "unknown") for name, key in SUITE_PROPERTIES
              if fp.get(key) or name in ALWAYS]
-    seed = (info or {}).get("seed") or model.run_seed_of(fp)
+    seed = model.run_seed_of(fp)
     props.append(("seed", str(seed) if seed else "unknown"))
     commit = ((info or {}).get("bundle") or {}).get("commit")
     if commit:

@@ -66,14 +66,21 @@ import sqlite3
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.history"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from reports import cliargs  # noqa: E402
-from reports import model  # noqa: E402
-from reports import settings  # noqa: E402
+from reports import cliargs
+from reports import model
+from reports import settings
 # The storage (connections, schema, migrations, status predicates) is history_schema's; these
 # names stay reachable as history.X for the fleet tools.
-from reports.history_schema import (  # noqa: E402,F401
+from reports.history_schema import (  # noqa: F401
     CASE_COLUMNS, FAILING, METRIC_COLUMNS, NOT_RUN, NOT_RUN_SQL, PASSING, PROBLEM_SQL, RUN_COLUMNS,
     SCHEMA_VERSION, HistoryError, HistoryUnavailable, SchemaTooOld, _in, _now, connect, has_password,
     is_url, migrate_to, redact, timeouts)

@@ -19,15 +19,24 @@ import unittest
 from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.history_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testsupport  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
+from reports import history
+from reports import model
+from reports import testsupport
+from tools.fleet import daemons
 
 # The schema and insert statements of the commit before schema versioning (731b4b0), verbatim:
 # the predecessor that wrote the databases found on lab machines today.

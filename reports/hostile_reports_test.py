@@ -17,17 +17,39 @@ import unittest
 from contextlib import redirect_stderr
 from unittest import mock
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.hostile_reports_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import compare as cmp
 from reports import compare_runs
 from reports import expectations as expect
 from reports import model
 from reports import settings
 from reports import testlogs
+from reports import testsupport
 from reports import validate
 
 T = "//suites/a:a_test"
 FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7",
       "device_status": "usable", "gpu_count": "1"}
+
+
+def committed_results():
+    """The committed results.json files of real runs: the H200 baseline first, then the runs
+    under reports/testdata/runs/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "..", "baselines", "nvidia-h200", "results.json")]
+    runs = os.path.join(here, "testdata", "runs")
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        if os.path.exists(os.path.join(runs, d, "results.json")):
+            paths.append(os.path.join(runs, d, "results.json"))
+    return paths
 
 
 def case(name, status, message="", target=T, suite="S"):
@@ -282,13 +304,7 @@ class WrongTypesTest(TmpDir):
             model.Run.from_json({"cases": [{"target": 5, "suite": "S", "name": "X"}]})
 
     def test_every_committed_results_json_is_still_valid(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
-        ex = os.path.join(root, "examples", "h200-qualification")
-        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
-            if os.path.exists(os.path.join(ex, d, "results.json")):
-                paths.append(os.path.join(ex, d, "results.json"))
-        for p in paths:
+        for p in committed_results():
             if os.path.exists(p):
                 with open(p) as f:
                     self.assertIsNone(validate.results_problem(json.load(f)), p)
@@ -303,13 +319,7 @@ class LargeBaselineTest(TmpDir):
     10^6-case figures are tools/large_baseline_bench.py's (docs/qualification.md, Limits)."""
 
     def committed(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
-        ex = os.path.join(root, "examples", "h200-qualification")
-        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
-            if os.path.exists(os.path.join(ex, d, "results.json")):
-                paths.append(os.path.join(ex, d, "results.json"))
-        return [p for p in paths if os.path.exists(p)]
+        return [p for p in committed_results() if os.path.exists(p)]
 
     def test_the_streaming_reader_agrees_with_the_full_one_however_the_chunks_fall(self):
         from reports import results_stream
@@ -460,7 +470,6 @@ class TextInputTest(TmpDir):
             expect.parse(f"fail suites/a:a_test/S.X status=FAIL driver={bounds} bug=b\n", "e.txt")
 
     def test_the_rules_table_accepts_a_byte_order_mark(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         from tools.lint import spec_check
         path = self.write("rules.tsv", "\ufeff" + "\t".join(spec_check.COLUMNS) + "\r\n"
                           "R01\trule\tfam\trule\t12+\t-\tS.X\r\n")
@@ -473,7 +482,6 @@ class TextInputTest(TmpDir):
 
 _LOAD = """
 import sys
-sys.path.insert(0, {root!r})
 from reports import expectations as expect, model
 try:
     if sys.argv[1] == "exp":
@@ -489,12 +497,10 @@ class SpecialFilesTest(TmpDir):
     def load(self, what, path):
         """In a child with a time and a memory limit: the old code hangs on a FIFO and reads
         /dev/zero until memory runs out."""
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + \
-            _LOAD.format(root=os.path.abspath(root))
+        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + _LOAD
         try:
             p = subprocess.run([sys.executable, "-c", code, what, path], capture_output=True,
-                               text=True, timeout=30)
+                               text=True, timeout=30, env=testsupport.package_env())
         except subprocess.TimeoutExpired:
             self.fail(f"{what} {path}: still reading after 30 s")
         return p.stdout + p.stderr
@@ -551,10 +557,8 @@ class FailedLabelTest(TmpDir):
 
     def test_no_committed_example_headline_is_the_word_failed(self):
         from reports import htmlreport
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "h200-qualification")
         seen = 0
-        for d in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-            path = os.path.join(root, d, "results.json")
+        for path in committed_results()[1:]:  # the real runs under reports/testdata/runs/
             if not os.path.exists(path):
                 continue
             run, _, _ = model.read_results(path)
@@ -563,7 +567,7 @@ class FailedLabelTest(TmpDir):
                     if m:
                         seen += 1
                         self.assertNotEqual(htmlreport.headline(m), "Failed", (path, c.id))
-        if os.path.isdir(root):
+        if any(os.path.exists(p) for p in committed_results()[1:]):
             self.assertGreater(seen, 0)
 
 

@@ -32,8 +32,10 @@ report it as an infrastructure error, exit 1). The commands choose their interpr
 import json
 import os
 import re
+import shlex
 
 from reports import model, pages
+from reports.compare import elsewhere_json
 # Re-exported: the callers catch htmlreport.MissingDependency; the tests read the colours.
 from reports.pages import STATUS_COLORS, MissingDependency, css  # noqa: F401
 
@@ -215,7 +217,23 @@ def rule_refs(ids, rules):
     return [(i, rule_text(i, rules)) for i in ids]
 
 
-def _case_json(c, comp, prefixes, run_seed):
+def repro_command(case_id, info):
+    """The command that writes a case's reproducer for a driver team (tools/qualify --repro,
+    tools/qualification/repro.py), from the checkout the run was made from; None for a page of
+    no qualify run."""
+    if not (info or {}).get("run_key"):
+        return None
+    out = ""
+    words = str(info.get("command", "")).split(" ")
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith("--out=") else (words[i + 1] if w == "--out" and
+                                                                  i + 1 < len(words) else None)
+        if value and value.rstrip("/") != "runs":
+            out = f" --out {shlex.quote(value)}"
+    return f"tools/qualify --repro {model.single_quoted(case_id)} --run {shlex.quote(info['run_key'])}{out}"
+
+
+def _case_json(c, comp, prefixes, run_seed, repro=None):
     """The compact record the page's JavaScript decodes: [prefix index, rest of the id, raw
     status, seconds, rules, case seed, {other fields, empty ones left out} or 0]. 10,000 cases
     are about 0.5 MB; the browser test measures the load."""
@@ -232,6 +250,8 @@ def _case_json(c, comp, prefixes, run_seed):
     if c.status in _FAILING or c.status == model.Status.WARN or len(c.attempts) > 1 or \
             (comp and str(comp) not in ("NEW", "FIXED")):
         d["rp"] = c.replay_command()
+        if repro is not None and (c.status.is_fail or c.flaky):
+            d["rx"] = repro(c.id)
     if c.first_failure:
         d["ff"] = c.first_failure
     if c.conflicts:  # the conflict rule's note leads: why the worse status stands
@@ -296,7 +316,8 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
     r = {"kind": kind, "now": now, "cid": cid, "linked": case is not None, "msg": msg, "note": note,
          "baseline_status": baseline_status, "rules": list(case.rules) if case else [],
          "attempts": " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else "",
-         "klog": "", "klog_more": "", "replay": ""}
+         "klog": "", "klog_more": "", "replay": "",
+         "fails": case is not None and (case.status.is_fail or case.flaky)}
     klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
         if case is not None else ""
     if klog:  # driver-side evidence beside the failure (runner: kernel log while the case ran)
@@ -334,7 +355,9 @@ def cause_groups(rows, rules):
         out.append({"kind": kind, "count": count, "rules": rule_refs(ids, rules), "msg": text,
                     "msg_cut": cut_at_word(text), "first": first, "rows": members[:ROWS_SHOWN],
                     "rows_more": count - min(len(members), ROWS_SHOWN),
-                    "replay": next((m["replay"] for m in members if m["replay"]), "")})
+                    "replay": next((m["replay"] for m in members if m["replay"]), ""),
+                    "replay_cid": next((m["cid"] for m in members if m["replay"] and m["fails"]), ""),
+                    "repro": ""})
     out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
     return out
 
@@ -344,10 +367,11 @@ def _fold(groups):
             "folded_cases": sum(g["count"] for g in groups[GROUPS_SHOWN:])}
 
 
-def changes_context(run, comp=None, baseline=None, rules=None):
+def changes_context(run, comp=None, baseline=None, rules=None, repro=None):
     """Causes of the regressions, coverage lost, dropped, crashes, timeouts, new flakes and
     unexpected passes, most serious kind first; the rest of the differences (expected failures,
-    known flakes, fixed, new) folded, grouped the same way."""
+    known flakes, fixed, new) folded, grouped the same way. repro: case id -> the command that
+    writes its reproducer (repro_command), beside each cause's replay command."""
     rules = rules_table() if rules is None else rules
     by_id = run.by_id()
     kinds, other = [], []
@@ -402,6 +426,8 @@ def changes_context(run, comp=None, baseline=None, rules=None):
             kinds.append(group)
     causes = [g for rows in kinds for g in cause_groups(rows, rules)]
     others = cause_groups(other, rules)
+    for g in causes + others if repro else ():
+        g["repro"] = repro(g["replay_cid"]) if g["replay_cid"] else ""
     return {"compared": comp is not None, "causes": _fold(causes), "n_causes": len(causes),
             "n_changed": sum(g["count"] for g in causes), "other_causes": others,
             "n_other": sum(g["count"] for g in others), "kernel_log_note": kernel_log_note(run)}
@@ -551,20 +577,22 @@ def rules_cited(cases, rules):
             for r in sorted(cited, key=order)]
 
 
-def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None):
+def render(run, title="pagelock report", verdict=None, extra_sections=(), comp=None,
+           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None,
+           repro=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
     folded_sections go right after the changes (HTML from run_info_section), extra_sections
     after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
     title is the page's first line; page_title the browser tab's (default: title). rules:
     {id: (family, sentence)} (default: suites/rules.tsv). first_night: reports/first_night.py's
-    context (results.json info.first_night), shown right after the first screen."""
+    context (results.json info.first_night), shown right after the first screen. repro: case id ->
+    the command writing its reproducer (repro_command), for the failed cases."""
     rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
-    seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
+    seed = model.run_seed_of(fp)
     counts = run.counts()
     cited = rules_cited(run.cases, rules)
     ctx = {
@@ -583,25 +611,25 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "rules_cited": cited,
         "first_night": first_night,
         "host_line": host_line(fp),
-        "elsewhere": [_elsewhere_row(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
+        "elsewhere": [elsewhere_json(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
     }
-    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
+    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited}, repro)
     if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
         every = data["cases"]
         data.update(cases=every[:PAGE_SIZE], lazy=True, total=len(every))
         ctx["case_data_all"] = _json_text(every)
     ctx["case_data"] = _json_text(data)
-    ctx.update(changes_context(run, comp, baseline, rules))
+    ctx.update(changes_context(run, comp, baseline, rules, repro))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))
     return pages.render("page.html.j2", **ctx)
 
 
-def case_data(run, comp_status, seed, rule_text):
+def case_data(run, comp_status, seed, rule_text, repro=None):
     """What the page's JavaScript pages through: every case, most serious first."""
     ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
     prefixes = {}
-    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
+    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed, repro) for c in ordered]
     return {"pageSize": PAGE_SIZE, "matrixRows": MATRIX_ROWS, "matrixColumns": MATRIX_COLUMNS,
             "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
             "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
@@ -684,10 +712,11 @@ def run_info_section(run, info):
 def render_qualification(run, info, comp, baseline, trends, mutation=None):
     """The qualification page. mutation: the run folder's mutation.json (load_mutation)."""
     title, page_title = qualification_titles(run, info, comp)
-    return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
+    return render(run, title=title, verdict=comp.verdict, comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
                   extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title,
-                  first_night=info.get("first_night"))
+                  first_night=info.get("first_night"),
+                  repro=(lambda cid: repro_command(cid, info)) if info.get("run_key") else None)
 
 
 def host_line(fp):
@@ -703,11 +732,6 @@ def host_line(fp):
              f"THP {fp.get('host_thp', '?')}",
              "memory cgroup " + ("yes" if "memory-cgroup" in fp.get("host_facts", "") else "no")]
     return " · ".join(parts)
-
-
-def _elsewhere_row(e, why, n):
-    from reports.compare import elsewhere_json  # here, not at the top: compare -> ciout -> here
-    return elsewhere_json(e, why, n)
 
 
 def _cuda_version(v):

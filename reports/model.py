@@ -888,9 +888,10 @@ def one_per_id(cases):
 
 
 def run_seed_of(fingerprint):
-    """The run seed a fingerprint records: PROP_RUN_SEED, the test.xml's top-level property.
-    'seed' is read only for older results.json files, whose fingerprint has qualify's copy
-    under that name and no PROP_RUN_SEED."""
+    """The run seed: the one reader of its one name, PROP_RUN_SEED (the binaries' top-level
+    test.xml property; qualify fills it in where a binary recorded none). 'seed' is read only
+    for results.json files written before 2026-12-08, whose fingerprint has qualify's copy under
+    that name (and whose info.seed is never read)."""
     return fingerprint.get(PROP_RUN_SEED) or fingerprint.get("seed")
 
 

@@ -1,6 +1,5 @@
-"""qualify and the mutation tool against hostile moments and inputs (reliability review 3, issue
-21; issue 23 item 5), on bundles of tools/testdata/fakegt.py (a scriptable fake GoogleTest
-binary, no GPU needed):
+"""qualify and the mutation tool against hostile moments and inputs (reliability review 3), on
+bundles of tools/testdata/fakegt.py (a scriptable fake GoogleTest binary, no GPU needed):
 
 - a signal at every moment (comparing, rendering, storing the history, a second signal while
   finishing, SIGHUP) leaves a run folder whose results.json says INTERRUPTED, exit 7, and a
@@ -34,6 +33,15 @@ import time
 import unittest
 import uuid
 from unittest import mock
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.hostile_qualify_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
 from reports import compare as cmp
 from reports import history
@@ -1086,7 +1094,7 @@ def copy_tree_for_the_wrapper(dest):
 
 
 class Newcomer(Base):
-    """Issue 23 item 5: no GPU is said first, in seconds; nothing is installed for bad input."""
+    """No GPU is said first, in seconds; nothing is installed for bad input."""
 
     def wrapper(self, *args, env=None):
         root = os.path.join(self.tmp, "tree")
@@ -1106,9 +1114,23 @@ class Newcomer(Base):
         rc, seconds = self.wrapper("--out", self.out)
         self.assertEqual(rc, cmp.EXIT_INFRA, self.output)
         self.assertIn("no usable GPU on this machine", self.output)
+        # What to run instead: the harness's own tests (ux review finding 4: the hint said
+        # --allow-no-gpu "runs the harness self-tests", which installs, builds and runs the GPU
+        # suites into NOTHING RAN).
+        self.assertIn("The tests of the harness need no GPU: tools/test.sh", self.output)
+        self.assertIn("--allow-no-gpu runs the GPU suites anyway", self.output)
+        self.assertNotIn("runs the harness self-tests", self.output)
         self.assertLess(seconds, 5.0)
         self.assertEqual(self.ran, [], "installed or built before saying there is no GPU")
         self.assertFalse(os.path.exists(self.out), "an empty --out was left")
+
+    def test_reading_a_run_folder_needs_no_gpu_install_or_build(self):
+        # --repro and --draft-expectations read a run folder: no GPU check, no install, no build.
+        for args in (["--repro", "S.Case", "--out", self.out], ["--draft-expectations", self.out]):
+            rc, seconds = self.wrapper(*args)
+            self.assertEqual(rc, cmp.EXIT_CONFIG, (args, self.output))  # no such run
+            self.assertNotIn("no usable GPU", self.output)
+            self.assertEqual(self.ran, [], (args, "installed or built to read a run folder"))
 
     def test_allow_no_gpu_still_goes_on_to_install_and_build(self):
         rc, _ = self.wrapper("--out", self.out, "--allow-no-gpu")

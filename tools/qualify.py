@@ -41,6 +41,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
   tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
   tools/qualify --settings    # every PAGELOCK_* variable: its value here, default, what it changes
+  tools/qualify --repro CASE [--run RUN] [--bundle DIR] [--archive FILE]
+      # a .tar.gz that reproduces one case of a run on any machine with an NVIDIA driver
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
       # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
@@ -54,23 +56,31 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 # This file is the command; its steps live in tools/qualification/, one module each.
 
-from reports import ciout  # noqa: E402
-from reports import cliargs  # noqa: E402
-from reports import compare as cmp  # noqa: E402
-from reports import first_night as first_night_mod  # noqa: E402
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from reports import settings  # noqa: E402
-from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals  # noqa: E402
-from tools.qualification import plan as plan_mod  # noqa: E402
-from tools.qualification import verdict as verdict_mod  # noqa: E402
-from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
-from tools.qualification.plan import TIERS  # noqa: E402
-from tools.runner import leftovers  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.qualify"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import ciout
+from reports import cliargs
+from reports import compare as cmp
+from reports import first_night as first_night_mod
+from reports import history
+from reports import model
+from reports import settings
+from tools.qualification import common, draft, mutation_hook, preflight, publish, repro, running, signals
+from tools.qualification import plan as plan_mod
+from tools.qualification import verdict as verdict_mod
+from tools.qualification.common import Interrupted, Stop, say
+from tools.qualification.plan import TIERS
+from tools.runner import leftovers
 
 
 def build_parser(json_errors=False):
@@ -103,7 +113,8 @@ def build_parser(json_errors=False):
     p.add_argument("--shuffle", action="store_true")
     p.add_argument("--label", default="", help="free text shown in the report (e.g. the change under test)")
     p.add_argument("--allow-no-gpu", action="store_true",
-                   help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
+                   help="run the GPU suites even without a usable GPU (every case NotSupported: NOTHING RAN, exit 4; "
+                        "never qualifies). The harness's own tests need no GPU: tools/test.sh")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
     p.add_argument("--mutation", action="store_true",
@@ -117,7 +128,18 @@ def build_parser(json_errors=False):
                    help="bring up a SKU from its first night's run folder: draft expectations/<sku>.txt, "
                         "baselines/<sku>/ and docs/platforms/<sku>.md (no GPU needed; existing files are "
                         "kept unless --force); docs/platforms/new-platform.md")
-    p.add_argument("--force", action="store_true", help="with --draft-expectations: replace existing files")
+    p.add_argument("--repro", metavar="CASE",
+                   help="write a reproducer a driver team can run of one case of a run (the id the page "
+                        "shows): a .tar.gz with the case's binary, run.sh (its filter, run seed, repeat, "
+                        "environment), the fingerprint, its kernel-log lines and a README; no GPU needed")
+    p.add_argument("--run", metavar="RUN",
+                   help="with --repro: the run folder, its results.json or a run key under --out "
+                        "(default: the run stored last in --out that has the case)")
+    p.add_argument("--archive", metavar="FILE",
+                   help="with --repro: where the .tar.gz goes (default RUN/repro/<case>.tar.gz)")
+    p.add_argument("--force", action="store_true",
+                   help="with --draft-expectations: replace existing files; with --repro: take a bundle "
+                        "of another build than the run's")
     p.add_argument("--settings", action="store_true",
                    help="print every PAGELOCK_* setting (reports/settings.tsv): its value in effect here, its "
                         "default and what it changes (with --json, one object); no GPU needed, nothing is run")
@@ -145,6 +167,8 @@ def main(argv=None, restore_signals=True):
     try:
         if args.draft_expectations:
             code = draft.run_draft(args)
+        elif args.repro:
+            code = repro.run_repro(args)
         else:
             code = preflight.preflight_only(args) if args.preflight else _qualify(args, argv)
     except Stop as e:
@@ -226,7 +250,7 @@ def _qualify_planned(args, argv, plan, t0):
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
-            "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
+            "skipped_by_expectations": plan.skipped,
             "settings": recorded_settings(args, plan.seed),
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a

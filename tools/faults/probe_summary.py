@@ -13,6 +13,15 @@ import json
 import os
 import sys
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.faults.probe_summary"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 
 def read_log(path):
     """Parses a PAGELOCK_FAULT_LOG file into (gpa rows, init rows, fired rows, error rows)."""
@@ -45,11 +54,10 @@ def statuses(testlogs):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bundle", help="bundle folder (for reports/testlogs.py)")
+    # The reader is the one beside this file (run from a bundle: the bundle's own).
+    p.add_argument("--bundle", help="bundle folder (accepted for older probe.sh; unused)")
     p.add_argument("out", help="probe.sh output folder")
     args = p.parse_args(argv)
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, args.bundle if args.bundle else os.path.join(here, "..", ".."))
     if not os.path.isdir(args.out):
         print(f"probe_summary: {args.out}: not a folder", file=sys.stderr)
         return 2

@@ -33,12 +33,20 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from reports.model import Change, Status  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.bench"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import history
+from reports import model
+from reports.model import Change, Status
+from tools.fleet import daemons
 
 SKUS = ("CASE WHEN h < {a} THEN 'nvidia-h200' WHEN h < {b} THEN 'nvidia-h100' WHEN h < {c} THEN 'nvidia-a100'"
         " ELSE 'nvidia-l40s' END")

@@ -55,13 +55,20 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
-from reports import cliargs  # noqa: E402
-from reports import history  # noqa: E402
-from reports import settings  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.fleet"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import cliargs
+from reports import history
+from reports import settings
+from tools.fleet import report as fleet_report
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
 # What a task needs from the repository besides the bundle.
@@ -662,6 +669,17 @@ def relative_paths(data, out_dir):
     return data
 
 
+def write_output(path, text):
+    """Writes a report file, creating its folder (as compare_runs does); UsageError (exit 2)
+    when it cannot be written."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def cmd_report(args):
     if not args.label and not args.night:
         raise UsageError("report needs --label TEXT or --night YYYY-MM-DD")
@@ -695,11 +713,9 @@ def cmd_report(args):
         # Paths relative to the JSON's folder, as the page's links are: the pair can be moved
         # or committed together with the run folders, and carries no machine's absolute path.
         out_dir = os.path.dirname(os.path.abspath(args.json))
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(relative_paths(data, out_dir), f, indent=1, default=str)
+        write_output(args.json, json.dumps(relative_paths(data, out_dir), indent=1, default=str))
     if args.html:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
+        write_output(args.html, fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
     verdicts = {}
     for r in data["runs"]:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1

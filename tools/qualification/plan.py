@@ -65,8 +65,7 @@ def make_plan(args):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: {err}")
     if fp.get("device_status") != "usable" and not args.allow_no_gpu:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine "
-                                   f"({fp.get('device_status')}); nothing was run (--allow-no-gpu "
-                                   "runs the harness self-tests without one)")
+                                   f"({fp.get('device_status')}); nothing was run. {preflight.NO_GPU_HINT}")
     sku = expect.sku_of(fp.get("gpu0_name", "none"))
     driver = fp.get("nvidia_driver", "")
     preflight.check_input_files(args, bundle, sku)

@@ -58,6 +58,12 @@ def probe_gpu():
     return p.returncode == 0, line
 
 
+# What to run on a machine without a GPU: the harness's own tests need none; qualify's
+# --allow-no-gpu would install, build and run the GPU suites, every case NotSupported.
+NO_GPU_HINT = ("The tests of the harness need no GPU: tools/test.sh (or bazel test --config=host //...). "
+               "--allow-no-gpu runs the GPU suites anyway (every case NotSupported: NOTHING RAN, exit 4).")
+
+
 def require_gpu_before_building(args):
     """Without --bundle qualify builds first (minutes): check the GPU before that, unless
     --allow-no-gpu. Raises Stop(EXIT_INFRA) with the reason."""
@@ -66,8 +72,7 @@ def require_gpu_before_building(args):
     ok, why = probe_gpu()
     if not ok:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine ({why}); "
-                                   "nothing was installed, built or run (--allow-no-gpu runs the "
-                                   "harness self-tests without one)")
+                                   f"nothing was installed, built or run. {NO_GPU_HINT}")
 
 
 def check_arguments(args):

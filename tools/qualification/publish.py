@@ -29,7 +29,7 @@ def publish(plan, run, comp, info, args, state):
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
     ciout.write(run_dir, run, comp, info)
     with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w", encoding="utf-8") as f:
-        f.write(cmp.failures_csv(run, comp))
+        f.write(ciout.expectations_update(run, comp))
     state["phase"] = "rendering"
     plan.trends = trends_with_this_run(plan, run, info)
     page = write_report(plan, run, comp, info)

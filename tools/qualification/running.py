@@ -55,12 +55,15 @@ def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):
 
 
 def load_run(plan, testlogs):
-    """The typed run of a testlogs tree, every case knowing its run seed and stress tag."""
+    """The typed run of a testlogs tree, every case knowing its run seed and stress tag. The run
+    seed has one name, the binaries' own pagelock.run_seed (model.run_seed_of): what a binary
+    recorded stands; a binary that recorded none ran with the plan's, which every binary is
+    given (PAGELOCK_SEED)."""
     run = testlogs_reader.load_testlogs(testlogs)
-    run.fingerprint["seed"] = str(plan.seed)  # every binary ran with it (history's runs.seed)
+    run.fingerprint.setdefault(model.PROP_RUN_SEED, str(plan.seed))
+    run.default_run_seed()
     stress = {t["label"]: "stress" in t.get("tags", []) for t in plan.targets}
     for c in run.cases:
-        c.run_seed = plan.seed
         c.stress = stress.get(c.target)
     return run
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from reports import settings
 from reports.model import ESCAPED_CHAR, visible_name
 from tools.runner.config import (CLEARED_ENV_NAMES, CLEARED_ENV_PREFIXES, FILTER_MAX_CHARS,
+                                 RECORDED_ENV_NAMES, RECORDED_ENV_PREFIXES, UNRECORDED_ENV_NAMES,
+                                 UNRECORDED_ENV_PREFIXES,
                                  LIST_MAX_LINE, LIST_TIMEOUT_S, MAX_CASES_ENV,
                                  MAX_CASES_PER_BINARY, UsageError)
 from tools.runner.procs import RunState, launch, signame
@@ -22,6 +24,14 @@ def binary_env(extra=None, environ=None):
     cleared = {k: env.pop(k) for k in sorted(env)
                if k.startswith(CLEARED_ENV_PREFIXES) or k in CLEARED_ENV_NAMES}
     return env, cleared
+
+
+def recorded_environment(env):
+    """The variables of a binary's environment a reproducer sets again (RECORDED_ENV_*)."""
+    return {k: v for k, v in sorted(env.items())
+            if (k.startswith(RECORDED_ENV_PREFIXES) or k in RECORDED_ENV_NAMES)
+            and k not in UNRECORDED_ENV_NAMES and not k.startswith(UNRECORDED_ENV_PREFIXES)
+            and not re.search(r"PASS|SECRET|TOKEN|CREDENTIAL", k)}
 
 
 def max_cases_per_binary(configured=None, environ=None):

@@ -40,6 +40,16 @@ MESSAGE_KEEP_BYTES = 16 << 10
 CLEARED_ENV_PREFIXES = ("GTEST_", "TESTBRIDGE_")
 CLEARED_ENV_NAMES = ("TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS", "TEST_SHARD_STATUS_FILE",
                      "TEST_PREMATURE_EXIT_FILE", "XML_OUTPUT_FILE")
+# What a reproducer of a case needs of the environment its binary ran in (qualify --repro, in
+# runner.json's "environment"): pagelock's and CUDA's variables and the library path (the fault
+# layer's shim is found through it), never the harness's own (its history URL, interpreter,
+# kernel log, the live run's marker of tools/runner/leftovers.py), what the runner sets per launch
+# (seed, time scale, journal), the toolkit's folder, or what looks secret.
+RECORDED_ENV_PREFIXES = ("PAGELOCK_", "CUDA_", "NVIDIA_")
+RECORDED_ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
+UNRECORDED_ENV_NAMES = ("PAGELOCK_HISTORY", "PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC", "PAGELOCK_KERNEL_LOG",
+                        "PAGELOCK_SEED", "PAGELOCK_TIME_SCALE", "PAGELOCK_JOURNAL", "CUDA_HOME", "CUDA_PATH")
+UNRECORDED_ENV_PREFIXES = ("PAGELOCK_LIVE_",)
 LIST_TIMEOUT_S = 60
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 14's "Done when" on a GPU machine, from a bundle (needs the GPU, so not in CI):
+"""Killed binaries and signals on a GPU machine, from a bundle (needs the GPU, so not in CI): no
+finished case is lost, the right case is blamed, no process is left.
 
   python3 tools/runner/done_check.py --bundle build/bundle --out /tmp/done_check \\
       [--target //suites/hostalloc:hostalloc_test] [--kill-at 3]
@@ -33,10 +34,18 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)
 
-from reports import model, testlogs  # noqa: E402
-from reports.model import Status  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.done_check"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import model, testlogs
+from reports.model import Status
 
 FAILED = []
 

@@ -1,4 +1,4 @@
-"""The runner under hostile input, round 3 (reliability review 3, issue 21; issue 23 item 3).
+"""The runner under hostile input (reliability review 3), and its terminal.
 
 Each test builds a bundle of fake GoogleTest binaries (tools/testdata/fakegt.py, the review's
 scriptable fake: its docstring lists the spec keys) in a temporary folder and runs the runner
@@ -18,12 +18,19 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.hostile_runner_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from tools.runner import outdir, runner  # noqa: E402
+from reports import testsupport
+from tools.runner import outdir, runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 RUNNER = os.path.join(HERE, "runner.py")
 FAKE = os.path.join(os.path.dirname(HERE), "testdata", "fakegt.py")  # the one fake (tools/testdata)
 
@@ -193,6 +200,22 @@ class EnvironmentAndListing(Base):
         for name in ("GTEST_REPEAT", "GTEST_TOTAL_SHARDS", "GTEST_SHARD_INDEX",
                      "TESTBRIDGE_TEST_ONLY"):
             self.assertIn(name, cleared)
+
+    def test_the_environment_a_reproducer_sets_again_is_recorded_and_no_secret(self):
+        # qualify --repro reads it (tools/qualification/repro.py): pagelock's, CUDA's and the
+        # library path, not what the runner sets per launch or the harness's own.
+        self.make_bundle({"t": {}})
+        rc, _, err = self.run_runner(env=self.env(PAGELOCK_FAULT="dtoh_truncated", CUDA_VISIBLE_DEVICES="1",
+                                                  LD_LIBRARY_PATH="/shim", PAGELOCK_SEED="5",
+                                                  PAGELOCK_HISTORY="postgresql://lab/h", PAGELOCK_DB_PASSWORD="x",
+                                                  HOME_THING="y"))
+        self.assertEqual(rc, 3, err)
+        recorded = self.runner_json()["environment"]
+        self.assertEqual({k: recorded.get(k) for k in ("PAGELOCK_FAULT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")},
+                         {"PAGELOCK_FAULT": "dtoh_truncated", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/shim"})
+        for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", "PAGELOCK_DB_PASSWORD", "HOME_THING", "FAKE_MARK"):
+            self.assertNotIn(name, recorded)
+        self.assertFalse([k for k in recorded if k.startswith("PAGELOCK_LIVE_")], recorded)  # the run's marker
 
     def test_a_listing_that_is_empty_or_closes_its_output_is_an_infrastructure_error(self):
         self.make_bundle({"none": {"list": "none"}, "closeout": {"list": "closeout"},
@@ -399,13 +422,14 @@ class Filters(Base):
     def run_api(self, filters, timeout=60):
         """runner.run with per-target filters, in a child process (the runner installs signal
         handlers and makes its process a subreaper)."""
-        code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
+        code = ("import json, sys;"
                 "from tools.runner import runner;"
-                "r = runner.run(runner.RunConfig(bundle=sys.argv[2], out=sys.argv[3],"
+                "r = runner.run(runner.RunConfig(bundle=sys.argv[1], out=sys.argv[2],"
                 " filters=json.load(sys.stdin), kernel_log='', quiet=True));"
                 "print(r.status, r.message)")
-        p = subprocess.run([sys.executable, "-c", code, ROOT, self.bundle, self.out],
-                           input=json.dumps(filters), env=self.env(), capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, self.bundle, self.out],
+                           input=json.dumps(filters), env=testsupport.package_env(self.env()),
+                           capture_output=True,
                            text=True, timeout=timeout)
         return p.stdout + p.stderr
 
@@ -622,7 +646,7 @@ class Inputs(Base):
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 23 item 3: the terminal
+# The terminal: one redrawn line while cases run
 
 class Terminal(Base):
     def test_the_redrawn_line_fits_the_terminal_and_is_cleared_in_place(self):

@@ -12,7 +12,7 @@ import time
 
 from reports import model
 from tools.runner import leftovers, outdir
-from tools.runner.cases import binary_env, max_cases_per_binary
+from tools.runner.cases import binary_env, max_cases_per_binary, recorded_environment
 from tools.runner.config import (MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult,
                                  RunStatus, UsageError, cannot_write, check_time_scale)
 from tools.runner.kmsg import Excuses, KernelLog, check_kernel_log
@@ -94,7 +94,9 @@ def _run(config, out, state):
         "format": 1, "bundle": manifest.get("info", {}), "seed": seed, "jobs": jobs,
         "gpus": config.gpus, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": dataclasses.asdict(config), "status": RunStatus.RUNNING, "targets": [],
-        "not_run": [], "environment_cleared": binary_env(config.env)[1]})
+        "not_run": [], "environment_cleared": binary_env(config.env)[1],
+        # what a reproducer of a case sets again (tools/qualification/repro.py)
+        "environment": recorded_environment(binary_env(config.env)[0])})
     return _run_targets(config, targets, out, seed, state, record)
 
 
