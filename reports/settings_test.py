@@ -2,12 +2,19 @@
 refused, and what a run records (info.settings) has the shape reports/validate.py checks."""
 
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from reports import settings  # noqa: E402
-from reports import validate  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.settings_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import settings
+from reports import validate
 
 HEADER = "# comment\n" + "\t".join(settings.COLUMNS) + "\n"
 ROW = "PAGELOCK_A\tknob\tint\t1\tcount\tall\tx\tDoes a. More.\n"

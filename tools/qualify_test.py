@@ -108,7 +108,7 @@ class QualifyTest(unittest.TestCase):
         # The settings it ran with: the knobs' defaults, what qualify set, what the environment set.
         s = res["info"]["settings"]
         self.assertEqual(s["PAGELOCK_TIME_SCALE"], {"value": "1.0", "source": "--time-scale", "default": "1"})
-        self.assertEqual(s["PAGELOCK_SEED"]["value"], res["info"]["seed"])
+        self.assertEqual(s["PAGELOCK_SEED"]["value"], model.run_seed_of(res["run"]["fingerprint"]))
         self.assertEqual(s["PAGELOCK_BANDWIDTH_FLOOR"]["source"], "default")
         self.assertEqual(s["PAGELOCK_FAKE_MODE"]["source"], "environment")
         # Where the wall time went: results.json has the phases up to the writing, the last
