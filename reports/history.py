@@ -77,6 +77,7 @@ if __name__ == "__main__" and not __package__:  # run by its path: run as its mo
 
 from reports import cliargs
 from reports import model
+from reports import settings
 # The storage (connections, schema, migrations, status predicates) is history_schema's; these
 # names stay reachable as history.X for the fleet tools.
 from reports.history_schema import (  # noqa: F401
@@ -179,9 +180,9 @@ def night_of(started_at, tz=None):
     """The night a run belongs to: the date of its start in the time zone $PAGELOCK_NIGHT_TZ
     (an IANA name; default UTC) minus $PAGELOCK_NIGHT_CUTOFF_HOURS (default 0): with 12, a run
     started between noon and the next noon is one night, however it crosses midnight."""
-    tz = tz or os.environ.get("PAGELOCK_NIGHT_TZ") or "UTC"
+    tz = tz or settings.value("PAGELOCK_NIGHT_TZ")
     try:
-        cutoff = float(os.environ.get("PAGELOCK_NIGHT_CUTOFF_HOURS") or 0)
+        cutoff = float(settings.value("PAGELOCK_NIGHT_CUTOFF_HOURS"))
     except ValueError:
         cutoff = 0.0
     text = str(started_at)
@@ -396,7 +397,7 @@ def metric_names(db, sku):
 
 
 def default_target():
-    return os.environ.get("PAGELOCK_HISTORY") or "runs/history.sqlite"
+    return settings.value("PAGELOCK_HISTORY")
 
 
 # ---- CLI ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import re
 import sqlite3
 import sys
 
+from reports import settings
 from reports.model import Change, Status
 
 SCHEMA_VERSION = 3
@@ -183,13 +184,13 @@ def has_password(target):
 
 def timeouts():
     """(statement timeout s, lock timeout s) from the environment; 0 means none."""
-    def num(name, default):
-        v = os.environ.get(name, "")
+    def num(name):
+        v = settings.raw(name) or ""
         try:
-            return max(0.0, float(v)) if v else default
+            return max(0.0, float(v)) if v else float(settings.default_number(name))
         except ValueError:
             raise HistoryError(f"${name}={v!r}: expected seconds") from None
-    return num("PAGELOCK_HISTORY_STATEMENT_TIMEOUT", 300.0), num("PAGELOCK_HISTORY_LOCK_TIMEOUT", 30.0)
+    return num("PAGELOCK_HISTORY_STATEMENT_TIMEOUT"), num("PAGELOCK_HISTORY_LOCK_TIMEOUT")
 
 
 class Database:

@@ -30,6 +30,7 @@ from reports import compare as cmp
 from reports import compare_runs
 from reports import expectations as expect
 from reports import model
+from reports import settings
 from reports import testlogs
 from reports import testsupport
 from reports import validate
@@ -230,7 +231,7 @@ class LargeXmlTest(TmpDir):
 
     def test_a_real_file_over_64_mib_is_read(self):
         """The review's shape (one test.xml over 64 MiB): its cases, not one CRASH."""
-        if not os.environ.get("PAGELOCK_SLOW_TESTS"):
+        if not settings.raw("PAGELOCK_SLOW_TESTS"):
             self.skipTest("set PAGELOCK_SLOW_TESTS=1 (writes a 70 MB file; about 15 s)")
         n = 600000
         cases = [(f"P{i}", None) for i in range(n - 1000)] + [(f"F{i}", "x.cc:1\nboom") for i in range(1000)]

@@ -692,6 +692,12 @@ def run_info_section(run, info):
             ("retries of failed cases", info.get("retries", ""), False),
             ("command", info.get("command", ""), True)]
     rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
+    # The PAGELOCK_* variables the operator set (info.settings; every default: tools/qualify --settings).
+    env = [f"{k}={v.get('value')}" + ("" if v.get("source") == "environment" else f" ({v.get('source')})")
+           for k, v in sorted(info.get("settings", {}).items())
+           if isinstance(v, dict) and str(v.get("source", "")).startswith("environment")]
+    if env:
+        rows.append(("settings from the environment", "; ".join(env), True))
     # Why the verdict is what it is when a step after the comparison changed it (the history
     # could not take the run), and under which key the history holds the run.
     rows += [(title, str(info[key]), False) for title, key in (

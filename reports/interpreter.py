@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 
+from reports import settings
+
 # Set in the re-executed process: it never re-executes again, whatever it finds.
 NO_REEXEC = "PAGELOCK_NO_REEXEC"
 
@@ -26,7 +28,7 @@ def candidates():
     PATH; those that exist, this one left out."""
     here = os.path.realpath(sys.executable)
     out = []
-    for py in (os.environ.get("PAGELOCK_PYTHON"), "/usr/bin/python3", shutil.which("python3")):
+    for py in (settings.raw("PAGELOCK_PYTHON"), "/usr/bin/python3", shutil.which("python3")):
         if py and os.path.exists(py) and os.path.realpath(py) != here and py not in out:
             out.append(py)
     return out
@@ -87,7 +89,7 @@ def reexec_if_missing(modules, script, root):
             __import__(module)
         except ImportError:
             missing.append(module)
-    if not missing or os.environ.get(NO_REEXEC):
+    if not missing or settings.raw(NO_REEXEC):
         return
     python, options = next(((py, o) for py in candidates() for o in [_probe(py, names)] if o is not None),
                            (None, None))

@@ -30,6 +30,7 @@ from reports import ciout
 from reports import compare as cmp
 from reports import model
 from reports import rerender
+from reports import settings
 from reports import testsupport
 
 XSD = os.path.join(ROOT, "reports", "testdata", "junit-10.xsd")
@@ -41,7 +42,7 @@ REAL_RUNS = [os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")] + s
 def xmllint():
     exe = shutil.which("xmllint")
     if not exe:
-        if os.environ.get("PAGELOCK_SCHEMA_TEST") == "0":
+        if settings.raw("PAGELOCK_SCHEMA_TEST") == "0":
             raise unittest.SkipTest("xmllint not found and PAGELOCK_SCHEMA_TEST=0")
         raise AssertionError("xmllint not found: install Debian's libxml2-utils (tools/install_deps.sh does)")
     return exe

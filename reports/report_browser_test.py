@@ -33,6 +33,7 @@ if __name__ == "__main__":
 from reports import compare as cmp
 from reports import htmlreport
 from reports import screenshot
+from reports import settings
 from reports import testsupport
 
 
@@ -55,7 +56,7 @@ def contrast(a, b):
 def chromium():
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
-        raise unittest.SkipTest("chromium not found") if os.environ.get("PAGELOCK_BROWSER_TEST") == "0" \
+        raise unittest.SkipTest("chromium not found") if settings.raw("PAGELOCK_BROWSER_TEST") == "0" \
             else AssertionError("chromium not found: install Debian's chromium (tools/install_deps.sh does)")
     return exe
 

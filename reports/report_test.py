@@ -220,6 +220,17 @@ class HtmlTest(unittest.TestCase):
         self.assertNotIn("http://", page)
         self.assertNotIn("https://", page)
 
+    def test_the_run_section_names_the_settings_the_operator_set(self):
+        info = {"run_key": "k", "tier": "full", "settings": {
+            "PAGELOCK_BANDWIDTH_FLOOR": {"value": "0.6", "source": "environment", "default": "0.4"},
+            "PAGELOCK_LATENCY_CEILING_US": {"value": "5", "source": "default", "default": "5"},
+            "PAGELOCK_TIME_SCALE": {"value": "2.0", "source": "--time-scale", "default": "1"}}}
+        html = htmlreport.run_info_section(model.Run({}, []), info)
+        self.assertIn("settings from the environment", html)
+        self.assertIn("PAGELOCK_BANDWIDTH_FLOOR=0.6", html)
+        self.assertNotIn("PAGELOCK_LATENCY_CEILING_US", html)  # a default
+        self.assertNotIn("PAGELOCK_TIME_SCALE", html)  # the command line says it
+
     def test_non_finite_metrics_are_shown_as_what_they_are(self):
         c = model.Case.from_raw("//suites/b:b_test", "S", "M", "FAIL", 0.1, "metric not finite", "",
                                 {model.PROP_METRIC_PREFIX + "h2d_pinned_GBps": "nan GB/s",

@@ -30,7 +30,7 @@ _REQUIRED_CASE_FIELDS = ("target", "suite", "name")
 _INFO_FIELDS = dict(
     {k: _TEXT for k in ("run_key", "started_at", "sku", "tier", "verdict", "label", "seed", "baseline",
                         "command", "interrupted_by")},
-    **{k: (dict,) for k in ("bundle", "expectations", "outputs", "mutation")},
+    **{k: (dict,) for k in ("bundle", "expectations", "outputs", "mutation", "settings")},
     exit_code=(int,), retries=(int,), skipped_by_expectations=(list,))
 
 
@@ -247,7 +247,25 @@ def _info_problem(info):
             problem = _field(f"info.{key}", info[key], types)
             if problem:
                 return problem
-    return _bundle_problem(info.get("bundle"))
+    return _bundle_problem(info.get("bundle")) or _settings_problem(info.get("settings"))
+
+
+# info.settings: {PAGELOCK_<NAME>: {"value", "source", "default"}} (reports/settings.py in_effect).
+_SETTING_FIELDS = {"value": (str, type(None)), "source": _TEXT, "default": (str, type(None))}
+
+
+def _settings_problem(entries):
+    if not isinstance(entries, dict):
+        return None
+    for name, entry in entries.items():
+        if not isinstance(entry, dict):
+            return f"info.settings.{name}: expected an object, found {_kind(entry)}"
+        for key, types in _SETTING_FIELDS.items():
+            if key in entry:
+                problem = _field(f"info.settings.{name}.{key}", entry[key], types)
+                if problem:
+                    return problem
+    return None
 
 
 def _bundle_problem(bundle):

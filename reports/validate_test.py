@@ -68,6 +68,19 @@ class ResultsProblemTest(unittest.TestCase):
             self.assertIn(needle, validate.results_problem(doc) or "", doc)
         self.assertIsNone(validate.results_problem({"run": {"cases": [case(metrics={"m": {"value": "nan"}})]}}))
 
+    def test_the_settings_a_run_records_are_checked_by_their_path(self):
+        good = {"PAGELOCK_BANDWIDTH_FLOOR": {"value": "0.6", "source": "environment", "default": "0.4"},
+                "PAGELOCK_PCIE_EXPECT": {"value": None, "source": "default", "default": "(the slot's maximum)"},
+                "PAGELOCK_FAULT": {"value": "census", "source": "environment", "default": None}}
+        self.assertIsNone(validate.results_problem({"info": {"settings": good}, "run": {"cases": []}}))
+        for settings, needle in [
+                ([], "info.settings: expected an object, found a list"),
+                ({"PAGELOCK_SEED": "7"}, "info.settings.PAGELOCK_SEED: expected an object, found text"),
+                ({"PAGELOCK_SEED": {"value": 7}}, "info.settings.PAGELOCK_SEED.value: expected text or null"),
+                ({"PAGELOCK_SEED": {"source": None}}, "info.settings.PAGELOCK_SEED.source: expected text")]:
+            self.assertIn(needle, validate.results_problem({"info": {"settings": settings}, "run": {"cases": []}}) or "",
+                          settings)
+
 
 class SpecialFilesTest(unittest.TestCase):
     def setUp(self):

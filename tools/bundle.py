@@ -220,6 +220,8 @@ def tool_files():
     """Every file a bundle copies from the checkout, besides the binaries and the shim."""
     reports = python_modules("reports")
     reports += sorted(f"reports/templates/{n}" for n in os.listdir(os.path.join(ROOT, "reports", "templates")))
+    # The settings table: reports/settings.py reads every PAGELOCK_* variable through it.
+    reports.append("reports/settings.tsv")
     # suites/rules.tsv: the report shows each rule's text beside its id.
     return (["tools/__init__.py", "suites/rules.tsv"] + python_modules("tools/bandwidth")
             + runner_files() + reports)

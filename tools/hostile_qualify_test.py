@@ -109,7 +109,7 @@ def make_bundle(dest, targets, timeout_s=20, with_tools=False):
         for pkg in ("tools/runner", "reports"):
             os.makedirs(os.path.join(dest, pkg))
             for n in os.listdir(os.path.join(ROOT, pkg)):
-                if n.endswith(".py") and not n.endswith("_test.py"):
+                if (n.endswith(".py") and not n.endswith("_test.py")) or n == "settings.tsv":
                     shutil.copy(os.path.join(ROOT, pkg, n), os.path.join(dest, pkg, n))
         open(os.path.join(dest, "tools", "__init__.py"), "w").close()
         os.makedirs(os.path.join(dest, "faults"))
@@ -1080,7 +1080,7 @@ def copy_tree_for_the_wrapper(dest):
         os.makedirs(os.path.join(dest, pkg), exist_ok=True)
         for n in os.listdir(os.path.join(ROOT, pkg)):
             src = os.path.join(ROOT, pkg, n)
-            if n.endswith(".py") and not n.endswith("_test.py") and os.path.isfile(src):
+            if ((n.endswith(".py") and not n.endswith("_test.py")) or n == "settings.tsv") and os.path.isfile(src):
                 shutil.copy(src, os.path.join(dest, pkg, n))
     shutil.copy(os.path.join(ROOT, "tools", "qualify"), os.path.join(dest, "tools", "qualify"))
     os.chmod(os.path.join(dest, "tools", "qualify"), 0o755)

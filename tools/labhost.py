@@ -53,6 +53,17 @@ import struct
 import sys
 import uuid
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.labhost"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import settings
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_ROOT = 0, 1, 2, 3
 DEFAULT_STATE = "/var/tmp/pagelock-labhost.json"
 STATE_VERSION = 1
@@ -595,7 +606,7 @@ def undo(host, args, out, err):
 def parser():
     p = argparse.ArgumentParser(prog="tools/labhost", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--root", default=os.environ.get("PAGELOCK_LABHOST_ROOT", "/"),
+    p.add_argument("--root", default=settings.value("PAGELOCK_LABHOST_ROOT"),
                    help="read and write /proc, /sys, /dev and the state file under this folder (tests)")
     p.add_argument("--state", default=DEFAULT_STATE, help=f"the state file (default {DEFAULT_STATE})")
     sub = p.add_subparsers(dest="command", required=True)

@@ -40,6 +40,7 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
   tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
+  tools/qualify --settings    # every PAGELOCK_* variable: its value here, default, what it changes
   tools/qualify --repro CASE [--run RUN] [--bundle DIR] [--archive FILE]
       # a .tar.gz that reproduces one case of a run on any machine with an NVIDIA driver
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
@@ -73,6 +74,7 @@ from reports import compare as cmp
 from reports import first_night as first_night_mod
 from reports import history
 from reports import model
+from reports import settings
 from tools.qualification import common, draft, mutation_hook, preflight, publish, repro, running, signals
 from tools.qualification import plan as plan_mod
 from tools.qualification import verdict as verdict_mod
@@ -138,6 +140,9 @@ def build_parser(json_errors=False):
     p.add_argument("--force", action="store_true",
                    help="with --draft-expectations: replace existing files; with --repro: take a bundle "
                         "of another build than the run's")
+    p.add_argument("--settings", action="store_true",
+                   help="print every PAGELOCK_* setting (reports/settings.tsv): its value in effect here, its "
+                        "default and what it changes (with --json, one object); no GPU needed, nothing is run")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -157,6 +162,8 @@ def main(argv=None, restore_signals=True):
     common.SUMMARY.clear()
     common.INTERRUPT["by"] = None
     old = {s: signal.signal(s, signals.on_signal) for s in signals.SIGNALS}
+    if args.settings:
+        return print_settings(args)
     try:
         if args.draft_expectations:
             code = draft.run_draft(args)
@@ -188,6 +195,38 @@ def main(argv=None, restore_signals=True):
     return code
 
 
+def settings_overrides(args, seed=None):
+    """The variables qualify's runner sets for every binary itself, whatever the environment says."""
+    return {"PAGELOCK_TIME_SCALE": (str(args.time_scale), "--time-scale"),
+            "PAGELOCK_SEED": (None if seed is None else str(seed),
+                              "--seed" if args.seed is not None else "drawn for the run"),
+            "PAGELOCK_JOURNAL": (None, "set by the runner, one per binary")}
+
+
+def recorded_settings(args, seed):
+    """info.settings: a path inside the checkout made relative, as the command line's are."""
+    effect = settings.in_effect(os.environ, settings_overrides(args, seed))
+    for entry in effect.values():
+        if entry.get("value") and os.path.isabs(entry["value"]):
+            entry["value"] = common.in_checkout(entry["value"]) or entry["value"]
+    return effect
+
+
+def print_settings(args):
+    """tools/qualify --settings: the table, or with --json one object; exit 0."""
+    overrides = settings_overrides(args, args.seed)
+    if args.json:
+        effect = settings.in_effect(os.environ, overrides)
+        rows = [dict(name=d.name, kind=d.kind, type=d.type, default=d.default, unit=d.unit, tier=d.tier,
+                     what=d.what, **{k: v for k, v in effect.get(d.name, {}).items() if k != "default"})
+                for d in settings.declarations() if d.kind != "retired"]
+        print(json.dumps({"tool": "qualify", "exit_code": 0, "settings": rows,
+                          "not_declared": settings.unknown()}))
+    else:
+        print("\n".join(settings.table_lines(os.environ, overrides)))
+    return 0
+
+
 def _qualify(args, argv):
     t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
@@ -212,6 +251,7 @@ def _qualify_planned(args, argv, plan, t0):
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
             "skipped_by_expectations": plan.skipped,
+            "settings": recorded_settings(args, plan.seed),
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a
             # bound on all of it, and a slow phase should be visible without a profiler.
@@ -233,6 +273,8 @@ def _qualify_planned(args, argv, plan, t0):
 def _run_and_publish(plan, info, args, state):
     say(f"{plan.fingerprint.get('gpu0_name', 'no GPU')} ({plan.sku}), driver {plan.driver or 'none'}, "
         f"tier {args.tier}, seed {plan.seed}, run {info['run_key']}")
+    for name in settings.unknown():
+        say(f"{name} is set, but no pagelock setting has that name: nothing reads it (tools/qualify --settings)")
     testlogs = os.path.join(plan.run_dir, "testlogs")
     seconds = info["seconds"]
     try:

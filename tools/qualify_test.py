@@ -28,6 +28,7 @@ from reports import compare as cmp
 from reports import compare_runs
 from reports import history
 from reports import model
+from reports import settings
 from reports import testsupport
 from tools import qualify
 from tools.qualification import baselines, common, verdict
@@ -104,12 +105,42 @@ class QualifyTest(unittest.TestCase):
         self.assertEqual(res["info"]["verdict"], "QUALIFIED")
         self.assertIn("verdict: QUALIFIED (exit 0)", self.output)
         self.assertTrue(os.path.exists(os.path.join(self.out, "history.sqlite")))
+        # The settings it ran with: the knobs' defaults, what qualify set, what the environment set.
+        s = res["info"]["settings"]
+        self.assertEqual(s["PAGELOCK_TIME_SCALE"], {"value": "1.0", "source": "--time-scale", "default": "1"})
+        self.assertEqual(s["PAGELOCK_SEED"]["value"], model.run_seed_of(res["run"]["fingerprint"]))
+        self.assertEqual(s["PAGELOCK_BANDWIDTH_FLOOR"]["source"], "default")
+        self.assertEqual(s["PAGELOCK_FAKE_MODE"]["source"], "environment")
         # Where the wall time went: results.json has the phases up to the writing, the last
         # line before the report the writing too.
         self.assertEqual(list(res["info"]["seconds"]), ["preparing", "running", "retrying", "comparing"])
         self.assertTrue(all(v >= 0 for v in res["info"]["seconds"].values()), res["info"]["seconds"])
         self.assertRegex(self.output, r"time: preparing \d+\.\d s, running \d+\.\d s, retrying \d+\.\d s, "
                                       r"comparing \d+\.\d s, writing \d+\.\d s")
+
+    def test_settings_prints_every_setting_and_runs_nothing(self):
+        saved = dict(os.environ)
+        self.addCleanup(lambda: (os.environ.clear(), os.environ.update(saved)))
+        typo = "PAGELOCK_BANDWITH_FLOOR"  # a misspelt knob; settings_check: undeclared on purpose
+        os.environ.update({"PAGELOCK_BANDWIDTH_FLOOR": "0.6", typo: "0.3"})
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            self.assertEqual(qualify.main(["--settings", "--out", self.out]), 0)
+        text = buf.getvalue()
+        for d in settings.declarations():
+            if d.kind != "retired":
+                self.assertIn(d.name, text)
+        self.assertRegex(text, r"PAGELOCK_BANDWIDTH_FLOOR +0\.6 \(set\) +0\.4")
+        self.assertIn("set but declared nowhere (nothing reads them): " + typo, text)
+        self.assertFalse(os.path.exists(self.out))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            self.assertEqual(qualify.main(["--settings", "--json", "--time-scale", "3"]), 0)
+        doc = json.loads(buf.getvalue())
+        row = {r["name"]: r for r in doc["settings"]}
+        self.assertEqual((row["PAGELOCK_TIME_SCALE"]["value"], row["PAGELOCK_TIME_SCALE"]["source"]),
+                         ("3.0", "--time-scale"))
+        self.assertEqual(doc["not_declared"], [typo])
 
     def test_failures_are_retried_and_regressions_exit_three(self):
         self.assertEqual(self.qualify("--retries", "2", mode="fail,crash"), 3, self.output)
@@ -749,7 +780,7 @@ class BrowserTest(unittest.TestCase):
     def test_report_filters_work_without_console_errors(self):
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
-            if os.environ.get("PAGELOCK_BROWSER_TEST", "1") == "0":
+            if settings.raw("PAGELOCK_BROWSER_TEST") == "0":
                 self.skipTest("PAGELOCK_BROWSER_TEST=0")
             self.fail("chromium not found: install Debian's chromium (tools/install_deps.sh does)")
         q = QualifyTest("test_clean_run_qualifies_and_writes_the_run_directory")

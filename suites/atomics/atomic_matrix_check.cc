@@ -13,6 +13,7 @@
 
 #include "fixtures/device_caps.h"
 #include "fixtures/outcome.h"
+#include "fixtures/settings.h"
 
 namespace pagelock {
 namespace {
@@ -674,7 +675,7 @@ RacingTally RunRacingPatterns(AtomicWords& words, AtomicRun run) {
 }
 
 int CasThreadsPerBlock() {
-  const char* s = std::getenv("PAGELOCK_ATOMICS_CAS_THREADS");
+  const char* s = settings::Text("PAGELOCK_ATOMICS_CAS_THREADS");
   if (s == nullptr || *s == '\0') return kCasThreadsDefault;
   char* end = nullptr;
   const long v = std::strtol(s, &end, 10);
@@ -685,7 +686,7 @@ std::string ShapeCasRun(AtomicRun& run) {
   if (run.ot.op != AtomicOp::kCas) return "";
   const int threads = CasThreadsPerBlock();
   if (threads == 0) {
-    return "PAGELOCK_ATOMICS_CAS_THREADS=" + std::string(std::getenv("PAGELOCK_ATOMICS_CAS_THREADS")) +
+    return "PAGELOCK_ATOMICS_CAS_THREADS=" + std::string(settings::Text("PAGELOCK_ATOMICS_CAS_THREADS")) +
            " is not a thread count in 1..1024";
   }
   Budget("cas_threads_per_block", threads, "count");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fixtures/outcome.h"
+#include "fixtures/settings.h"
 #include "suites/atomics/atomic_matrix_check.h"
 
 namespace pagelock {
@@ -119,6 +120,7 @@ TEST(AtomicMatrixCheckTest, CasRunsAreBoundedAndABadThreadCountIsNamed) {
   cas.ot = {AtomicOp::kCas, AtomicType::kU32};
   EXPECT_EQ(ShapeCasRun(cas), "");
   EXPECT_EQ(cas.threads, kCasThreadsDefault);
+  EXPECT_EQ(kCasThreadsDefault, settings::DefaultNumber("PAGELOCK_ATOMICS_CAS_THREADS"));  // the table's
   EXPECT_EQ(cas.iters, 1);
   AtomicRun add;
   add.ot = {AtomicOp::kAdd, AtomicType::kU32};

@@ -45,6 +45,7 @@
 #include "fixtures/link_health.h"
 #include "fixtures/pcie.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
@@ -67,10 +68,9 @@ constexpr int kNvbwWarmup = 4;
 // gives the same with 8 as with 16, in half the time); the nvbandwidth comparison sets
 // PAGELOCK_NVBW_LOOPS=16 to copy nvbandwidth's loop exactly. Recorded as budget nvbw_loops_count;
 // a value that is not a count from 1 to 1000 fails the case.
-constexpr int kFullTierNvbwLoops = 8;
 int NvbwLoops() {
-  const char* v = std::getenv("PAGELOCK_NVBW_LOOPS");
-  int n = kFullTierNvbwLoops;
+  const char* v = settings::Text("PAGELOCK_NVBW_LOOPS");
+  int n = static_cast<int>(settings::DefaultNumber("PAGELOCK_NVBW_LOOPS"));
   if (v && *v) {
     char* end = nullptr;
     const long got = std::strtol(v, &end, 10);

@@ -34,6 +34,7 @@
 #include "fixtures/numa.h"
 #include "fixtures/pcie.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "kernels/access_kernels.h"
 #include "suites/bandwidth/lanes.h"
 #include "suites/streams/stream_util.h"
@@ -53,8 +54,6 @@ constexpr size_t kBytes = size_t{32} << 20;
 constexpr bandwidth::Method kMethod = bandwidth::kQuick;
 const char kPrefix[] = "quick_";
 #endif
-constexpr double kDefaultLocalTolerance = 0.02;
-
 std::string List(const std::vector<int>& nodes) {
   std::string s;
   for (int n : nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
@@ -74,13 +73,13 @@ std::string IommuMode(const std::string& bus_id) {
 
 // PAGELOCK_NUMA_LOCAL_TOLERANCE: how much slower than a remote node the local node may measure.
 struct Tolerance {
-  double fraction = kDefaultLocalTolerance;
+  double fraction = settings::DefaultNumber("PAGELOCK_NUMA_LOCAL_TOLERANCE");
   std::string source = "default";
   std::string error;
 };
 Tolerance LocalTolerance() {
   Tolerance t;
-  const char* v = std::getenv("PAGELOCK_NUMA_LOCAL_TOLERANCE");
+  const char* v = settings::Text("PAGELOCK_NUMA_LOCAL_TOLERANCE");
   if (!v || !*v) return t;
   char* end = nullptr;
   errno = 0;

@@ -29,6 +29,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "kernels/access_kernels.h"
 #include "suites/bandwidth/lanes.h"
 
@@ -44,7 +45,6 @@ const std::vector<size_t> kSizes = {kGiB, 4 * kGiB, 10 * kGiB};
 const std::vector<size_t> kSizes = {64 * kMiB};
 #endif
 constexpr int kReps = 3;
-constexpr double kDefaultMaxGiB = 10;
 
 enum class Pages { k4KiB, kTransparentHuge };
 std::string PagesName(Pages p) { return p == Pages::k4KiB ? "4KiB" : "THP"; }
@@ -138,8 +138,8 @@ class RegistrationCostTest : public GpuTest, public ::testing::WithParamInterfac
 TEST_P(RegistrationCostTest, RegisterAndUnregisterThroughputIsRecordedBySize) {
   PAGELOCK_RULE("C23,R26");
   const Pages pages = GetParam();
-  double max_gib = kDefaultMaxGiB;
-  if (const char* v = std::getenv("PAGELOCK_REGISTRATION_COST_MAX_GIB"); v && *v) {
+  double max_gib = settings::DefaultNumber("PAGELOCK_REGISTRATION_COST_MAX_GIB");
+  if (const char* v = settings::Text("PAGELOCK_REGISTRATION_COST_MAX_GIB"); v && *v) {
     char* end = nullptr;
     max_gib = std::strtod(v, &end);
     ASSERT_TRUE(*end == '\0' && max_gib > 0) << "PAGELOCK_REGISTRATION_COST_MAX_GIB='" << v

@@ -37,7 +37,7 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/link_health.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 
 namespace pagelock {
 namespace {
@@ -49,8 +49,8 @@ constexpr double kCycles = 100, kRegisterCycles = 16, kHoldMiB = 512;
 #endif
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-int64_t HoldBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_HOLD_MIB", kHoldMiB)) * kMiB; }
-int64_t SlackBytes() { return static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_SLACK_MIB", 256)) * kMiB; }
+int64_t HoldBytes() { return static_cast<int64_t>(settings::PositiveNumber("PAGELOCK_ACCOUNTING_HOLD_MIB", kHoldMiB)) * kMiB; }
+int64_t SlackBytes() { return static_cast<int64_t>(settings::PositiveNumber("PAGELOCK_ACCOUNTING_SLACK_MIB")) * kMiB; }
 
 constexpr int64_t kPage = 4096;  // nr_foll_pin_* count base pages
 
@@ -146,7 +146,7 @@ int64_t SpannedPages(const void* p, size_t n) {
 TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalance) {
   PAGELOCK_RULE("R33,C04,C19");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-  const int cycles = static_cast<int>(EnvKnob("PAGELOCK_ACCOUNTING_CYCLES", kRegisterCycles));
+  const int cycles = static_cast<int>(settings::PositiveNumber("PAGELOCK_ACCOUNTING_CYCLES", kRegisterCycles));
   const size_t size = size_t{4} << 20;
   Budget("cycles_per_kind_count", cycles, "count");
   Budget("registration_size_MiB", static_cast<double>(size >> 20), "MiB");
@@ -214,7 +214,7 @@ TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalan
 TEST_F(PinAccountingTest, AllocFreeCyclesReturnThePinBalanceAndMemAvailable) {
   PAGELOCK_RULE("R19,C04");
   const int64_t hold = HoldBytes(), slack = SlackBytes();
-  const int cycles = static_cast<int>(EnvKnob("PAGELOCK_ACCOUNTING_CYCLES", kCycles)) * 4;
+  const int cycles = static_cast<int>(settings::PositiveNumber("PAGELOCK_ACCOUNTING_CYCLES", kCycles)) * 4;
   Budget("hold_MiB", static_cast<double>(hold / kMiB), "MiB");
   Budget("memavailable_slack_MiB", static_cast<double>(slack / kMiB), "MiB");
   Budget("cycles_count", cycles, "count");

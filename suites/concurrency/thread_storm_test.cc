@@ -29,6 +29,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "fixtures/storm.h"
@@ -43,9 +44,9 @@ constexpr double kThreads = 8, kSeconds = 0.5, kRounds = 20;
 #endif
 constexpr double kGraceS = 30;  // after the budget, before a worker counts as stuck
 
-int StormThreads() { return static_cast<int>(EnvKnob("PAGELOCK_STORM_THREADS", kThreads)); }
-double StormSeconds() { return EnvKnob("PAGELOCK_STORM_SECONDS", kSeconds); }
-int StormRounds() { return static_cast<int>(EnvKnob("PAGELOCK_STORM_ROUNDS", kRounds)); }
+int StormThreads() { return static_cast<int>(settings::PositiveNumber("PAGELOCK_STORM_THREADS", kThreads)); }
+double StormSeconds() { return settings::PositiveNumber("PAGELOCK_STORM_SECONDS", kSeconds); }
+int StormRounds() { return static_cast<int>(settings::PositiveNumber("PAGELOCK_STORM_ROUNDS", kRounds)); }
 
 // Waits for a stream without risking a hang: polls with a limit (scaled).
 cudaError_t BoundedSync(cudaStream_t s, double limit_s = 20) {

@@ -17,6 +17,7 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -448,7 +449,7 @@ PAGELOCK_SCENARIO(RegisterPciBar) {
 // the operator designates: PAGELOCK_IOMEMORY_RESOURCE=/sys/bus/pci/devices/<bdf>/resource<N>.
 TEST_F(HostRegisterTest, IoMemoryFlagOnADesignatedPciBarSucceeds) {
   PAGELOCK_RULE("R44");
-  const char* resource = std::getenv("PAGELOCK_IOMEMORY_RESOURCE");
+  const char* resource = settings::Text("PAGELOCK_IOMEMORY_RESOURCE");
   if (!resource || !*resource) {
     PAGELOCK_NOT_SUPPORTED("PAGELOCK_IOMEMORY_RESOURCE unset (no MMIO range designated)");
   }

@@ -34,7 +34,7 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/resources.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "kernels/pattern.h"
@@ -104,9 +104,9 @@ class MultiGpuAccountingTest : public GpuTest {
 // device 0's accounting only, a device pointer of another GPU's context that reaches other pages.
 TEST_F(MultiGpuAccountingTest, EachGpusPinningStressReturnsThePinBalanceAndMemAvailable) {
   PAGELOCK_RULE("C21,C04,R19,R33");
-  const int chunks = static_cast<int>(EnvKnob("PAGELOCK_MULTIGPU_PIN_CHUNKS", 64));
+  const int chunks = static_cast<int>(settings::PositiveNumber("PAGELOCK_MULTIGPU_PIN_CHUNKS"));
   const int64_t hold = static_cast<int64_t>(chunks) * static_cast<int64_t>(kChunk);
-  const int64_t slack = static_cast<int64_t>(EnvKnob("PAGELOCK_ACCOUNTING_SLACK_MIB", 256)) * kMiB;
+  const int64_t slack = static_cast<int64_t>(settings::PositiveNumber("PAGELOCK_ACCOUNTING_SLACK_MIB")) * kMiB;
   Budget("chunks_per_gpu_count", chunks, "count");
   Budget("chunk_MiB", static_cast<double>(kChunk >> 20), "MiB");
   Budget("memavailable_slack_MiB", static_cast<double>(slack / kMiB), "MiB");
@@ -192,8 +192,8 @@ PAGELOCK_SCENARIO(ExhaustOnGpuZero) {
   const ChildContainment cc = EnterContainment();
   report.Set("containment", cc.ok ? cc.mode : "none: " + cc.error);
   if (!cc.ok) return;  // never pin without containment
-  const size_t chunk = static_cast<size_t>(EnvKnob("PAGELOCK_STRESS_CHUNK_MIB", 256)) << 20;
-  const double budget_s = EnvKnob("PAGELOCK_STRESS_EXHAUST_SECONDS", 15) * TimeScale();
+  const size_t chunk = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB")) << 20;
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
   report.Error("init", cudaSetDevice(0));
   report.Error("context", cudaFree(nullptr));
   const int64_t start = NowNs();
@@ -244,7 +244,7 @@ struct LoopResult {
 TEST_F(MultiGpuAccountingTest, ExhaustionOnGpuZeroLeavesGpuOnesCopyLoopCorrect) {
   PAGELOCK_RULE("C22,R06");
   constexpr size_t kLoopBytes = size_t{64} << 20;
-  const double budget_s = EnvKnob("PAGELOCK_STRESS_EXHAUST_SECONDS", 15) * TimeScale();
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
   const double limit_s = 2 * budget_s + 180 * TimeScale();
   Budget("loop_copy_MiB", static_cast<double>(kLoopBytes >> 20), "MiB");
   Budget("loop_limit_s", limit_s, "s");
@@ -340,7 +340,7 @@ TEST_F(MultiGpuAccountingTest, ExhaustionOnGpuZeroLeavesGpuOnesCopyLoopCorrect) 
   std::string lines;
   for (const std::string& line : log) lines += (lines.empty() ? "" : " | ") + line;
   Observe("kernel_log", klog.why_not().empty() ? lines : "unavailable: " + klog.why_not());
-  Metric("gpu0_pinned_GiB", std::atoll(r.Get("pinned_chunks").c_str()) * EnvKnob("PAGELOCK_STRESS_CHUNK_MIB", 256) / 1024,
+  Metric("gpu0_pinned_GiB", std::atoll(r.Get("pinned_chunks").c_str()) * settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB") / 1024,
          "GiB");
   if (r.Get("containment").rfind("none", 0) == 0 || r.Get("containment") == "<missing>") {
     ADD_FAILURE() << "the child did not pin (no containment): " << r.Describe();

@@ -36,7 +36,7 @@
 #include "fixtures/numa.h"
 #include "fixtures/page_state.h"
 #include "fixtures/resources.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/pattern.h"
 #include "suites/pagestates/pagestates.h"
@@ -263,7 +263,7 @@ TEST_F(PageStatesTest, KhugepagedLeavesARegisteredRangeCoherent) {
   ASSERT_CUDA_OK(cudaHostRegister(reg_range.p, reg_range.n, cudaHostRegisterMapped));
   auto reg = HostRegistration::Adopt(reg_range.p, reg_range.n);
   const std::vector<uint64_t> pinned = Pfns(reg_range.p, reg_range.n);
-  const double limit = EnvKnob("PAGELOCK_KHUGEPAGED_WAIT_S", 90);
+  const double limit = settings::PositiveNumber("PAGELOCK_KHUGEPAGED_WAIT_S");
   Budget("khugepaged_wait_s", limit, "s");
   const auto start = std::chrono::steady_clock::now();
   while (control.AnonHugeKib() < 2048 && Seconds(start) < limit * TimeScale()) {
@@ -306,7 +306,7 @@ TEST_F(PageStatesTest, NumaBalancingLeavesARegisteredRangeCoherent) {
   auto reg = HostRegistration::Adopt(range.p, n);
   const std::vector<uint64_t> pinned = Pfns(range.p, n);
   const int64_t updates0 = pages::VmstatNow("numa_pte_updates"), faults0 = pages::VmstatNow("numa_hint_faults");
-  const double limit = EnvKnob("PAGELOCK_NUMA_BALANCING_S", 8);
+  const double limit = settings::PositiveNumber("PAGELOCK_NUMA_BALANCING_S");
   Budget("numa_balancing_touch_s", limit, "s");
   const auto start = std::chrono::steady_clock::now();
   unsigned long long sum = 0;
@@ -400,7 +400,7 @@ TEST_F(PageStatesTest, KsmLeavesARegisteredRangeItsOwnPages) {
   ASSERT_EQ(madvise(range.p, n, MADV_MERGEABLE), 0) << strerror(errno);
   ASSERT_EQ(madvise(twin.p, n, MADV_MERGEABLE), 0) << strerror(errno);
   const long scans0 = std::atol(pages::ReadSetting("/sys/kernel/mm/ksm/full_scans").c_str());
-  const double limit = EnvKnob("PAGELOCK_KSM_WAIT_S", 30);
+  const double limit = settings::PositiveNumber("PAGELOCK_KSM_WAIT_S");
   Budget("ksm_wait_s", limit, "s");
   const auto start = std::chrono::steady_clock::now();
   while (std::atol(pages::ReadSetting("/sys/kernel/mm/ksm/full_scans").c_str()) < scans0 + 2 &&
@@ -458,7 +458,7 @@ TEST_F(PageStatesTest, MovableZonePagesLeaveTheZoneBeforeTheLongTermPin) {
                            " pages managed there)");
   }
   PinWatch pins;
-  const int cycles = static_cast<int>(EnvKnob("PAGELOCK_MOVABLE_CYCLES", 16));
+  const int cycles = static_cast<int>(settings::PositiveNumber("PAGELOCK_MOVABLE_CYCLES"));
   Budget("register_cycles_count", cycles, "count");
   for (int c = 0; c < cycles && !HasFailure(); ++c) {
     ASSERT_CUDA_OK(cudaHostRegister(p, n, cudaHostRegisterMapped)) << "cycle " << c;

@@ -20,6 +20,7 @@
 #include "fixtures/gpu_property.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "kernels/sizes/size_kernels.h"
 #include "kernels/sizes/size_pattern.h"
 #include "suites/sizes/size_generators.h"
@@ -39,8 +40,7 @@ constexpr size_t kLarge = size_t{64} << 20;  // cases above this count against t
 // The cap on the bytes large cases pin in one run, recorded once.
 double CapBytes() {
   static const double cap = [] {
-    const char* s = std::getenv("PAGELOCK_SIZES_PROP_GIB");
-    const double gib = s && std::atof(s) > 0 ? std::atof(s) : 48;
+    const double gib = settings::PositiveNumber("PAGELOCK_SIZES_PROP_GIB");
     Budget("large_case_pinned_bytes_cap_GiB", gib, "GiB");
     return gib * double(size_t{1} << 30);
   }();

@@ -34,7 +34,7 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/kernel_accounting.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/stress/stress_kernels.h"
 #include "suites/stress/pin_paths.h"
@@ -81,8 +81,8 @@ PAGELOCK_SCENARIO(Exhaust) {
   const ChildContainment cc = EnterContainment();
   report.Set("containment", cc.ok ? cc.mode : "none: " + cc.error);
   if (!cc.ok) return;  // never pin without containment
-  const size_t chunk = static_cast<size_t>(EnvKnob("PAGELOCK_STRESS_CHUNK_MIB", 256)) << 20;
-  const double budget_s = EnvKnob("PAGELOCK_STRESS_EXHAUST_SECONDS", 15) * TimeScale();
+  const size_t chunk = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB")) << 20;
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
   report.Error("init", cudaFree(nullptr));
   if (IsDriverPath(path) && !Driver().loaded) {
     report.Set("driver_api", Driver().error);
@@ -178,8 +178,8 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
   const Path path = GetParam();
   if (IsRegisterPath(path)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   if (IsDriverPath(path)) PAGELOCK_REQUIRE(RequireDriverApi());
-  const double chunk_mib = EnvKnob("PAGELOCK_STRESS_CHUNK_MIB", 256);
-  const double budget_s = EnvKnob("PAGELOCK_STRESS_EXHAUST_SECONDS", 15) * TimeScale();
+  const double chunk_mib = settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB");
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
   auto box = Containment::Create(PathName(path), DefaultCgroupCapBytes());
   box->RecordBudgets();
   Budget("chunk_MiB", chunk_mib, "MiB");
@@ -293,7 +293,7 @@ PAGELOCK_SCENARIO(MemlockLimit) {
   const size_t n = size_t{64} << 20;
   if (!cc.ok || !cc.Allows(4 * n)) return;
   report.Error("init", cudaFree(nullptr));
-  const rlim_t limit = static_cast<rlim_t>(EnvKnob("PAGELOCK_STRESS_MEMLOCK_KIB", 64)) << 10;
+  const rlim_t limit = static_cast<rlim_t>(settings::PositiveNumber("PAGELOCK_STRESS_MEMLOCK_KIB")) << 10;
   struct rlimit rl = {limit, limit};
   report.Set("setrlimit", setrlimit(RLIMIT_MEMLOCK, &rl) == 0 ? "ok" : std::strerror(errno));
   report.Set("cap_ipc_lock", HasCapIpcLock() ? "1" : "0");
@@ -316,7 +316,7 @@ TEST(MemlockLimitTest, EachPathUnderASmallMemlockLimitSucceedsOrFailsCleanly) {
   PAGELOCK_REQUIRE(RequireUsableDevice());
   auto box = Containment::Create("memlock", DefaultCgroupCapBytes());
   box->RecordBudgets();
-  Budget("memlock_limit_KiB", EnvKnob("PAGELOCK_STRESS_MEMLOCK_KIB", 64), "KiB");
+  Budget("memlock_limit_KiB", settings::PositiveNumber("PAGELOCK_STRESS_MEMLOCK_KIB"), "KiB");
   std::vector<std::string> env = box->ChildEnv();
   ChildResult r = RunScenario("MemlockLimit", 120, env);
   ASSERT_CHILD_COMPLETED(r);

@@ -29,7 +29,7 @@
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/kernel_accounting.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 #include "kernels/stress/stress_kernels.h"
 #include "suites/stress/pin_paths.h"
 
@@ -58,7 +58,7 @@ const char* SizeName(Size s) {
 // in whole GiB.
 int64_t RamAllowsBytes() {
   const int64_t avail = ReadMemInfo().mem_available - DefaultFloorBytes() - 2 * kHeadroom;
-  const int64_t cap = static_cast<int64_t>(EnvKnob("PAGELOCK_STRESS_LARGE_MAX_GIB", 64) * kGiB);
+  const int64_t cap = static_cast<int64_t>(settings::PositiveNumber("PAGELOCK_STRESS_LARGE_MAX_GIB") * kGiB);
   return std::min(avail, cap) / kGiB * kGiB;
 }
 
@@ -257,7 +257,7 @@ void CheckLargeSinglePin(Path path, Size size) {
   }
   // One cap for every size (the tier's time budget: pinning and checking run at about 1.3 GiB/s
   // on the H200 host, so 64 GiB is most of a minute a path); raise the knob for larger sizes.
-  const double cap_gib = EnvKnob("PAGELOCK_STRESS_LARGE_MAX_GIB", 64);
+  const double cap_gib = settings::PositiveNumber("PAGELOCK_STRESS_LARGE_MAX_GIB");
   if (n > static_cast<int64_t>(cap_gib * kGiB)) {
     PAGELOCK_NOT_SUPPORTED(std::to_string(n >> 20) + " MiB in one call is above PAGELOCK_STRESS_LARGE_MAX_GIB=" +
                            std::to_string(cap_gib) + " GiB (the stress tier's size cap)");

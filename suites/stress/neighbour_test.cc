@@ -21,7 +21,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/resources.h"
 #include "fixtures/kernel_accounting.h"
-#include "fixtures/storm.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/pattern.h"
 #include "suites/stress/pin_paths.h"
@@ -33,8 +33,8 @@ PAGELOCK_SCENARIO(PinAndChurn) {
   const ChildContainment cc = EnterContainment();
   report.Set("containment", cc.ok ? cc.mode : "none: " + cc.error);
   if (!cc.ok) return;
-  const size_t big = static_cast<size_t>(EnvKnob("PAGELOCK_STRESS_NEIGHBOUR_PIN_GIB", 16) * kGiB);
-  const double seconds = EnvKnob("PAGELOCK_STRESS_NEIGHBOUR_SECONDS", 10) * TimeScale();
+  const size_t big = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_NEIGHBOUR_PIN_GIB") * kGiB);
+  const double seconds = settings::PositiveNumber("PAGELOCK_STRESS_NEIGHBOUR_SECONDS") * TimeScale();
   const size_t chunk = size_t{256} << 20;
   report.Error("init", cudaFree(nullptr));
   void* block = nullptr;
@@ -81,9 +81,9 @@ class NeighbourTest : public GpuTest {};
 
 TEST_F(NeighbourTest, SmallPinnedWorkKeepsWorkingWhileAnotherProcessPinsAndChurns) {
   PAGELOCK_RULE("C09");
-  const double pin_gib = EnvKnob("PAGELOCK_STRESS_NEIGHBOUR_PIN_GIB", 16);
-  const double seconds = EnvKnob("PAGELOCK_STRESS_NEIGHBOUR_SECONDS", 10) * TimeScale();
-  const double warn_ms = EnvKnob("PAGELOCK_STRESS_NEIGHBOUR_WARN_MS", 100);
+  const double pin_gib = settings::PositiveNumber("PAGELOCK_STRESS_NEIGHBOUR_PIN_GIB");
+  const double seconds = settings::PositiveNumber("PAGELOCK_STRESS_NEIGHBOUR_SECONDS") * TimeScale();
+  const double warn_ms = settings::PositiveNumber("PAGELOCK_STRESS_NEIGHBOUR_WARN_MS");
   if (ReadMemInfo().mem_available - static_cast<int64_t>(pin_gib * kGiB) - 2 * kGiB < DefaultFloorBytes()) {
     PAGELOCK_NOT_SUPPORTED("MemAvailable - " + std::to_string(pin_gib) + " GiB is below the memory floor");
   }

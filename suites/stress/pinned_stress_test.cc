@@ -21,6 +21,7 @@
 #include "fixtures/link_health.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
+#include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 
@@ -32,11 +33,6 @@ std::string ReadSmallFile(const char* path) {
   std::string s;
   std::getline(in, s);
   return s;
-}
-
-double EnvNumber(const char* name, double fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atof(v) : fallback;
 }
 
 // Every case is judged on device 0's PCIe AER and replay counters, read before and after (P06).
@@ -56,7 +52,7 @@ class PinnedStressTest : public GpuTest {
 TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   PAGELOCK_RULE("P06,R26,R33,R53");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-  const size_t n = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATIONS", 4096));
+  const size_t n = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_REGISTRATIONS"));
   const size_t page = PageSize(), region = 16 * page, stride = region + page;  // a gap between
   Budget("registrations_count", n, "count");
   void* map = mmap(nullptr, n * stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -105,8 +101,8 @@ TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
   PAGELOCK_RULE("P06,R48,R87");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   // One page each, a page apart: many registrations, little memory (4 KiB x the cap).
-  const size_t cap = static_cast<size_t>(EnvNumber("PAGELOCK_STRESS_REGISTRATION_CEILING", 70000));
-  const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 10) * TimeScale();
+  const size_t cap = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_REGISTRATION_CEILING"));
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_SECONDS") * TimeScale();
   const size_t page = PageSize();
   Budget("registrations_cap_count", static_cast<double>(cap), "count");
   Budget("time_s", budget_s, "s");
@@ -146,7 +142,7 @@ TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
 
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
   PAGELOCK_RULE("P06,R77");
-  const double budget_s = EnvNumber("PAGELOCK_STRESS_SECONDS", 10) * TimeScale();
+  const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_SECONDS") * TimeScale();
   Budget("time_s", budget_s, "s");
   const size_t max_bytes = size_t{8} << 20;
   void* host = nullptr;

@@ -67,6 +67,7 @@ if __name__ == "__main__" and not __package__:  # run by its path: run as its mo
 
 from reports import cliargs
 from reports import history
+from reports import settings
 from tools.fleet import report as fleet_report
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
@@ -100,7 +101,7 @@ def slug(label):
 def python_for(url):
     """An interpreter that can open the history: for postgresql:// one that imports psycopg2
     (Debian's /usr/bin/python3 does; a separately installed python3 may not)."""
-    cands = [os.environ.get("PAGELOCK_PYTHON"), sys.executable, "/usr/bin/python3", shutil.which("python3")]
+    cands = [settings.raw("PAGELOCK_PYTHON"), sys.executable, "/usr/bin/python3", shutil.which("python3")]
     cands = [c for c in cands if c and os.path.exists(c)]
     if not history.is_url(url):
         return cands[0]
@@ -756,7 +757,7 @@ def parser():
     s.add_argument("--per-sku", action="store_true",
                    help="without --gres: each node's job asks for one GPU of its own type (gpu:<type>:1)")
     s.add_argument("--night", help="the night this submission stands for (default: today in --night-tz)")
-    s.add_argument("--night-tz", default=os.environ.get("PAGELOCK_NIGHT_TZ") or "UTC",
+    s.add_argument("--night-tz", default=settings.value("PAGELOCK_NIGHT_TZ"),
                    help="IANA time zone of the night's date (default $PAGELOCK_NIGHT_TZ, else UTC); a run that "
                         "crosses midnight stays in its submission's night")
     s.add_argument("--time", default="04:00:00", help="time limit per task (default 04:00:00)")

@@ -35,6 +35,7 @@ if __name__ == "__main__":
 
 from reports import history
 from reports import model
+from reports import settings
 from tools.fleet import daemons
 from tools.fleet import fleet
 from tools.fleet import report as fleet_report
@@ -467,7 +468,7 @@ class InterpreterTest(unittest.TestCase):
 
 
 def fake_binary():
-    for cand in [os.environ.get("PAGELOCK_FAKE_GTEST", ""),
+    for cand in [settings.raw("PAGELOCK_FAKE_GTEST") or "",
                  os.path.join(os.environ.get("TEST_SRCDIR", ""), "pagelock", "tools", "runner", "fake_gtest"),
                  os.path.join(ROOT, "bazel-bin", "tools", "runner", "fake_gtest")]:
         if cand and os.path.exists(cand):

@@ -96,6 +96,8 @@ class BundleImportsTest(unittest.TestCase):
     def test_every_repository_module_a_bundled_file_imports_is_bundled(self):
         out = self.make_bundle()
         self.assertTrue(os.path.isfile(os.path.join(out, "tools", "runner", "runner.py")))
+        # Not a module, but read at run time by every module that reads a PAGELOCK_ variable.
+        self.assertTrue(os.path.isfile(os.path.join(out, "reports", "settings.tsv")))
         self.assertEqual(missing_modules(out), [], "modules the bundle lacks (tools/bundle.py tool_files)")
 
     def test_the_bundle_commands_run_as_modules_of_the_bundle(self):

@@ -53,7 +53,8 @@ PACKAGES = ("reports", "tools")
 # The commands the documentation runs by their paths.
 COMMANDS = ("reports/report.py", "reports/compare_runs.py", "reports/history.py", "reports/rerender.py",
             "reports/expectations.py", "tools/qualify.py", "tools/runner/runner.py",
-            "tools/mutation/mutation.py", "tools/fleet/fleet.py")
+            "tools/mutation/mutation.py", "tools/fleet/fleet.py", "tools/labhost.py",
+            "tools/lint/settings_check.py")
 
 
 def python_files():

@@ -62,7 +62,7 @@ def make_bundle(tmp, shim_dir, name="bundle", second=False, conforming=False):
     rels = ["tools/__init__.py"] + ["tools/runner/" + f for f in os.listdir(os.path.join(ROOT, "tools/runner"))
                                     if f.endswith(".py") and not f.endswith("_test.py")]
     rels += ["reports/" + f for f in os.listdir(os.path.join(ROOT, "reports"))
-             if f.endswith(".py") and not f.endswith("_test.py")]
+             if f.endswith(".py") and not f.endswith("_test.py")] + ["reports/settings.tsv"]
     for rel in rels:
         os.makedirs(os.path.dirname(os.path.join(b, rel)), exist_ok=True)
         shutil.copy(os.path.join(ROOT, rel), os.path.join(b, rel))

@@ -38,6 +38,7 @@ import time
 from reports import compare as cmp
 from reports import htmlreport
 from reports import model
+from reports import settings
 from tools.qualification import common
 from tools.qualification.common import Stop, say
 from tools.runner import cases as runner_cases
@@ -213,8 +214,9 @@ class Parts:
                 break
         if lib_path and not self.shim:
             self.notes.append(f"LD_LIBRARY_PATH was {lib_path} (not set again: a path of that machine)")
-        if self.shim is None and env.get("PAGELOCK_FAULT") and lib_path:
-            self.notes.append(f"PAGELOCK_FAULT={env['PAGELOCK_FAULT']} was set but no fault shim is left in "
+        fault = settings.raw("PAGELOCK_FAULT", env)  # the run's recorded environment, not ours
+        if self.shim is None and fault and lib_path:
+            self.notes.append(f"PAGELOCK_FAULT={fault} was set but no fault shim is left in "
                               f"{lib_path}: the fault is not injected again")
         for k in MACHINE_PATHS:
             if k in env:
@@ -406,7 +408,8 @@ def readme(p, programs, libraries):
         "```",
     ]
     if p.shim:
-        out += ["", f"The run injected a fault through pagelock's shim (`PAGELOCK_FAULT={p.env.get('PAGELOCK_FAULT', '')}`):"
+        fault = settings.raw("PAGELOCK_FAULT", p.env) or ""
+        out += ["", f"The run injected a fault through pagelock's shim (`PAGELOCK_FAULT={fault}`):"
                 " `faults/libcuda.so.1` goes first on the library path and forwards every other call to the"
                 " driver. Without it the case runs against the driver alone."]
     if programs:

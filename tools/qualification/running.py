@@ -6,6 +6,7 @@ import os
 from reports import expectations as expect
 from reports import compare as cmp
 from reports import model
+from reports import settings
 from reports import testlogs as testlogs_reader
 from tools.qualification import common
 from tools.qualification.common import Stop, interrupted, say
@@ -29,7 +30,8 @@ KERNEL_LOG_ENV = "PAGELOCK_KERNEL_LOG"
 def kernel_log_path():
     """The kernel log the runner follows: $PAGELOCK_KERNEL_LOG ('' none; a file or FIFO for a
     test), else /dev/kmsg."""
-    return os.environ.get(KERNEL_LOG_ENV, KMSG)
+    text = settings.raw(KERNEL_LOG_ENV)
+    return KMSG if text is None else text
 
 
 def run_bundle(plan, out, targets, filters, shuffle, time_scale, jobs=1):

@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from reports import settings
 from reports.model import ESCAPED_CHAR, visible_name
 from tools.runner.config import (CLEARED_ENV_NAMES, CLEARED_ENV_PREFIXES, FILTER_MAX_CHARS,
                                  RECORDED_ENV_NAMES, RECORDED_ENV_PREFIXES, UNRECORDED_ENV_NAMES,
@@ -37,7 +38,7 @@ def max_cases_per_binary(configured=None, environ=None):
     """RunConfig.max_cases, else $PAGELOCK_MAX_CASES_PER_BINARY, else MAX_CASES_PER_BINARY.
     Raises UsageError for a value that is not a whole number >= 1."""
     environ = os.environ if environ is None else environ
-    value = configured if configured is not None else environ.get(MAX_CASES_ENV)
+    value = configured if configured is not None else settings.raw(MAX_CASES_ENV, environ)
     if value is None or value == "":
         return MAX_CASES_PER_BINARY
     try:

@@ -205,15 +205,15 @@ class EnvironmentAndListing(Base):
         # qualify --repro reads it (tools/qualification/repro.py): pagelock's, CUDA's and the
         # library path, not what the runner sets per launch or the harness's own.
         self.make_bundle({"t": {}})
+        secret = {"PAGELOCK_DB_PASSWORD": "x"}  # settings_check: undeclared on purpose (a secret-looking name)
         rc, _, err = self.run_runner(env=self.env(PAGELOCK_FAULT="dtoh_truncated", CUDA_VISIBLE_DEVICES="1",
                                                   LD_LIBRARY_PATH="/shim", PAGELOCK_SEED="5",
-                                                  PAGELOCK_HISTORY="postgresql://lab/h", PAGELOCK_DB_PASSWORD="x",
-                                                  HOME_THING="y"))
+                                                  PAGELOCK_HISTORY="postgresql://lab/h", HOME_THING="y", **secret))
         self.assertEqual(rc, 3, err)
         recorded = self.runner_json()["environment"]
         self.assertEqual({k: recorded.get(k) for k in ("PAGELOCK_FAULT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")},
                          {"PAGELOCK_FAULT": "dtoh_truncated", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/shim"})
-        for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", "PAGELOCK_DB_PASSWORD", "HOME_THING", "FAKE_MARK"):
+        for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", *secret, "HOME_THING", "FAKE_MARK"):
             self.assertNotIn(name, recorded)
         self.assertFalse([k for k in recorded if k.startswith("PAGELOCK_LIVE_")], recorded)  # the run's marker
 

@@ -525,7 +525,7 @@ class DoneCheck(Base):
                          (os.path.dirname(testlogs.__file__), "reports")]:
             os.makedirs(os.path.join(b, dst))
             for n in os.listdir(src):
-                if n.endswith(".py"):
+                if n.endswith(".py") or n == "settings.tsv":
                     shutil.copy(os.path.join(src, n), os.path.join(b, dst, n))
         open(os.path.join(b, "tools", "__init__.py"), "w").close()
         os.makedirs(os.path.join(b, "bin", "suites", "fake"))

@@ -27,6 +27,8 @@ import secrets
 import signal
 import stat
 
+from reports import settings
+
 LIVE_DIR = ".pagelock-live"  # under --out
 LIVE_ENV_PREFIX = "PAGELOCK_LIVE_"
 ACTIVE = []  # the LiveRecords of this process (qualify's and its in-process runner's)
@@ -180,7 +182,7 @@ def _end_record(fd):
             pids.append((entry["pid"], entry["start"]))
     # Only the dead run's own processes: each carries its variable (everything it started
     # inherited it), whatever pid a record names. Never this process's own family.
-    if not var or var in os.environ:
+    if not var or settings.raw(var) is not None:
         return []
     ended = []
     me = os.getpid()
