@@ -44,11 +44,11 @@ size_t DeviceMismatches(const void* dev, size_t n, uint32_t seed) {
 }
 
 RC_GTEST_FIXTURE_PROP(PinnedProperty, RegisteredSubRangesRoundTripThroughTheDevicePointer,
-                      (HostMemoryKind kind, HostRegisterFlags flags, uint32_t seed)) {
+                      (RegistrableKind kind, HostRegisterFlags flags, uint32_t seed)) {
   if (!ready() || !Require(RequireAttr(cudaDevAttrHostRegisterSupported, 1))) return;
   PAGELOCK_RULE("R26,R28,R29,R53,R77");
   const size_t want = *gen::BoundarySize(size_t{1} << 20);
-  auto region = HostRegion::Make(kind, want);
+  auto region = HostRegion::Make(kind.kind, want);
   RC_ASSERT(static_cast<bool>(region->data() != nullptr));
   auto* base = static_cast<unsigned char*>(region->data());
   const Window w = *gen::WindowIn(region->size());

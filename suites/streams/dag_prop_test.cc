@@ -39,8 +39,6 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
 using streams::StreamKind;
 
 constexpr size_t kMaxBytes = size_t{256} << 10;
@@ -67,7 +65,7 @@ class StreamDagProperty : public GpuProperty {};
 // and the model.
 class Dag {
  public:
-  Dag(size_t n, std::vector<std::unique_ptr<Buffer>> bufs, std::vector<std::unique_ptr<streams::Stream>> ss,
+  Dag(size_t n, std::vector<std::unique_ptr<KindBuffer>> bufs, std::vector<std::unique_ptr<streams::Stream>> ss,
       cudaStream_t check)
       : n_(n), bufs_(std::move(bufs)), streams_(std::move(ss)), check_(check), frontier_(streams_.size()) {
     model_.assign(bufs_.size(), std::vector<unsigned char>(n_));
@@ -266,7 +264,7 @@ class Dag {
   }
 
   size_t n_;
-  std::vector<std::unique_ptr<Buffer>> bufs_;
+  std::vector<std::unique_ptr<KindBuffer>> bufs_;
   std::vector<std::unique_ptr<streams::Stream>> streams_;
   cudaStream_t check_;
   std::vector<Steps> frontier_;  // per stream: the steps that happen before its next step
@@ -303,14 +301,14 @@ RC_GTEST_FIXTURE_PROP(StreamDagProperty, RandomEventDagsDeliverTheModelsBytes, (
   const bool can_register = RequireAttr(cudaDevAttrHostRegisterSupported, 1).met;
   const size_t n = *gen::BoundarySize(kMaxBytes);
 
-  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::unique_ptr<KindBuffer>> bufs;
   const int nbuf = *rc::gen::inRange(2, 5);
   for (int b = 0; b < nbuf; ++b) {
-    Mem m = *rc::gen::element(Mem::kPinnedMapped, Mem::kRegisteredMalloc, Mem::kDevice);
-    if (m == Mem::kRegisteredMalloc && !can_register) m = Mem::kPinnedMapped;
-    RC_CLASSIFY(m == Mem::kRegisteredMalloc, "registered");
+    HostKind m = *rc::gen::element(HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc, HostKind::kDevice);
+    if (m == HostKind::kRegisteredMalloc && !can_register) m = HostKind::kHostAllocMapped;
+    RC_CLASSIFY(m == HostKind::kRegisteredMalloc, "registered");
     std::string why;
-    bufs.push_back(Buffer::Make(m, n, &why));
+    bufs.push_back(KindBuffer::Make(m, n, &why));
     if (!bufs.back()) RC_FAIL(streams::MemName(m) + " of " + std::to_string(n) + " bytes: " + why);
   }
   std::vector<std::unique_ptr<streams::Stream>> ss;

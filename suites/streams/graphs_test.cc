@@ -29,27 +29,27 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
+using streams::MemName;
+
 
 constexpr size_t kBytes = (size_t{64} << 10) + 3;
 constexpr int kReplays = 100;
 
-class GraphReplayTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Mem, bool>> {};
+class GraphReplayTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<HostKind, bool>> {};
 
 TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   PAGELOCK_RULE("R14,R75,S11");
-  const Mem m = std::get<0>(GetParam());
+  const HostKind m = std::get<0>(GetParam());
   const bool device_alias = std::get<1>(GetParam());
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   Budget("graph_replays", kReplays, "count");
   std::string why;
-  auto src = Buffer::Make(m, kBytes, &why);
+  auto src = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(src, nullptr) << why;
   // Write-combined memory is a source only (host reads of it are slow, R16).
-  auto dst = Buffer::Make(m == Mem::kWriteCombined ? Mem::kPinnedMapped : m, kBytes, &why);
+  auto dst = KindBuffer::Make(m == HostKind::kHostAllocMappedWriteCombined ? HostKind::kHostAllocMapped : m, kBytes, &why);
   ASSERT_NE(dst, nullptr) << why;
-  auto dev = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto dev = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(dev, nullptr) << why;
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -91,10 +91,10 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SourcesAndAliases, GraphReplayTest,
-                         ::testing::Values(std::make_tuple(Mem::kPinned, false),
-                                           std::make_tuple(Mem::kRegisteredMalloc, false),
-                                           std::make_tuple(Mem::kRegisteredMalloc, true),
-                                           std::make_tuple(Mem::kWriteCombined, false)),
+                         ::testing::Values(std::make_tuple(HostKind::kHostAllocDefault, false),
+                                           std::make_tuple(HostKind::kRegisteredMalloc, false),
+                                           std::make_tuple(HostKind::kRegisteredMalloc, true),
+                                           std::make_tuple(HostKind::kHostAllocMappedWriteCombined, false)),
                          [](const auto& info) {
                            return MemName(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_DeviceAlias" : "_HostAlias");
