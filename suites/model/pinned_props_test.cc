@@ -84,7 +84,7 @@ cudaStream_t MakeStream(StreamKind k, cudaStream_t* owned) {
   switch (k) {
     case StreamKind::kLegacyDefault: return cudaStreamLegacy;
     case StreamKind::kPerThreadDefault: return cudaStreamPerThread;
-    case StreamKind::kCreated: RC_ASSERT(cudaStreamCreate(owned) == cudaSuccess); return *owned;
+    case StreamKind::kBlocking: RC_ASSERT(cudaStreamCreate(owned) == cudaSuccess); return *owned;
     default: RC_ASSERT(cudaStreamCreateWithFlags(owned, cudaStreamNonBlocking) == cudaSuccess); return *owned;
   }
 }

@@ -46,7 +46,6 @@ namespace pagelock {
 namespace {
 
 using streams::MemName;
-using streams::StreamKind;
 
 enum class Api { kRuntime, kDriver, kDriverFailIdx };
 enum class Order { kStream = 1, kDuringApiCall = 2, kAny = 3 };  // the enums' documented values
@@ -265,7 +264,7 @@ TEST_P(MixedBatchTest, EveryCopyOfAMixedBatchDeliversItsBytes) {
   const Api api = std::get<0>(GetParam());
   const Order order = std::get<1>(GetParam());
   if (!Usable(api)) return;
-  streams::Stream stream(std::get<2>(GetParam()));
+  KindStream stream(std::get<2>(GetParam()));
   ASSERT_CUDA_OK(stream.status());
   std::map<HostKind, Pool, InMatrixOrder> src_pools, dst_pools;
   std::vector<std::pair<HostKind, HostKind>> pairs = Pairs();
@@ -305,10 +304,10 @@ INSTANTIATE_TEST_SUITE_P(
     RuntimeOnEveryStreamKind, MixedBatchTest,
     ::testing::Combine(::testing::Values(Api::kRuntime),
                        ::testing::Values(Order::kStream, Order::kDuringApiCall, Order::kAny),
-                       ::testing::Values(StreamKind::kPerThread, StreamKind::kBlocking, StreamKind::kNonBlocking)),
+                       ::testing::Values(StreamKind::kPerThreadDefault, StreamKind::kBlocking, StreamKind::kNonBlocking)),
     [](const auto& info) {
       return ApiName(std::get<0>(info.param)) + "_" + OrderName(std::get<1>(info.param)) + "_" +
-             streams::StreamName(std::get<2>(info.param));
+             StreamKindName(std::get<2>(info.param));
     });
 INSTANTIATE_TEST_SUITE_P(
     Driver, MixedBatchTest,
@@ -317,7 +316,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(StreamKind::kNonBlocking)),
     [](const auto& info) {
       return ApiName(std::get<0>(info.param)) + "_" + OrderName(std::get<1>(info.param)) + "_" +
-             streams::StreamName(std::get<2>(info.param));
+             StreamKindName(std::get<2>(info.param));
     });
 
 // Overwrites the stack below the caller's frame, where a returned function's locals were.

@@ -21,7 +21,6 @@ namespace {
 
 using streams::Checker;
 using streams::MemName;
-using streams::StreamKind;
 
 enum class Api { kMemcpy, kMemcpyAsync, kMemcpy2DAsync, kMemset, kMemsetAsync };
 
@@ -54,7 +53,7 @@ struct MatrixCase {
   StreamKind stream;
 };
 std::string StreamArgName(const MatrixCase& c) {
-  return IsAsync(c.api) ? streams::StreamName(c.stream) : "NoStreamArgument";
+  return IsAsync(c.api) ? StreamKindName(c.stream) : "NoStreamArgument";
 }
 void PrintTo(const MatrixCase& c, std::ostream* os) {
   *os << MemName(c.mem) << " " << ApiName(c.api) << " " << StreamArgName(c);
@@ -231,7 +230,7 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
   ASSERT_CUDA_OK(check.status());
   // The synchronous APIs take no stream; their cells are checked after a created non-blocking
   // stream and the device are synchronised, as before the stream kinds were added.
-  streams::Stream stream_of_kind(IsAsync(api()) ? GetParam().stream : StreamKind::kNonBlocking);
+  KindStream stream_of_kind(IsAsync(api()) ? GetParam().stream : StreamKind::kNonBlocking);
   ASSERT_CUDA_OK(stream_of_kind.status());
   const cudaStream_t stream = stream_of_kind.get();
   int cells = 0;
@@ -276,7 +275,7 @@ std::vector<MatrixCase> MatrixParams() {
         v.push_back({m, a, StreamKind::kNonBlocking});
         continue;
       }
-      for (StreamKind k : streams::StreamKinds()) v.push_back({m, a, k});
+      for (StreamKind k : AllStreamKinds()) v.push_back({m, a, k});
     }
   }
   return v;

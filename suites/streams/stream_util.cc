@@ -162,33 +162,6 @@ cudaError_t Checker::FillByte(const KindBuffer& b, size_t off, size_t n, unsigne
   return e != cudaSuccess ? e : cudaDeviceSynchronize();
 }
 
-std::string StreamName(StreamKind k) {
-  switch (k) {
-    case StreamKind::kLegacy: return "LegacyDefault";
-    case StreamKind::kPerThread: return "PerThreadDefault";
-    case StreamKind::kBlocking: return "Blocking";
-    case StreamKind::kNonBlocking: return "NonBlocking";
-  }
-  return "Unknown";
-}
-
-const std::vector<StreamKind>& StreamKinds() {
-  static const std::vector<StreamKind> v = {StreamKind::kLegacy, StreamKind::kPerThread,
-                                            StreamKind::kBlocking, StreamKind::kNonBlocking};
-  return v;
-}
-
-Stream::Stream(StreamKind k) {
-  switch (k) {
-    case StreamKind::kLegacy: s_ = cudaStreamLegacy; return;
-    case StreamKind::kPerThread: s_ = cudaStreamPerThread; return;
-    case StreamKind::kBlocking: owned_ = OwnedStream(cudaStreamDefault); break;
-    case StreamKind::kNonBlocking: owned_ = OwnedStream(cudaStreamNonBlocking); break;
-  }
-  status_ = owned_.status();
-  s_ = owned_.get();
-}
-
 uint64_t DelayNs(double ms) { return static_cast<uint64_t>(ms * 1e6 * TimeScale()); }
 
 }  // namespace streams

@@ -18,6 +18,7 @@
 #include "fixtures/host_kinds.h"
 #include "fixtures/kind_buffer.h"
 #include "fixtures/resources.h"
+#include "fixtures/stream_kinds.h"
 
 namespace pagelock {
 namespace streams {
@@ -61,23 +62,8 @@ void HostFillPatternFrom(void* p, size_t n, size_t base, uint32_t seed);
 // (write-combined memory is always checked on the device: host reads of it are slow, R16).
 constexpr size_t kHostCheckLimit = size_t{256} << 10;
 
-// Stream kinds of the synchronisation table.
-enum class StreamKind { kLegacy, kPerThread, kBlocking, kNonBlocking };
-std::string StreamName(StreamKind k);
-const std::vector<StreamKind>& StreamKinds();
-
-// A stream of a kind; the default streams are not created or destroyed.
-class Stream {
- public:
-  explicit Stream(StreamKind k);
-  cudaStream_t get() const { return s_; }
-  cudaError_t status() const { return status_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-  cudaError_t status_ = cudaSuccess;
-  OwnedStream owned_;  // the created kinds
-};
+// The stream kinds of the synchronisation table are the kit's (fixtures/stream_kinds.h):
+// StreamKind, StreamKindName, AllStreamKinds and KindStream.
 
 // The kit's bounded waits (fixtures/bounded_wait.h), by their short names here.
 using ::pagelock::PollEvent;

@@ -37,8 +37,6 @@ namespace {
 
 using streams::Checker;
 using streams::MemName;
-using streams::Stream;
-using streams::StreamKind;
 
 constexpr size_t kBytes = size_t{256} << 10;
 constexpr double kDelayMs = 5;
@@ -192,8 +190,8 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
   ASSERT_NE(scratch, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
-  for (StreamKind k : {StreamKind::kLegacy, StreamKind::kPerThread, StreamKind::kNonBlocking}) {
-    Stream s(k);
+  for (StreamKind k : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
+    KindStream s(k);
     ASSERT_CUDA_OK(s.status());
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     std::vector<size_t> bad;
@@ -204,7 +202,7 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
         },
         WholePattern(seed), &bad);
     if (HasFatalFailure()) return;
-    EXPECT_EQ(bad[0], 0u) << PrimitiveName(p) << " on a " << streams::StreamName(k) << " stream, " << MemName(m)
+    EXPECT_EQ(bad[0], 0u) << PrimitiveName(p) << " on a " << StreamKindName(k) << " stream, " << MemName(m)
                           << " memory: " << bad[0] << " of " << kBytes
                           << " bytes written by the kernel were not visible when the primitive said done";
   }
@@ -399,8 +397,8 @@ TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWork
   }
   Checker check;
   ASSERT_CUDA_OK(check.status());
-  for (StreamKind k : {StreamKind::kLegacy, StreamKind::kPerThread, StreamKind::kNonBlocking}) {
-    Stream s(k);
+  for (StreamKind k : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
+    KindStream s(k);
     ASSERT_CUDA_OK(s.status());
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     SecondHalf second;
@@ -415,7 +413,7 @@ TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWork
         },
         TwoHalves(seed, second.count), &bad);
     if (HasFatalFailure()) return;
-    const std::string where = PrimitiveName(p) + " after " + LastOpName(op) + " on a " + streams::StreamName(k) +
+    const std::string where = PrimitiveName(p) + " after " + LastOpName(op) + " on a " + StreamKindName(k) +
                               " stream: ";
     EXPECT_EQ(bad[0], 0u) << where << bad[0] << " of " << kHalf
                           << " bytes of the first half (the delayed kernel queued ahead of the last operation) "

@@ -33,8 +33,6 @@ namespace {
 
 using streams::Checker;
 using streams::MemName;
-using streams::Stream;
-using streams::StreamKind;
 
 enum class Call {
   kMemcpyH2D, kMemcpyD2H, kMemcpyH2H, kMemcpyAsyncH2D, kMemcpyAsyncD2H, kMemcpyAsyncH2H,
@@ -72,7 +70,7 @@ bool MustBeAsynchronous(Call c, HostKind m) {
 // default stream only, the stream cudaMemcpy itself uses (how far the legacy stream's implicit
 // ordering with other blocking streams reaches into that sync is not stated).
 bool MustWaitForTheStream(Call c, HostKind m, StreamKind k) {
-  return c == Call::kMemcpyH2D && m == HostKind::kPageable && k == StreamKind::kLegacy;
+  return c == Call::kMemcpyH2D && m == HostKind::kPageable && k == StreamKind::kLegacyDefault;
 }
 
 // The destination holds its final bytes when the call returns.
@@ -102,7 +100,7 @@ class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::
   // One attempt of one cell on stream kind k with a delay of delay_ms.
   void RunCell(StreamKind k, double delay_ms, KindBuffer& host, KindBuffer& host2, KindBuffer& dev, Checker& check,
                Cell* cell) {
-    Stream stream(k);
+    KindStream stream(k);
     ASSERT_CUDA_OK(stream.status());
     cudaStream_t s = stream.get();
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
@@ -188,8 +186,8 @@ TEST_P(SyncTableTest, CallFollowsTheDocumentedSynchronisationOnEveryStreamKind) 
                         : call() == Call::kMemcpyH2D && mem() == HostKind::kPageable ? "stream_sync_first_source_reusable"
                         : call() == Call::kMemcpyH2D ? "source_reusable_on_return"
                                                      : "recorded_only");
-  for (StreamKind k : streams::StreamKinds()) {
-    const std::string name = streams::StreamName(k);
+  for (StreamKind k : AllStreamKinds()) {
+    const std::string name = StreamKindName(k);
     Cell cell;
     double delay = kDelayMs;
     int attempt = 0;
