@@ -43,6 +43,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from reports import model
+from reports.compare import FINGERPRINT_PREFIX
 from reports.htmlreport import headline, reason_line
 from reports.model import Change, Status
 
@@ -65,11 +66,24 @@ INFO_PROPERTIES = (("sku", "sku"), ("label", "label"), ("tier", "tier"), ("run_k
 
 def _csv_lines(rows):
     """CSV text by the csv module (quoting ids with commas or quotes), '\\n' line ends, one
-    line per row."""
+    line per row. A row with nothing to quote or escape (nearly all) is joined as it is."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerows([_one_line(str(field)) for field in row] for row in rows)
+    plain, special = [], _CSV_SPECIAL.search
+    for row in rows:
+        fields = [str(field) for field in row]
+        if special("\0".join(fields)):  # one look at the whole row ('\0' quotes nothing)
+            if plain:
+                buf.write("".join(plain))
+                plain = []
+            w.writerow([_one_line(f) for f in fields])
+        else:
+            plain.append(",".join(fields) + "\n")
+    buf.write("".join(plain))
     return buf.getvalue()
+
+
+_CSV_SPECIAL = re.compile('[,"\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]')
 
 
 # What str.splitlines() splits on. RFC quoting would keep a name with a line break in one field
@@ -133,7 +147,6 @@ def expectations_update(run, comp):
     """The failing cases as expectation entries (expectations-update.txt): a drop-in starting
     point. A `fail` entry carries message= (the one-line reason, as a glob), so the same case
     failing for another reason later is a REGRESSION, as the README recommends."""
-    from reports.compare import FINGERPRINT_PREFIX
     lines = ["# failures of this run, in expectations syntax: replace each bug=TODO with the bug report",
              "# (the loader refuses TODO), and key each entry by its cause (driver=, runtime=, host=;",
              "# reports/expectations.py). tools/qualify --draft-expectations RUN_DIR drafts a new SKU's files."]
@@ -150,8 +163,9 @@ def expectations_update(run, comp):
             lines.append(f"flake {c.id} bug=TODO  # attempts: {' '.join(map(str, c.attempts))}")
         if st == Change.COVERAGE_LOST:
             lines.append(f"coverage {c.id} bug=TODO  # {comp.notes.get(c.id, '')}")
+    covered = set(comp.dropped_covered)
     for i in comp.dropped:
-        if i not in comp.dropped_covered:
+        if i not in covered:
             lines.append(f"coverage {i} bug=TODO  # dropped: in the baseline, not in this run")
     for key, st, why in comp.machine:
         if st == Change.COVERAGE_LOST and key != FINGERPRINT_PREFIX + "device_status":
@@ -202,16 +216,14 @@ def _without_status(text, status):
     return text
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def _clean(text):
-    """XML 1.0 cannot carry most control characters: a test's raw output is shown, not lost."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """XML 1.0 cannot carry most control characters: a test's raw output is shown (as the
+    escapes of model.visible_text), never lost and never raw."""
+    return model.visible_text(str(text))
 
 
 def _out(case, extra=""):
-    parts = []
+    parts = [note for note in case.conflicts]  # reports/model.py: why the worse status stands
     if len(case.attempts) > 1:
         parts.append("attempts: " + " ".join(map(str, case.attempts)))
     if case.first_failure:
@@ -233,7 +245,7 @@ def _suite_properties(run, info):
     fp = run.fingerprint
     props = [(name, fp.get(key) or "unknown") for name, key in SUITE_PROPERTIES
              if fp.get(key) or name in ALWAYS]
-    seed = (info or {}).get("seed") or model.run_seed_of(fp)
+    seed = model.run_seed_of(fp)
     props.append(("seed", str(seed) if seed else "unknown"))
     commit = ((info or {}).get("bundle") or {}).get("commit")
     if commit:
@@ -242,63 +254,145 @@ def _suite_properties(run, info):
     return props
 
 
+_ATTR_SPECIAL = re.compile('[&<>"\r\n\t]')
+
+
+def _attr(value):
+    """An attribute value as ElementTree escapes it."""
+    value = str(value)
+    if not _ATTR_SPECIAL.search(value):
+        return value
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#09;"))
+
+
+def _start_tag(tag, attrs):
+    return f"<{tag}" + "".join(f' {k}="{_attr(v)}"' for k, v in attrs) + ">"
+
+
+def _leaf(tag, attrs, text):
+    """An element without children, as ElementTree writes it: its text escaped (& < >), or
+    closed in place when it has none."""
+    head = f"<{tag}" + "".join(f' {k}="{_attr(v)}"' for k, v in attrs)
+    if not text:
+        return head + " />"
+    return head + ">" + text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") + f"</{tag}>"
+
+
+_DROPPED = _leaf("failure", [("message", "[DROPPED] in the baseline, not in this run")], "")
+_COVERED = _leaf("skipped", [("message", "KNOWN_COVERAGE_LOSS: in the baseline, not in this run; an "
+                              "expectation names it")], "")
+
+
 class _Doc:
-    """The <testsuites> tree being built, with the counts the schema wants on each suite."""
+    """The <testsuites> document being gathered: per suite its rows and the counts the schema
+    wants on it. Rows are small (a case's fields, or only the id of a dropped case) and each
+    <testcase> element is built only when written, one at a time (write): a baseline of 10^6
+    dropped cases is about 160 bytes of junit.xml each, never a tree of 10^6 elements."""
 
     def __init__(self, name, run, info):
-        self.root = ET.Element("testsuites", name=name)
-        self.suites, self.counts = {}, {}
+        self.name = name
+        self.rows, self.counts = {}, {}
         self.properties = _suite_properties(run, info)
         self.host = run.fingerprint.get("host", "")
         self.timestamp = (info or {}).get("started_at", "")
+        self.covered = set()  # dropped ids that an expectation names
 
     def suite(self, target):
-        if target not in self.suites:
-            s = ET.SubElement(self.root, "testsuite", name=target[2:] if target.startswith("//") else target)
-            if self.properties:  # always: GPU, driver, runtime and seed at least
-                props = ET.SubElement(s, "properties")
-                for k, v in self.properties:
-                    ET.SubElement(props, "property", name=k, value=_clean(v))
-            self.suites[target] = s
+        if target not in self.rows:
+            self.rows[target] = []
             self.counts[target] = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
-        return self.suites[target]
+        return self.rows[target]
 
     def case(self, target, classname, casename, seconds, kind=None, message="", body="", out="",
              reruns=()):
         """One <testcase>; reruns: [(element, type, message, text)] (rerunFailure, flakyFailure...)."""
-        suite = self.suite(target)
+        self.suite(target).append((classname, casename, seconds, kind, message, body, out, reruns))
+        self._count(target, kind, seconds)
+
+    def dropped(self, target, cid, covered):
+        """A case of the baseline not in this run: only its id is kept until it is written."""
+        rows = self.rows.get(target)
+        if rows is None:
+            rows = self.suite(target)
+        rows.append(cid)
         n = self.counts[target]
-        tc = ET.SubElement(suite, "testcase", classname=_clean(classname), name=_clean(casename),
-                           time=f"{seconds:.3f}")
+        n["tests"] += 1
+        if covered:
+            self.covered.add(cid)
+            n["skipped"] += 1
+        else:
+            n["failures"] += 1
+
+    def _count(self, target, kind, seconds):
+        n = self.counts[target]
         if kind:
-            el = ET.SubElement(tc, kind, message=_clean(message[:500]))
-            if body:
-                el.text = _clean(body)
             n[{"failure": "failures", "error": "errors", "skipped": "skipped"}[kind]] += 1
-        for tag, type_, msg, text in reruns:
-            el = ET.SubElement(tc, tag, type=type_, message=_clean(msg[:500]))
-            if text:
-                ET.SubElement(el, "stackTrace").text = _clean(text)
-        if out:
-            ET.SubElement(tc, "system-out").text = _clean(out)
         n["tests"] += 1
         n["time"] += seconds
 
-    def text(self):
+    def _element(self, row):
+        """One <testcase>, laid out as ElementTree.indent lays it at its depth (written as text:
+        building an element per case took about 40 s for 10^6 cases)."""
+        if isinstance(row, str):  # a dropped case: one line of text, its id split as CaseId.parse does
+            colon = row.find(":")
+            slash = row.find("/", colon + 1)
+            suite, _, case = row[slash + 1:].partition(".")
+            classname = f"{row[:slash]}.{suite}".replace("/", ".").replace(":", ".")
+            return (f'<testcase classname="{_attr(_clean(classname))}" name="{_attr(_clean(case))}" '
+                    f'time="0.000">\n      {_COVERED if row in self.covered else _DROPPED}\n    </testcase>')
+        classname, casename, seconds, kind, message, body, out, reruns = row
+        children = []
+        if kind:
+            children.append(_leaf(kind, [("message", _clean(message[:500]))], _clean(body) if body else ""))
+        for tag, type_, msg, text in reruns:
+            attrs = [("type", type_), ("message", _clean(msg[:500]))]
+            if text:
+                children.append(_start_tag(tag, attrs) + "\n        " + _leaf("stackTrace", [], _clean(text))
+                                + f"\n      </{tag}>")
+            else:
+                children.append(_leaf(tag, attrs, ""))
+        if out:
+            children.append(_leaf("system-out", [], _clean(out)))
+        attrs = [("classname", _clean(classname)), ("name", _clean(casename)), ("time", f"{seconds:.3f}")]
+        if not children:
+            return _leaf("testcase", attrs, "")
+        return _start_tag("testcase", attrs) + "".join("\n      " + c for c in children) + "\n    </testcase>"
+
+    def write(self, f):
+        """The document, as ElementTree.indent would lay it out, written a case at a time."""
         totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
-        for target, s in self.suites.items():
-            for k, v in self.counts[target].items():
-                s.set(k, f"{v:.3f}" if k == "time" else str(v))
-                if k in totals:
-                    totals[k] += v
+        for n in self.counts.values():
+            for k in totals:
+                totals[k] += n[k]
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        root = [("name", self.name)] + [(k, f"{v:.3f}" if k == "time" else str(v)) for k, v in totals.items()]
+        if not self.rows:
+            f.write("<testsuites" + "".join(f' {k}="{_attr(v)}"' for k, v in root) + " />\n")
+            return
+        f.write(_start_tag("testsuites", root))
+        for target, rows in self.rows.items():
+            attrs = [("name", target[2:] if target.startswith("//") else target)]
+            attrs += [(k, f"{v:.3f}" if k == "time" else str(v)) for k, v in self.counts[target].items()]
             if self.host:
-                s.set("hostname", self.host)
+                attrs.append(("hostname", self.host))
             if self.timestamp:
-                s.set("timestamp", self.timestamp)
-        for k, v in totals.items():
-            self.root.set(k, f"{v:.3f}" if k == "time" else str(v))
-        ET.indent(self.root)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(self.root, encoding="unicode") + "\n"
+                attrs.append(("timestamp", self.timestamp))
+            f.write("\n  " + _start_tag("testsuite", attrs))
+            if self.properties:  # always: GPU, driver, runtime and seed at least
+                f.write("\n    <properties>")
+                for k, v in self.properties:
+                    f.write(f'\n      <property name="{_attr(k)}" value="{_attr(_clean(v))}" />')
+                f.write("\n    </properties>")
+            for row in rows:
+                f.write("\n    " + self._element(row))
+            f.write("\n  </testsuite>")
+        f.write("\n</testsuites>\n")
+
+    def text(self):
+        buf = io.StringIO()
+        self.write(buf)
+        return buf.getvalue()
 
 
 def _attempt_elements(case, final_failed):
@@ -320,6 +414,10 @@ def _attempt_elements(case, final_failed):
 def junit_xml(run, comp=None, name="pagelock", info=None):
     """The JUnit document (text) of the run's final verdicts. info: qualify's run info (seed,
     SKU, label, commit, start time) for the suites' properties."""
+    return _junit_doc(run, comp, name, info).text()
+
+
+def _junit_doc(run, comp=None, name="pagelock", info=None):
     status = comp.status if comp is not None else {}
     notes = comp.notes if comp is not None else {}
     doc = _Doc(name, run, info)
@@ -354,37 +452,32 @@ def junit_xml(run, comp=None, name="pagelock", info=None):
                      reruns=_attempt_elements(c, False) if flaky else ())
     if comp is not None:
         _dropped_and_machine(doc, comp)
-    return doc.text()
+    return doc
 
 
 def _dropped_and_machine(doc, comp):
     covered = set(comp.dropped_covered)
-    for cid in comp.dropped:
-        try:
-            parsed = model.CaseId.parse(cid)
-        except ValueError:
+    for cid in comp.dropped:  # the target as CaseId.parse finds it: '//' and the id to its '/'
+        colon = cid.find(":")
+        slash = cid.find("/", colon + 1)
+        if colon < 0 or slash < 0:
             continue
-        classname = f"{parsed.target[2:]}.{parsed.suite}".replace("/", ".").replace(":", ".")
-        if cid in covered:
-            doc.case(parsed.target, classname, parsed.case, 0.0, "skipped",
-                     "KNOWN_COVERAGE_LOSS: in the baseline, not in this run; an expectation names it")
-        else:
-            doc.case(parsed.target, classname, parsed.case, 0.0, "failure",
-                     "[DROPPED] in the baseline, not in this run")
+        doc.dropped("//" + cid[:slash], cid, cid in covered)
     for key, ch, why in comp.machine:
-        if str(ch) == str(Change.COVERAGE_LOST):
-            doc.case("//(machine)", "(machine)", key, 0.0, "failure", f"[COVERAGE_LOST] {why}")
+        if str(ch) in (str(Change.COVERAGE_LOST), str(Change.REGRESSION)):  # REGRESSION: the kernel's word
+            doc.case("//(machine)", "(machine)", key, 0.0, "failure", f"[{ch}] {why}")
 
 
 def write(run_dir, run, comp=None, info=None):
     """Writes junit.xml, results.csv and failures.csv into run_dir; returns their paths."""
     paths = {}
-    for name, text in ((JUNIT_NAME, junit_xml(run, comp, info=info)), (RESULTS_CSV, results_csv(run, comp)),
-                       (FAILURES_CSV, failures_csv(run, comp))):
+    for name, writer in ((JUNIT_NAME, _junit_doc(run, comp, info=info).write),
+                         (RESULTS_CSV, lambda f: f.write(results_csv(run, comp))),
+                         (FAILURES_CSV, lambda f: f.write(failures_csv(run, comp)))):
         path = os.path.join(run_dir, name)
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+            writer(f)
         os.replace(tmp, path)
         paths[name] = path
     return paths

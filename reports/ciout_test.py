@@ -5,6 +5,15 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.ciout_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import ciout
 from reports import model
 from reports import testsupport
@@ -91,7 +100,8 @@ class JunitTest(unittest.TestCase):
 
     def test_every_suite_has_time_and_the_machine_as_properties(self):
         run, comp, _ = testsupport.morning(extra_passes=2)
-        info = {"seed": "4321", "sku": "nvidia-h200", "label": "injected fault x",
+        run.fingerprint[model.PROP_RUN_SEED] = "4321"
+        info = {"sku": "nvidia-h200", "label": "injected fault x",
                 "started_at": "2026-11-30T14:39:55+00:00", "bundle": {"commit": "abc"}}
         root = ET.fromstring(ciout.junit_xml(run, comp, info=info))
         self.assertTrue(root.get("time"))
@@ -107,7 +117,14 @@ class JunitTest(unittest.TestCase):
         run.fingerprint["cuda_runtime_version"] = "13000"
         props = {p.get("name"): p.get("value") for p in ET.fromstring(ciout.junit_xml(run)).iter("property")}
         self.assertEqual(props["cuda_runtime_version"], "13000")
-        self.assertEqual(props["seed"], "7")  # the fingerprint's seed without qualify's info
+        self.assertEqual(props["seed"], "4321")
+        # A results.json written before the seed had one name: its fingerprint's "seed" (and
+        # never info.seed, which qualify wrote with it).
+        del run.fingerprint[model.PROP_RUN_SEED]
+        run.fingerprint["seed"] = "7"
+        props = {p.get("name"): p.get("value")
+                 for p in ET.fromstring(ciout.junit_xml(run, info={"seed": "9"})).iter("property")}
+        self.assertEqual(props["seed"], "7")
         bare = ET.fromstring(ciout.junit_xml(model.Run({}, [testsupport.case("A", "PASS")])))
         props = {p.get("name"): p.get("value") for p in bare.find("testsuite").find("properties")}
         self.assertEqual(props, {"gpu": "unknown", "driver": "unknown", "cuda_runtime_version": "unknown",
@@ -201,10 +218,9 @@ class CsvTest(unittest.TestCase):
         self.assertIn("HostRegisterTest.u\\u2028v,Fail\n", failures)
 
     def test_expectations_update_entry_excuses_the_same_failure_and_no_other(self):
-        from reports import compare as cmp
         from reports import expectations as expect
         run, comp, _ = testsupport.morning(extra_passes=1)
-        text = cmp.failures_csv(run, comp).replace("bug=TODO", "bug=http://x")
+        text = ciout.expectations_update(run, comp).replace("bug=TODO", "bug=http://x")
         entry = next(e for e in expect.parse(text, "update.txt") if e.pattern.endswith("RegisteringFreshRangeSucceeds"))
         self.assertTrue(entry.message, "no message= in the proposed fail entry")
         reg = next(c for c in run.cases if c.name == "RegisteringFreshRangeSucceeds")

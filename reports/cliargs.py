@@ -12,6 +12,21 @@ import sys
 EXIT_USAGE = 2  # argparse's own exit code, the shared 'bad input' of every command
 
 
+def utf8_streams():
+    """stdout and stderr write UTF-8 whatever the locale (under a Latin-1 locale, or C with
+    Python's UTF-8 mode off, the first CJK character or U+FFFD of a case name or message would
+    raise), a character they cannot encode shown as an escape, never raised. Every command calls
+    it at its entry; files are opened with encoding="utf-8" everywhere (hostile_qualify_test
+    checks every open() of tools/ and reports/)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "").replace("_", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def wants_json(argv, value=None):
     """Whether the command line asks for JSON on stdout, read before argparse (which may be
     what fails): the flag '--json', or with value, '--json VALUE' / '--json=VALUE' (report.py's

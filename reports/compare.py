@@ -250,7 +250,7 @@ def rate_drops(run, baseline, floor=BASELINE_RATE_FLOOR):
         if prev is None or not c.status.is_pass:
             continue
         for name, m in sorted(c.metrics.items()):
-            b = prev.metrics.get(name)
+            b = (prev.metrics or {}).get(name)
             if not JUDGED_RATES.match(name) or b is None or not (m.finite and b.finite) or b.value <= 0:
                 continue
             if m.value < floor * b.value:
@@ -353,9 +353,10 @@ def _case_change(c, exp, prev, has_baseline, differs=None):
         if explained:
             return Change.PLATFORM_DIFFERS, (f"baseline: {prev.status}; now {c.status} ({c.reason}); "
                                              f"{explained}"), None
+        fix = "" if e else coverage_reasons.classify(c.reason or "").fix
         return (Change.KNOWN_COVERAGE_LOSS if e else Change.COVERAGE_LOST,
                 f"baseline: {prev.status}; now {c.status}" + (f" ({c.reason})" if c.reason else "")
-                + (f"; {e.source}" if e else ""), None)
+                + (f"; {e.source}" if e else "") + (f"; to enable it: {fix}" if fix else ""), None)
     if has_baseline and prev is None:
         return Change.NEW, None, None
     if prev is not None and prev.status.is_fail and c.status.is_pass:
@@ -383,28 +384,24 @@ def _compare_with_baseline(comp, run, baseline, base, expectations, platform, ma
 
 def platform_differences(fp, base_fp):
     """How the baseline's platform differs from this run's, for comparing what is comparable:
-    {'sku': 'the baseline ran on NVIDIA H200', 'host': ..., 'facts': {fact: 'lacks'|'has'}}.
-    A baseline of the same SKU on the same host, with the same host facts, differs in nothing:
-    every loss against it is lost coverage."""
+    {'sku': 'the baseline ran on another SKU (NVIDIA H200)', 'host': ...}. A baseline of the same
+    SKU on the same host differs in nothing: every loss against it is lost coverage."""
     out = {}
     if base_fp.get("gpu0_name") and fp.get("gpu0_name") and fp["gpu0_name"] != base_fp["gpu0_name"]:
         out["sku"] = f"the baseline ran on another SKU ({base_fp['gpu0_name']})"
     if base_fp.get("host") and fp.get("host") and fp["host"] != base_fp["host"]:
         out["host"] = f"the baseline ran on another host ({base_fp['host']})"
-    mine, theirs = fp.get("host_facts"), base_fp.get("host_facts")
-    if mine is not None and theirs is not None:
-        a = {f for f in str(mine).split(",") if f}
-        b = {f for f in str(theirs).split(",") if f}
-        out["facts"] = dict({f: "lacks" for f in sorted(b - a)}, **{f: "has" for f in sorted(a - b)})
     return out
 
 
 def explained_by_platform(reason, differs):
-    """Why a case the baseline ran is NOT_SUPPORTED here, when another SKU or host explains it
-    ('' when it does not): a host setting (coverage_reasons: host setup) of a baseline from
-    another host, or with other host facts; a device capability of a baseline of another SKU."""
+    """Why a case the baseline ran is NOT_SUPPORTED here, when the baseline's other SKU or host
+    explains it ('' when it does not): a host setting (coverage_reasons: host setup), or a
+    device capability of a baseline of another SKU. The same host (and SKU) losing its hugetlb
+    pool is lost coverage, shown with the fix: a lab host that lost its setup overnight must not
+    qualify quietly."""
     group = coverage_reasons.classify(reason or "")
-    if group.category == "host setup" and ("host" in differs or "sku" in differs or differs.get("facts")):
+    if group.category == "host setup" and ("host" in differs or "sku" in differs):
         return "host setup differs from the baseline's" + (f" ({group.fix})" if group.fix else "")
     if group.category == "capability" and "sku" in differs:
         return differs["sku"] + ": a capability of that SKU"
@@ -451,6 +448,3 @@ def _summarize(comp, run):
         comp.exit_code = EXIT_COVERAGE_LOST
     elif "update" in blocking or comp.stale:
         comp.exit_code = EXIT_UPDATE
-
-
-from reports.ciout import expectations_update as failures_csv  # noqa: E402,F401 (expectations-update.txt; moved to ciout)

@@ -19,23 +19,26 @@ import re
 from dataclasses import dataclass
 
 CATEGORIES = ("host setup", "operator setting", "hardware", "runtime", "capability", "other")
-# (category, reason pattern, fix). First match wins; a fix named in the reason itself wins.
+# (category, reason pattern, fix[, the host facts it depends on]). First match wins; a fix
+# named in the reason itself wins. The facts are those of fixtures/host_setup.h.
 RULES = (
-    ("host setup", r"hugetlb|HugePages", "tools/labhost prepare --hugetlb-2m 1024"),
-    ("host setup", r"\bswap\b|MADV_PAGEOUT", "tools/labhost prepare --swap-file /var/tmp/pagelock-lab.swap --swap-size 4G"),
-    ("host setup", r"\bKSM\b|/sys/kernel/mm/ksm", "tools/labhost prepare --ksm"),
-    ("host setup", r"numa_balancing", "tools/labhost prepare --numa-balancing"),
-    ("host setup", r"transparent_hugepage|\bTHP\b|khugepaged", "tools/labhost prepare --thp madvise"),
-    ("host setup", r"cgroup|memory\.max", "run where a cgroup-v2 child cgroup with the memory controller can be created"),
+    ("host setup", r"hugetlb|HugePages", "tools/labhost prepare --hugetlb-2m 1024", ("hugetlb-2m-pool", "hugetlb-1g-pool")),
+    ("host setup", r"\bswap\b|MADV_PAGEOUT", "tools/labhost prepare --swap-file /var/tmp/pagelock-lab.swap --swap-size 4G",
+     ("swap",)),
+    ("host setup", r"\bKSM\b|/sys/kernel/mm/ksm", "tools/labhost prepare --ksm", ("ksm",)),
+    ("host setup", r"numa_balancing", "tools/labhost prepare --numa-balancing", ("numa-balancing",)),
+    ("host setup", r"transparent_hugepage|\bTHP\b|khugepaged", "tools/labhost prepare --thp madvise", ("thp",)),
+    ("host setup", r"cgroup|memory\.max", "run where a cgroup-v2 child cgroup with the memory controller can be created",
+     ("memory-cgroup",)),
     ("host setup", r"RLIMIT_MEMLOCK|memlock", "ulimit -l unlimited"),
-    ("host setup", r"iommu|IOMMU|DMAR", ""),
+    ("host setup", r"iommu|IOMMU|DMAR", "", ("iommu-translated", "iommu-passthrough")),
     ("host setup", r"io_uring|O_DIRECT|tmpfs|/dev/dma_heap|stat_refresh|dmesg|/dev/kmsg|not root|CAP_", ""),
     ("operator setting", r"\bPAGELOCK_[A-Z0-9_]+ (?:unset|is not set)", ""),
     ("hardware", r"cudaGetDeviceCount=\d+ \(need \d+\)|numa nodes with (?:normal )?memory=\d+ \(need \d+\)|need(?:s)? \d+ GPUs", ""),
     ("runtime", r"needs CUDA runtime|CUDART_VERSION", "build the bundle with a newer CUDA toolkit"),
     ("capability", r"cudaDevAttr|CU_DEVICE_ATTRIBUTE|host atomics not native|not supported by (?:the|this) (?:device|driver)", ""),
 )
-_RULES = [(c, re.compile(p), f) for c, p, f in RULES]
+_RULES = [(r[0], re.compile(r[1]), r[2], r[3] if len(r) > 3 else ()) for r in RULES]
 _OWN_FIX = re.compile(r"(tools/labhost prepare[^;)\n]*)")
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
@@ -44,14 +47,15 @@ _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 class Group:
     category: str
     fix: str = ""
+    facts: tuple = ()  # the host facts (fixtures/host_setup.h) the reason depends on, if known
 
 
 def classify(reason):
     """The group of one NOT_SUPPORTED (or SKIP) reason."""
     own = _OWN_FIX.search(reason or "")
-    for category, rx, fix in _RULES:
+    for category, rx, fix, facts in _RULES:
         if rx.search(reason or ""):
-            return Group(category, own.group(1).strip() if own else fix)
+            return Group(category, own.group(1).strip() if own else fix, facts)
     return Group("other", own.group(1).strip() if own else "")
 
 

@@ -21,6 +21,7 @@ Conditions say on which platforms the entry applies; every one given must hold:
                        <sku>.txt apply to that SKU alone without it)
 A platform the run does not record (no driver, an older results.json without host_facts) admits
 no entry that names a condition on it.
+  kernel <case-glob or (run)> pattern=<glob over the kernel log line> [conditions] bug=<url>  # reason
 
 <case-glob> matches case ids ('suites/hostalloc:hostalloc_test/Suite.Name', fnmatch syntax).
 `fail` is a known failure (EXPECTED_FAIL; if the case now passes, the entry is stale),
@@ -32,6 +33,10 @@ machine loss 'fingerprint:gpu_count', 'fingerprint:gpu0_name', 'fingerprint:gpu0
 message= (fail only) is an fnmatch glob over the case's failure message, '_' standing for a space:
 the known failure is excused only when it fails for the known reason (e.g. message=*OOM-killed*);
 the same case failing for another reason is a REGRESSION.
+`kernel` excuses a known benign kernel log line (docs/qualification.md, "The kernel's word"): a
+line that would fail the case running when it was logged (an Xid, an NVRM error, an IOMMU fault,
+a PCIe AER line), or the run's health when no case ran ('(run)'), is shown but fails nothing when
+it matches pattern= (an fnmatch glob; '_' matches a space or an underscore).
 bug= is required (skip: optional) and must be a link: a placeholder (TODO, TBD, FIXME, XXX, '?')
 is refused, so no unexplained excuse can be committed.
 A malformed line is an ExpectationError naming file and line (qualify exits 2); so is a range
@@ -61,10 +66,19 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.expectations"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports.model import FAILING, PatternSet, Status
 from reports.validate import NotRegularFile, read_regular_file
 
-KINDS = ("fail", "flake", "skip", "coverage")
+KINDS = ("fail", "flake", "skip", "coverage", "kernel")
 FAIL_STATUSES = set(FAILING)
 # The host facts a run's fingerprint may list (host_facts; fixtures/host_setup.cc measures them,
 # and the C++ twin of this parser accepts the same names).
@@ -126,6 +140,7 @@ class Entry:
     sku: str = ""  # glob over the SKU ('' : any)
     bug: str = ""
     message: str = ""  # fnmatch glob over the failure message ('' : any)
+    line: str = ""  # kernel entries: fnmatch glob over the kernel log line ('_': a space or '_')
     reason: str = ""
     source: str = ""  # "file:line"
     texts: dict = field(default_factory=dict)  # condition -> its text as written ('driver': '580')
@@ -289,6 +304,10 @@ def _field(e, key, value, kind, where):
         if kind != "fail":
             raise ExpectationError(f"{where}: message= applies to fail entries only")
         e.message = value.replace("_", " ")
+    elif key == "pattern":
+        if kind != "kernel":
+            raise ExpectationError(f"{where}: pattern= applies to kernel entries only")
+        e.line = value
     else:
         raise ExpectationError(f"{where}: unknown key '{key}'")
 
@@ -322,6 +341,8 @@ def parse(text, name, sku=None):
             e.statuses = {Status.FAIL.value}
         if kind != "skip" and not e.bug:
             raise ExpectationError(f"{where}: every {kind} entry needs bug=<tracker link>")
+        if kind == "kernel" and not e.line:
+            raise ExpectationError(f"{where}: every kernel entry needs pattern=<glob over the kernel log line>")
         if sku is not None:
             if e.sku and not fnmatch.fnmatchcase(sku, e.sku):
                 raise ExpectationError(f"{where}: sku={e.sku} in the file of {sku} never applies")
@@ -360,6 +381,12 @@ class Expectations:
         for e in self.matching_entries(case_id, platform):
             out.setdefault(e.kind, e)
         return out
+
+    def kernel_excuses(self, platform):
+        """The `kernel` entries for this platform, as the runner takes them (RunConfig.kernel_excused)."""
+        p = Platform.of(platform)
+        return [{"case": e.pattern, "line": e.line, "why": f"{e.source} {e.bug}".strip()}
+                for e in self.entries if e.kind == "kernel" and e.applies(p)]
 
     def skip_patterns(self, platform):
         p = Platform.of(platform)

@@ -66,13 +66,20 @@ import sqlite3
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # run as a script
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.history"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from reports import cliargs  # noqa: E402
-from reports import model  # noqa: E402
+from reports import cliargs
+from reports import model
 # The storage (connections, schema, migrations, status predicates) is history_schema's; these
 # names stay reachable as history.X for the fleet tools.
-from reports.history_schema import (  # noqa: E402,F401
+from reports.history_schema import (  # noqa: F401
     CASE_COLUMNS, FAILING, METRIC_COLUMNS, NOT_RUN, NOT_RUN_SQL, PASSING, PROBLEM_SQL, RUN_COLUMNS,
     SCHEMA_VERSION, HistoryError, HistoryUnavailable, SchemaTooOld, _in, _now, connect, has_password,
     is_url, migrate_to, redact, timeouts)
@@ -86,12 +93,20 @@ def load_run_dir(run_dir):
     """(info dict, Run, {case id: comparison status}) from RUN_DIR/results.json."""
     path = os.path.join(run_dir, "results.json")
     try:
+        if os.path.getsize(path) > model.RESULTS_MAX_BYTES:
+            raise model.ResultsError(f"larger than the {model.RESULTS_MAX_BYTES >> 20} MiB a results file may be "
+                                     "(docs/qualification.md, Limits); not read")
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         run_json = data.get("run", data)
         if "format_version" in data and isinstance(run_json, dict):
             run_json = dict(run_json, format_version=run_json.get("format_version", data["format_version"]))
+        n = len(run_json.get("cases", [])) if isinstance(run_json, dict) else 0
+        if n > model.RESULTS_MAX_CASES:
+            raise model.ResultsError(f"{n:,} cases, more than the {model.RESULTS_MAX_CASES:,} a results file may "
+                                     "hold (docs/qualification.md, Limits); not read")
         run = model.Run.from_json(run_json)
+        run.one_record_per_case()  # one id twice: one row, the worse status (reports/model.py's rule)
         return data.get("info", {}), run, data.get("comparison") or {}
     except OSError as e:
         raise HistoryError(f"{path}: cannot read: {e.strerror}") from None
@@ -104,7 +119,7 @@ def rows_of_run(run, comparison):
     [(case id, metric name, value)]) from a typed Run."""
     status = getattr(comparison, "status", comparison) or {}
     cases, metrics = [], []
-    for c in run.cases:
+    for c in model.one_per_id(run.cases):  # one row per case and run: the rule of reports/model.py
         st = str(c.status)
         attempts = " ".join(str(a) for a in c.attempts)
         comp = status.get(c.id)
@@ -634,6 +649,7 @@ def _fail(code, msg):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     try:
         args = _parser(argv).parse_intermixed_args(argv)  # options may follow the query: import --host H DIR
     except SystemExit as e:
@@ -653,6 +669,11 @@ def main(argv=None):
         # A server that cannot be reached, or a full disk, is infrastructure; a file that is no
         # database, or a schema newer than this code, is configuration.
         return fail(EXIT_INFRA if e.infra else EXIT_USAGE, e)
+    if db.read_only and args.query in ("import", "migrate", "prune"):
+        # A sound history on a read-only mount: every query reads it; what writes says why not.
+        db.close()
+        return fail(EXIT_USAGE, f"{target} is read-only ({db.read_only}): {args.query} writes to "
+                                "it; copy the history somewhere writable, or give another --db")
     try:
         code, data, text = {"runs": cli_runs, "bracket": cli_bracket, "trend": cli_trend, "metrics": cli_metrics,
                             "import": cli_import, "version": cli_version, "migrate": cli_migrate,

@@ -196,6 +196,8 @@ class Database:
     """One connection, SQLite or PostgreSQL, behind the few calls history needs. SQL is written
     once with `?` parameters; `execute` returns a cursor (fetchone/fetchall)."""
 
+    read_only = None  # why this history can only be read (a read-only mount), or None
+
     def __init__(self, conn, backend, target):
         self.conn, self.backend, self.target = conn, backend, target
 
@@ -262,6 +264,12 @@ class Database:
         if self.backend == "postgresql":  # hosts starting together migrate once, in turn
             self.execute("SELECT pg_advisory_xact_lock(7021526)")
 
+    def hold_migration_lock(self, hold):
+        """Holds (or lets go of) the migration lock across every step of a migration from an
+        empty database, so that a client meeting it half-way waits instead of calling it old."""
+        if self.backend == "postgresql":
+            self.execute("SELECT pg_advisory_lock(7021526)" if hold else "SELECT pg_advisory_unlock(7021526)")
+
 
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -286,9 +294,17 @@ def _open(target):
         except psycopg2.Error as e:
             raise HistoryUnavailable(f"{redact(target)}: cannot connect: {redact(str(e).strip())}") from None
         conn.autocommit = True  # transactions are explicit (begin/commit)
+        try:
+            conn.set_client_encoding("UTF8")  # names and messages are UTF-8, whatever the locale
+        except psycopg2.Error as e:
+            conn.close()
+            raise HistoryError(f"{redact(target)}: cannot speak UTF-8 to it: {redact(str(e).strip())}") from None
         return Database(conn, "postgresql", target)
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     existed = os.path.exists(target)
+    why_ro = read_only_reason(target) if existed else None
+    if why_ro:
+        return _open_read_only(target, why_ro, lock_s)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     conn = None
     try:
         conn = sqlite3.connect(target, timeout=max(lock_s, 1), isolation_level=None)
@@ -301,11 +317,62 @@ def _open(target):
         if conn is not None:
             conn.close()
         _remove_if_we_created_it(target, existed)
+        if existed and "readonly" in str(e).replace("-", "").replace(" ", ""):
+            return _open_read_only(target, str(e), lock_s)
         cls = HistoryUnavailable if _infra(e) else HistoryError
         raise cls(f"{target}: cannot open as SQLite: {e}") from None
     db = Database(conn, "sqlite", target)
     db.created = not existed
     return db
+
+
+def read_only_reason(path):
+    """Why a SQLite history that exists can only be read (a read-only mount, a file or folder
+    this user may not write: WAL mode writes beside the file), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for p, what in ((path, "the file"), (folder, "its folder")):
+        if not os.access(p, os.W_OK):
+            try:
+                ro_mount = os.statvfs(p).f_flag & os.ST_RDONLY
+            except OSError:
+                ro_mount = False
+            return f"{what} is on a read-only file system" if ro_mount else f"{what} is not writable"
+    return None
+
+
+def _open_read_only(target, why, lock_s):
+    """A sound history that cannot be written is still read: opened read-only (mode=ro), and
+    where WAL mode cannot make its shared-memory file beside it (a read-only mount), as an
+    immutable file, which nothing can be writing. Database.read_only says why."""
+    from urllib.parse import quote
+    path = quote(os.path.abspath(target))
+    last = None
+    uris = [f"file:{path}?mode=ro"]
+    try:
+        wal = os.path.getsize(target + "-wal")
+    except OSError:
+        wal = 0
+    if not wal:  # with a log never merged into it, the file alone is not the history
+        uris.append(f"file:{path}?mode=ro&immutable=1")
+    for uri in uris:
+        conn = None
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=max(lock_s, 1), isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout={int(max(lock_s, 1) * 1000)}")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            _check_sqlite(conn, target)
+        except sqlite3.Error as e:
+            last = e
+            if conn is not None:
+                conn.close()
+            continue
+        db = Database(conn, "sqlite", target)
+        db.created, db.read_only = False, why
+        return db
+    cls = HistoryUnavailable if _infra(last) else HistoryError
+    unmerged = f"; its write-ahead log {target}-wal ({wal} bytes) was never merged into it, so " \
+        "it cannot be read where it is: copy it, with that file, somewhere writable" if wal else ""
+    raise cls(f"{target}: cannot open as SQLite, even read-only ({why}): {last}{unmerged}")
 
 
 QUICK_CHECK_MAX_BYTES = 256 << 20
@@ -352,14 +419,32 @@ def connect(target, migrate=None):
     db = _open(target)
     try:
         current = db.version()
+        if db.backend == "postgresql" and 0 < current < SCHEMA_VERSION:
+            # Clients that meet a new database together: one migrates it from 0, holding the
+            # migration lock; another must not read the version half-way and call the database
+            # old. It waits for that lock, then reads the version again.
+            db.execute("SELECT pg_advisory_lock(7021526)")
+            db.execute("SELECT pg_advisory_unlock(7021526)")
+            current = db.version()
         if current > SCHEMA_VERSION:
             raise HistoryError(
                 f"{redact(target)}: schema version {current} is newer than this pagelock knows "
                 f"({SCHEMA_VERSION}); update pagelock. Nothing was read or written.")
+        if current < SCHEMA_VERSION and db.read_only:
+            raise HistoryError(
+                f"{redact(target)}: read-only ({db.read_only}) at schema version {current}, older "
+                f"than this pagelock's ({SCHEMA_VERSION}), which cannot migrate it; copy it where "
+                "it can be written. Nothing was read or written.")
         if current < SCHEMA_VERSION:
             implicit = current == 0 or db.backend == "sqlite"
             if migrate or (migrate is None and implicit):
-                migrate_to(db, SCHEMA_VERSION)
+                if current == 0:
+                    db.hold_migration_lock(True)
+                try:
+                    migrate_to(db, SCHEMA_VERSION)
+                finally:
+                    if current == 0:
+                        db.hold_migration_lock(False)
             elif migrate is None:
                 raise SchemaTooOld(
                     f"{redact(target)}: schema version {current} is older than this pagelock's "

@@ -16,17 +16,27 @@ import sqlite3
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.history_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testsupport  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
+from reports import history
+from reports import model
+from reports import testsupport
+from tools.fleet import daemons
 
 # The schema and insert statements of the commit before schema versioning (731b4b0), verbatim:
 # the predecessor that wrote the databases found on lab machines today.
@@ -226,14 +236,29 @@ class Backend:
         self.assertEqual(self.db.execute("SELECT nvidia_driver, sku FROM runs").fetchone()[0], "580.159.04")
 
     def test_a_run_that_fails_half_way_leaves_nothing(self):
-        bad = make_run()
-        bad.cases.append(model.Case.from_raw("//suites/a:a_test", "S", "A", "PASS"))  # duplicate key: insert fails
-        with self.assertRaises(Exception):
-            history.store(self.db, "half", "2026-11-30", bad, None, "nvidia-h200", "c", 0, "v")
+        real = type(self.db).insert_many
+
+        def fails_on_metrics(db, table, *args, **kwargs):  # the runs row and its cases are in
+            if table == "metrics":
+                raise sqlite3.OperationalError("disk I/O error")
+            return real(db, table, *args, **kwargs)
+        with mock.patch.object(type(self.db), "insert_many", fails_on_metrics):
+            with self.assertRaises(Exception):
+                history.store(self.db, "half", "2026-11-30", make_run(), None, "nvidia-h200", "c", 0, "v")
         self.assertEqual(self.count("runs"), 0)
         self.assertEqual(self.count("cases"), 0)
         self.put("after", "2026-11-30", {"A": "PASS"})
         self.assertEqual(self.count("runs"), 1)
+
+    def test_a_case_held_twice_is_one_row_with_the_worse_status(self):
+        # Reliability review 4, 9b: one id twice in a run (results.json of an older runner) was
+        # a UNIQUE violation that kept the whole run out of the history.
+        twice = make_run()
+        twice.cases.append(model.Case.from_raw("//suites/a:a_test", "S", "A", "CRASH", message="second"))
+        history.store(self.db, "twice", "2026-11-30", twice, None, "nvidia-h200", "c", 0, "v")
+        rows = self.db.execute("SELECT n.name, c.status FROM cases c JOIN case_names n ON n.id = c.case_ref"
+                               " WHERE n.name = 'suites/a:a_test/S.A'").fetchall()
+        self.assertEqual(rows, [("suites/a:a_test/S.A", "CRASH")])
 
     def test_concurrent_writers_all_land_and_a_shared_run_lands_once(self):
         write_run_dir(self.tmp, "shared-run", make_run(host="shared"))

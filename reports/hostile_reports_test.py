@@ -17,16 +17,38 @@ import unittest
 from contextlib import redirect_stderr
 from unittest import mock
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.hostile_reports_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import compare as cmp
 from reports import compare_runs
 from reports import expectations as expect
 from reports import model
 from reports import testlogs
+from reports import testsupport
 from reports import validate
 
 T = "//suites/a:a_test"
 FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7",
       "device_status": "usable", "gpu_count": "1"}
+
+
+def committed_results():
+    """The committed results.json files of real runs: the H200 baseline first, then the runs
+    under reports/testdata/runs/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "..", "baselines", "nvidia-h200", "results.json")]
+    runs = os.path.join(here, "testdata", "runs")
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        if os.path.exists(os.path.join(runs, d, "results.json")):
+            paths.append(os.path.join(runs, d, "results.json"))
+    return paths
 
 
 def case(name, status, message="", target=T, suite="S"):
@@ -281,16 +303,76 @@ class WrongTypesTest(TmpDir):
             model.Run.from_json({"cases": [{"target": 5, "suite": "S", "name": "X"}]})
 
     def test_every_committed_results_json_is_still_valid(self):
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        paths = [os.path.join(root, "baselines", "nvidia-h200", "results.json")]
-        ex = os.path.join(root, "examples", "h200-qualification")
-        for d in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
-            if os.path.exists(os.path.join(ex, d, "results.json")):
-                paths.append(os.path.join(ex, d, "results.json"))
-        for p in paths:
+        for p in committed_results():
             if os.path.exists(p):
                 with open(p) as f:
                     self.assertIsNone(validate.results_problem(json.load(f)), p)
+
+
+# --- Reliability review 4, #7: baselines of any size, within stated limits -------------------
+
+class LargeBaselineTest(TmpDir):
+    """A baseline is read case by case (reports/results_stream.py) into what a comparison needs;
+    the limits (model.RESULTS_MAX_CASES, RESULTS_MAX_BYTES) are enforced by every reader with a
+    message that names them; the page stays the same size whatever the baseline holds. The
+    10^6-case figures are tools/large_baseline_bench.py's (docs/qualification.md, Limits)."""
+
+    def committed(self):
+        return [p for p in committed_results() if os.path.exists(p)]
+
+    def test_the_streaming_reader_agrees_with_the_full_one_however_the_chunks_fall(self):
+        from reports import results_stream
+        paths = self.committed()[:2] + [self.write("tier.json", json.dumps({"format_version": 2,
+                                                                             "run": tier(300).to_json()}))]
+        for chunk in (7, 4096):
+            with mock.patch.object(results_stream, "CHUNK", chunk):
+                for p in paths:
+                    slim, _ = results_stream.read_slim(p)
+                    full, _, _ = model.read_results(p)
+                    self.assertEqual([(c.id, c.target, c.status, c.seconds) for c in slim.cases],
+                                     [(c.id, c.target, c.status, c.seconds) for c in full.cases], p)
+                    self.assertEqual(slim.fingerprint, full.fingerprint)
+
+    def test_a_wrong_typed_case_field_is_named_by_its_path(self):
+        from reports import results_stream
+        doc = {"format_version": 2, "run": tier(10).to_json()}
+        doc["run"]["cases"][3]["target"] = 5
+        path = self.write("bad.json", json.dumps(doc))
+        with self.assertRaises(model.ResultsError) as e:
+            results_stream.read_slim(path)
+        self.assertIn("run.cases[3].target: expected text, found a number (5)", str(e.exception))
+
+    def test_a_file_beyond_the_limits_is_refused_by_every_reader(self):
+        from reports import history, results_stream
+        path = self.write("run/results.json", json.dumps({"format_version": 2, "info": {"started_at": "x"},
+                                                          "run": tier(10).to_json()}))
+        with mock.patch.object(model, "RESULTS_MAX_CASES", 9):
+            for read in (results_stream.read_slim, model.read_results):
+                with self.assertRaises(model.ResultsError) as e:
+                    read(path)
+                self.assertIn("more than the 9 a baseline or results file may hold" if read is model.read_results
+                              else "more than 9 cases, the most a baseline or results file may hold",
+                              str(e.exception))
+            with self.assertRaises(history.HistoryError) as e:
+                history.load_run_dir(os.path.dirname(path))
+            self.assertIn("more than the 9 a results file may hold", str(e.exception))
+        with mock.patch.object(model, "RESULTS_MAX_BYTES", 1000):
+            with self.assertRaises(model.ResultsError) as e:
+                results_stream.read_slim(path)
+            self.assertIn("larger than the 0 MiB", str(e.exception))
+
+    def test_the_page_is_the_same_size_whatever_the_baseline_holds(self):
+        from reports import htmlreport
+        run = model.Run(dict(FP), [case("A", "PASS"), case("B", "PASS")])
+        sizes = {}
+        for n in (1000, 100000):
+            base = model.Run(dict(FP), [model.BaselineCase(f"suites/big:t{i % 100}/Big.c{i}", f"//suites/big:t{i % 100}",
+                                                           model.Status.PASS, 0.1) for i in range(n)])
+            comp = cmp.compare(run, None, base)
+            self.assertEqual(comp.summary["DROPPED"], n)
+            sizes[n] = len(htmlreport.render_qualification(run, {"run_key": "k"}, comp, base, {}))
+        self.assertLess(sizes[100000], sizes[1000] * 1.2, sizes)
+        self.assertLess(sizes[100000], 500000, sizes)
 
 
 # --- Row 14: replay commands are shell words ---------------------------------------------------
@@ -387,7 +469,6 @@ class TextInputTest(TmpDir):
             expect.parse(f"fail suites/a:a_test/S.X status=FAIL driver={bounds} bug=b\n", "e.txt")
 
     def test_the_rules_table_accepts_a_byte_order_mark(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
         from tools.lint import spec_check
         path = self.write("rules.tsv", "\ufeff" + "\t".join(spec_check.COLUMNS) + "\r\n"
                           "R01\trule\tfam\trule\t12+\t-\tS.X\r\n")
@@ -400,7 +481,6 @@ class TextInputTest(TmpDir):
 
 _LOAD = """
 import sys
-sys.path.insert(0, {root!r})
 from reports import expectations as expect, model
 try:
     if sys.argv[1] == "exp":
@@ -416,12 +496,10 @@ class SpecialFilesTest(TmpDir):
     def load(self, what, path):
         """In a child with a time and a memory limit: the old code hangs on a FIFO and reads
         /dev/zero until memory runs out."""
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + \
-            _LOAD.format(root=os.path.abspath(root))
+        code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + _LOAD
         try:
             p = subprocess.run([sys.executable, "-c", code, what, path], capture_output=True,
-                               text=True, timeout=30)
+                               text=True, timeout=30, env=testsupport.package_env())
         except subprocess.TimeoutExpired:
             self.fail(f"{what} {path}: still reading after 30 s")
         return p.stdout + p.stderr
@@ -478,10 +556,8 @@ class FailedLabelTest(TmpDir):
 
     def test_no_committed_example_headline_is_the_word_failed(self):
         from reports import htmlreport
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "h200-qualification")
         seen = 0
-        for d in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-            path = os.path.join(root, d, "results.json")
+        for path in committed_results()[1:]:  # the real runs under reports/testdata/runs/
             if not os.path.exists(path):
                 continue
             run, _, _ = model.read_results(path)
@@ -490,7 +566,7 @@ class FailedLabelTest(TmpDir):
                     if m:
                         seen += 1
                         self.assertNotEqual(htmlreport.headline(m), "Failed", (path, c.id))
-        if os.path.isdir(root):
+        if any(os.path.exists(p) for p in committed_results()[1:]):
             self.assertGreater(seen, 0)
 
 

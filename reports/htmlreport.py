@@ -32,8 +32,10 @@ report it as an infrastructure error, exit 1). The commands choose their interpr
 import json
 import os
 import re
+import shlex
 
 from reports import model, pages
+from reports.compare import elsewhere_json
 # Re-exported: the callers catch htmlreport.MissingDependency; the tests read the colours.
 from reports.pages import STATUS_COLORS, MissingDependency, css  # noqa: F401
 
@@ -215,7 +217,23 @@ def rule_refs(ids, rules):
     return [(i, rule_text(i, rules)) for i in ids]
 
 
-def _case_json(c, comp, prefixes, run_seed):
+def repro_command(case_id, info):
+    """The command that writes a case's reproducer for a driver team (tools/qualify --repro,
+    tools/qualification/repro.py), from the checkout the run was made from; None for a page of
+    no qualify run."""
+    if not (info or {}).get("run_key"):
+        return None
+    out = ""
+    words = str(info.get("command", "")).split(" ")
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith("--out=") else (words[i + 1] if w == "--out" and
+                                                                  i + 1 < len(words) else None)
+        if value and value.rstrip("/") != "runs":
+            out = f" --out {shlex.quote(value)}"
+    return f"tools/qualify --repro {model.single_quoted(case_id)} --run {shlex.quote(info['run_key'])}{out}"
+
+
+def _case_json(c, comp, prefixes, run_seed, repro=None):
     """The compact record the page's JavaScript decodes: [prefix index, rest of the id, raw
     status, seconds, rules, case seed, {other fields, empty ones left out} or 0]. 10,000 cases
     are about 0.5 MB; the browser test measures the load."""
@@ -232,9 +250,13 @@ def _case_json(c, comp, prefixes, run_seed):
     if c.status in _FAILING or c.status == model.Status.WARN or len(c.attempts) > 1 or \
             (comp and str(comp) not in ("NEW", "FIXED")):
         d["rp"] = c.replay_command()
+        if repro is not None and (c.status.is_fail or c.flaky):
+            d["rx"] = repro(c.id)
     if c.first_failure:
         d["ff"] = c.first_failure
-    x = []
+    if c.conflicts:  # the conflict rule's note leads: why the worse status stands
+        d["h"] = c.conflicts[0]
+    x = [["conflicting evidence", note] for note in c.conflicts]
     if len(c.attempts) > 1:
         x.append(["attempts", " ".join(map(str, c.attempts))])
     if c.run_seed is not None and str(c.run_seed) != str(run_seed):
@@ -274,8 +296,11 @@ def _json_text(obj):
 # The first screen: what changed and why (changes.html.j2)
 
 def reason_line(case):
-    """A case's one-line reason: the model's reason when it has one, else the meaningful line
-    of its failure message, else (a retry passed) its failed attempt's."""
+    """A case's one-line reason: its conflicting evidence when there was some (the first
+    conflict: why the worse status stands), else the model's reason when it has one, else the
+    meaningful line of its failure message, else (a retry passed) its failed attempt's."""
+    if case.conflicts:
+        return case.conflicts[0]
     if case.reason:
         return case.reason
     if case.message:
@@ -291,7 +316,8 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
     r = {"kind": kind, "now": now, "cid": cid, "linked": case is not None, "msg": msg, "note": note,
          "baseline_status": baseline_status, "rules": list(case.rules) if case else [],
          "attempts": " ".join(map(str, case.attempts)) if case and len(case.attempts) > 1 else "",
-         "klog": "", "klog_more": "", "replay": ""}
+         "klog": "", "klog_more": "", "replay": "",
+         "fails": case is not None and (case.status.is_fail or case.flaky)}
     klog = "\n".join(v for k, v in sorted(case.logs.items()) if k.startswith("kernel_log")) \
         if case is not None else ""
     if klog:  # driver-side evidence beside the failure (runner: kernel log while the case ran)
@@ -305,6 +331,10 @@ def _change_row(kind, now, cid, case, note="", baseline_status=None):
 
 
 GROUPS_SHOWN = 20  # causes on the first screen before the rest fold (10 fit at 1440x900)
+# Cases listed under one cause (in its folded list); the rest are counted, and the case list's
+# filters find them. 10^6 dropped cases of a big baseline are one cause, not 10^6 list items:
+# the page stays the same size whatever the baseline holds.
+ROWS_SHOWN = 200
 
 
 def cause_groups(rows, rules):
@@ -321,9 +351,13 @@ def cause_groups(rows, rules):
         first = members[0]
         text = " ".join(first["msg"].split())
         ids = sorted({i for m in members for i in m["rules"]})
-        out.append({"kind": kind, "count": len(members), "rules": rule_refs(ids, rules), "msg": text,
-                    "msg_cut": cut_at_word(text), "first": first, "rows": members,
-                    "replay": next((m["replay"] for m in members if m["replay"]), "")})
+        count = sum(1 + m.get("more", 0) for m in members)  # "more": cases counted, not listed
+        out.append({"kind": kind, "count": count, "rules": rule_refs(ids, rules), "msg": text,
+                    "msg_cut": cut_at_word(text), "first": first, "rows": members[:ROWS_SHOWN],
+                    "rows_more": count - min(len(members), ROWS_SHOWN),
+                    "replay": next((m["replay"] for m in members if m["replay"]), ""),
+                    "replay_cid": next((m["cid"] for m in members if m["replay"] and m["fails"]), ""),
+                    "repro": ""})
     out.sort(key=lambda g: -g["count"])  # stable: ties keep the order of their first case
     return out
 
@@ -333,10 +367,11 @@ def _fold(groups):
             "folded_cases": sum(g["count"] for g in groups[GROUPS_SHOWN:])}
 
 
-def changes_context(run, comp=None, baseline=None, rules=None):
+def changes_context(run, comp=None, baseline=None, rules=None, repro=None):
     """Causes of the regressions, coverage lost, dropped, crashes, timeouts, new flakes and
     unexpected passes, most serious kind first; the rest of the differences (expected failures,
-    known flakes, fixed, new) folded, grouped the same way."""
+    known flakes, fixed, new) folded, grouped the same way. repro: case id -> the command that
+    writes its reproducer (repro_command), beside each cause's replay command."""
     rules = rules_table() if rules is None else rules
     by_id = run.by_id()
     kinds, other = [], []
@@ -360,13 +395,20 @@ def changes_context(run, comp=None, baseline=None, rules=None):
                 listed.add(cid)
                 (group if st.blocks else other).append(r)
             if st == model.Change.DROPPED:
-                for cid in comp.dropped:
+                covered_ids = set(comp.dropped_covered)
+                listed_rows = {True: [], False: []}
+                for cid in comp.dropped:  # a row for the first ROWS_SHOWN of each kind, a count after
+                    covered = cid in covered_ids
+                    rows_of = listed_rows[covered]
+                    if len(rows_of) >= ROWS_SHOWN:
+                        rows_of[-1]["more"] = rows_of[-1].get("more", 0) + 1
+                        continue
                     prev = base.get(cid)
-                    covered = cid in comp.dropped_covered
                     r = _change_row("KNOWN_COVERAGE_LOSS" if covered else "DROPPED", None, cid, None,
                                     "in the baseline, not in this run" +
                                     (" (an expectation names it)" if covered else ""),
                                     str(prev.status) if prev else None)
+                    rows_of.append(r)
                     (other if covered else group).append(r)
             if group:
                 kinds.append(group)
@@ -384,6 +426,8 @@ def changes_context(run, comp=None, baseline=None, rules=None):
             kinds.append(group)
     causes = [g for rows in kinds for g in cause_groups(rows, rules)]
     others = cause_groups(other, rules)
+    for g in causes + others if repro else ():
+        g["repro"] = repro(g["replay_cid"]) if g["replay_cid"] else ""
     return {"compared": comp is not None, "causes": _fold(causes), "n_causes": len(causes),
             "n_changed": sum(g["count"] for g in causes), "other_causes": others,
             "n_other": sum(g["count"] for g in others), "kernel_log_note": kernel_log_note(run)}
@@ -395,8 +439,13 @@ def kernel_log_note(run):
     how = run.fingerprint.get("pagelock_kernel_log", "")
     lines = sum(1 for c in run.cases if any(k.startswith("kernel_log") for k in c.logs))
     if how.startswith("read from"):
+        outside = run.kernel_log
+        bad = run.kernel_faults()
+        run_level = (f" {len(outside)} line(s) were logged while no case ran (the run level"
+                     + (f"; {len(bad)} report a fault and fail the run's health, the first: "
+                        f"{bad[0]['line']}" if bad else "") + ").") if outside else ""
         return (f"Kernel log {how}: driver lines (NVRM, Xid, oom-kill, IOMMU) while a case ran are "
-                f"shown with it; {lines} case(s) have some.")
+                f"shown with it; {lines} case(s) have some.{run_level}")
     if how:
         return f"Kernel log {how}: no driver-side evidence (NVRM, Xid, oom-kill, IOMMU) in this report."
     return ("Kernel log not captured (only the bundle runner and qualify capture it): no driver-side "
@@ -528,20 +577,22 @@ def rules_cited(cases, rules):
             for r in sorted(cited, key=order)]
 
 
-def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=None, comp=None,
-           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None):
+def render(run, title="pagelock report", verdict=None, extra_sections=(), comp=None,
+           baseline=None, folded_sections=(), mutation=None, page_title=None, rules=None, first_night=None,
+           repro=None):
     """run: model.Run. verdict: (text, color) or None. comp: a reports.compare.Comparison
     against expectations and baseline (its statuses are shown beside the raw statuses).
     folded_sections go right after the changes (HTML from run_info_section), extra_sections
     after the cases (HTML from metrics_section). mutation: a mutation.json dict (load_mutation).
     title is the page's first line; page_title the browser tab's (default: title). rules:
     {id: (family, sentence)} (default: suites/rules.tsv). first_night: reports/first_night.py's
-    context (results.json info.first_night), shown right after the first screen."""
+    context (results.json info.first_night), shown right after the first screen. repro: case id ->
+    the command writing its reproducer (repro_command), for the failed cases."""
     rules = rules_table() if rules is None else rules
     comp_status = comp.status if comp is not None else {}
     comp_counts = {k: n for k, n in (comp.summary if comp is not None else {}).items() if n}
     fp = run.fingerprint
-    seed = seed or fp.get(model.PROP_RUN_SEED) or fp.get("seed")
+    seed = model.run_seed_of(fp)
     counts = run.counts()
     cited = rules_cited(run.cases, rules)
     ctx = {
@@ -560,25 +611,25 @@ def render(run, title="pagelock report", verdict=None, extra_sections=(), seed=N
         "rules_cited": cited,
         "first_night": first_night,
         "host_line": host_line(fp),
-        "elsewhere": [_elsewhere_row(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
+        "elsewhere": [elsewhere_json(e, why, n) for e, why, n in (comp.elsewhere if comp is not None else [])],
     }
-    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited})
+    data = case_data(run, comp_status, seed, {r["id"]: r["text"] for r in cited}, repro)
     if ctx["n_lazy"]:  # the first page now, every case when the reader asks (report.js ensureAll)
         every = data["cases"]
         data.update(cases=every[:PAGE_SIZE], lazy=True, total=len(every))
         ctx["case_data_all"] = _json_text(every)
     ctx["case_data"] = _json_text(data)
-    ctx.update(changes_context(run, comp, baseline, rules))
+    ctx.update(changes_context(run, comp, baseline, rules, repro))
     ctx.update(machine_context(run))
     ctx.update(matrix_context(run.cases))
     return pages.render("page.html.j2", **ctx)
 
 
-def case_data(run, comp_status, seed, rule_text):
+def case_data(run, comp_status, seed, rule_text, repro=None):
     """What the page's JavaScript pages through: every case, most serious first."""
     ordered = sorted(run.cases, key=lambda c: _sort_key(c, comp_status))
     prefixes = {}
-    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed) for c in ordered]
+    rows = [_case_json(c, comp_status.get(c.id), prefixes, seed, repro) for c in ordered]
     return {"pageSize": PAGE_SIZE, "matrixRows": MATRIX_ROWS, "matrixColumns": MATRIX_COLUMNS,
             "known": list(STATUS_COLORS), "runSeed": str(seed or ""),
             "short": SHORT, "severity": {st.value: st.severity for st in model.Status},
@@ -641,6 +692,11 @@ def run_info_section(run, info):
             ("retries of failed cases", info.get("retries", ""), False),
             ("command", info.get("command", ""), True)]
     rows += [(k, v, True) for k, v in sorted(info.get("outputs", {}).items())]
+    # Why the verdict is what it is when a step after the comparison changed it (the history
+    # could not take the run), and under which key the history holds the run.
+    rows += [(title, str(info[key]), False) for title, key in (
+        ("verdict reason", "verdict_reason"), ("verdict reached before", "verdict_reached"),
+        ("history", "history"), ("history key", "history_key")) if info.get(key)]
     if info.get("label"):
         rows.insert(0, ("change under test", info["label"], False))
     return pages.render("run_info.html.j2", run_key=info.get("run_key", ""), tier=info.get("tier", ""),
@@ -650,10 +706,11 @@ def run_info_section(run, info):
 def render_qualification(run, info, comp, baseline, trends, mutation=None):
     """The qualification page. mutation: the run folder's mutation.json (load_mutation)."""
     title, page_title = qualification_titles(run, info, comp)
-    return render(run, title=title, verdict=comp.verdict, seed=info.get("seed"), comp=comp, baseline=baseline,
+    return render(run, title=title, verdict=comp.verdict, comp=comp, baseline=baseline,
                   folded_sections=[run_info_section(run, info)],
                   extra_sections=[metrics_section(run, trends)], mutation=mutation, page_title=page_title,
-                  first_night=info.get("first_night"))
+                  first_night=info.get("first_night"),
+                  repro=(lambda cid: repro_command(cid, info)) if info.get("run_key") else None)
 
 
 def host_line(fp):
@@ -669,11 +726,6 @@ def host_line(fp):
              f"THP {fp.get('host_thp', '?')}",
              "memory cgroup " + ("yes" if "memory-cgroup" in fp.get("host_facts", "") else "no")]
     return " · ".join(parts)
-
-
-def _elsewhere_row(e, why, n):
-    from reports.compare import elsewhere_json  # here, not at the top: compare -> ciout -> here
-    return elsewhere_json(e, why, n)
 
 
 def _cuda_version(v):

@@ -39,11 +39,21 @@ def _names(modules):
 def imports(python, modules):
     """Whether `python` imports `modules` (a name or a list of names; a child process, a minute
     at most)."""
+    return _probe(python, modules) is not None
+
+
+def _probe(python, modules):
+    """None when `python` cannot import `modules`, else the options that keep the current folder
+    off its path when it runs a module (-P, Python 3.11 and later)."""
+    code = "import sys; " + "".join(f"import {m}; " for m in _names(modules)) + "print(sys.version_info >= (3, 11))"
     try:
-        return subprocess.run([python, "-c", "import " + ", ".join(_names(modules))], capture_output=True,
-                              timeout=60).returncode == 0
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, encoding="utf-8",
+                           errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return None
+    if p.returncode != 0:
+        return None
+    return ["-P"] if p.stdout.strip() == "True" else []
 
 
 def history_modules(target):
@@ -64,11 +74,12 @@ def quietly(parse):
 
 
 def reexec_if_missing(modules, script, root):
-    """When one of `modules` (a name or a list of names) does not import here, re-executes
-    `script` with this process's arguments under the first of candidates() that imports them
-    all, once, with `root` and this process's path first on PYTHONPATH. Returns when they all
-    import here, or when no interpreter has them all: the command then reports a missing
-    module where it needs it."""
+    """When one of `modules` (a name or a list of names) does not import here, re-executes the
+    command with this process's arguments under the first of candidates() that imports them
+    all, once, with `root` and this process's path first on PYTHONPATH: as its module
+    (`python3 -m reports.report`, docs/python.md) when it runs as one, else `script`. Returns
+    when they all import here, or when no interpreter has them all: the command then reports a
+    missing module where it needs it."""
     names = _names(modules)
     missing = []
     for module in names:
@@ -78,11 +89,14 @@ def reexec_if_missing(modules, script, root):
             missing.append(module)
     if not missing or os.environ.get(NO_REEXEC):
         return
-    python = next((py for py in candidates() if imports(py, names)), None)
+    python, options = next(((py, o) for py in candidates() for o in [_probe(py, names)] if o is not None),
+                           (None, None))
     if python is None:
         return
     os.environ[NO_REEXEC] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join([root] + sys.path[1:])
+    os.environ["PYTHONPATH"] = os.pathsep.join([root] + [p for p in sys.path[1:] if p])
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(python, [python, os.path.abspath(script)] + sys.argv[1:])
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    command = [*options, "-m", spec.name] if spec is not None and spec.name else [os.path.abspath(script)]
+    os.execv(python, [python, *command] + sys.argv[1:])

@@ -1,8 +1,8 @@
 """Every junit.xml pagelock writes validates against the Jenkins xUnit plugin's JUnit schema
 (reports/testdata/junit-10.xsd, a verbatim copy), checked by xmllint (Debian's libxml2-utils,
 which tools/install_deps.sh installs): the runs the tests build (regression, flake, expected
-failure, crash, timeout, not supported, dropped, machine coverage, hostile characters) and every
-committed example under examples/ when the checkout has them.
+failure, crash, timeout, not supported, dropped, machine coverage, hostile characters) and the
+real H200 runs (baselines/nvidia-h200/results.json, reports/testdata/runs/) when the checkout has them.
 
   python3 reports/junit_schema_test.py      # or: bazel test //reports:junit_schema_test
 
@@ -16,15 +16,26 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from reports import ciout  # noqa: E402
-from reports import compare as cmp  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testsupport  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.junit_schema_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import ciout
+from reports import compare as cmp
+from reports import model
+from reports import rerender
+from reports import testsupport
 
 XSD = os.path.join(ROOT, "reports", "testdata", "junit-10.xsd")
-EXAMPLES = os.path.join(ROOT, "examples")
+REAL_RUNS = [os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")] + sorted(
+    os.path.join(d, "results.json") for d, _, files in os.walk(os.path.join(ROOT, "reports", "testdata", "runs"))
+    if "results.json" in files)
 
 
 def xmllint():
@@ -88,12 +99,19 @@ class SchemaTest(unittest.TestCase):
         comp.machine.append(("fingerprint:gpu_count", model.Change.COVERAGE_LOST, "1 GPU, the baseline had 2"))
         self.assertValid(self.write("mixed.xml", ciout.junit_xml(run, comp)))
 
-    def test_every_committed_example_validates(self):
-        if not os.path.isdir(EXAMPLES):
-            self.skipTest("no examples/ beside this file (a Bazel sandbox without them)")
-        paths = [os.path.join(d, f) for d, _, files in os.walk(EXAMPLES) for f in files if f == "junit.xml"]
-        self.assertTrue(paths, "no junit.xml under examples/")
-        self.assertValid(*sorted(paths))
+    def test_the_junit_of_every_real_run_validates(self):
+        # As qualify writes it: with the run's comparison and info (regressions, flakes,
+        # expected failures, fixed cases and every message of real H200 runs).
+        paths = []
+        for results in REAL_RUNS:
+            if not os.path.isfile(results):
+                continue
+            run, info, data = model.read_results(results)
+            name = os.path.basename(os.path.dirname(results)) + ".xml"
+            paths.append(self.write(name, ciout.junit_xml(run, rerender.comparison_from(data), info=info)))
+        if not paths:
+            self.skipTest("no real run beside this file (a Bazel sandbox without them)")
+        self.assertValid(*paths)
 
 
 if __name__ == "__main__":

@@ -132,6 +132,80 @@ class Change(str, enum.Enum):
                 Change.UNEXPECTED_PASS: "update"}.get(self)
 
 
+# --- Conflicting evidence about one case ---------------------------------------------------
+# The one rule, for every reader of a binary's results (the runner's merge of journal, XML and
+# listing, the testlogs reader, the history): where the evidence about one case disagrees, the
+# worse status wins (Status order: a FAIL beats a PASS, a CRASH beats a FAIL) and the conflict is
+# named on the case (Case.conflicts, property CONFLICTS_PROP), so that results.json, the page,
+# JUnit and the terminal say it. A case with conflicting evidence is not retried: a rerun cannot
+# settle what the binary said, and a pass on the rerun would hide the worse word. The kinds:
+CONFLICT_TWICE = "reported more than once in one launch"  # two results for one case
+CONFLICT_EARLY = "a result was recorded before the case started"  # journal end before its start
+CONFLICT_UNLISTED = "the binary's listing did not name this case"  # a result for a phantom case
+CONFLICT_CHANNELS = "the case journal and the XML disagree"  # the two records of one launch
+# The kernel's word (tools/runner/kmsg.py): an Xid, NVRM error, IOMMU fault or PCIe AER line
+# logged while the case ran is a FAIL against whatever the binary said.
+CONFLICT_KERNEL = "the kernel log reports a fault while the case ran"
+# At the binary's level, its "(binary)" case: an exit status that says it finished (0 or 1) while
+# cases of its listing that it was given never started. CRASH stands.
+CONFLICT_UNRUN = "the binary's exit left listed cases unrun"
+CONFLICTS_PROP = "conflicts"  # harness property: one conflict a line
+
+
+def worse_status(a, b):
+    """The status that wins when two pieces of evidence about one case disagree: the worse one
+    by the Status order; `a` on a tie (so the caller's preferred record is kept)."""
+    a, b = Status(str(a)), Status(str(b))
+    return b if b.severity > a.severity else a
+
+
+def conflict_note(kind, said, won, detail=""):
+    """One conflict as the case shows it: its kind, what each piece of evidence said (in the order
+    it came, e.g. "FAIL, then PASS"), and the status that stands."""
+    return f"conflicting evidence: {kind} ({said}{'; ' + detail if detail else ''}); {won} stands"
+
+
+# --- Text as it is written: visible, never raw ---------------------------------------------
+# A case name or message may hold any character a binary printed: NUL, ESC, a lone surrogate
+# (JSON "\udcff"), U+2028. None of them can be written raw into XML 1.0, a PostgreSQL TEXT, a
+# terminal or a one-line CSV field, and a reader of one file spells them differently from a reader
+# of another (the XML reader must replace what XML cannot hold). So every reader spells them one
+# way, here: such a character becomes its escape (\n, \t, \r, else \xNN or \uNNNN), visible
+# wherever it is shown.
+# A name keeps nothing raw (a tab or line break in a name is escaped too); a message keeps its
+# tabs and line breaks.
+_UNSAFE_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+ESCAPED_CHAR = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\[ntr]")  # what the functions below write
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def escape_char(m):
+    """The escape of one character: \\t, \\n, \\r by name (as the CSVs always wrote a line
+    break), else \\xNN below U+0100 and \\uNNNN above."""
+    ch = m.group()
+    if ch in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[ch]
+    c = ord(ch)
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def visible_name(text):
+    """A case, suite or target name as every reader spells it: control characters, line and
+    paragraph separators, lone surrogates and non-characters written as \\xNN or \\uNNNN."""
+    text = str(text)
+    return _UNSAFE_IN_NAME.sub(escape_char, text) if _UNSAFE_IN_NAME.search(text) else text
+
+
+def visible_text(text):
+    """A message or log as every writer can hold it: the same escapes as visible_name, but tabs
+    and line breaks stay."""
+    if not text:
+        return text
+    text = str(text)
+    return _UNSAFE_IN_TEXT.sub(escape_char, text) if _UNSAFE_IN_TEXT.search(text) else text
+
+
 def count_statuses(statuses):
     counts = {s: 0 for s in STATUSES}
     for s in statuses:
@@ -223,6 +297,7 @@ _LAST_SET = [None, None]
 
 _GLOB_PART = re.compile(r"\*|\?|\[!?\]?[^\]]*\]")  # fnmatch's wildcards ('[' without ']' is literal)
 _BLOCK = 256  # patterns per combined regex: one C-level scan rules out a whole block
+_FEW_PIECES = 48  # up to this many filing pieces, each is looked for in a text, not the reverse
 
 
 class PatternSet:
@@ -282,6 +357,17 @@ class PatternSet:
 
     def _candidates(self, text):
         """The patterns filed under a piece of text that could match it, by their literals."""
+        if not self.by_piece:  # no wildcard pattern with a literal piece: nothing to look up
+            return
+        if len(self.by_piece) <= _FEW_PIECES:  # a few pieces: look each up in the text (C speed)
+            for piece, filed in self.by_piece.items():
+                if piece in text:
+                    for i in filed:
+                        head, tail, middle = self.must[i]
+                        if text.startswith(head) and text.endswith(tail) and \
+                                len(head) + len(tail) <= len(text) and all(m in text for m in middle):
+                            yield i
+            return
         seen = set()
         for k in range(len(text) - 2):
             piece = text[k:k + 3]
@@ -295,6 +381,8 @@ class PatternSet:
                     yield i
 
     def _rest_hits(self, text, first_only=False):
+        if not self.rest:
+            return
         if self.rest_blocks is None:
             self.rest_blocks = []
             for start in range(0, len(self.rest), _BLOCK):
@@ -311,6 +399,8 @@ class PatternSet:
 
     def matches(self, text):
         """The indices of every pattern that matches text, in pattern order."""
+        if not self.exact and not self.patterns:  # no entry at all (a million lookups of a
+            return []                              # dropped baseline cost nothing then)
         hits = list(self.exact.get(text, ()))
         for i in self._candidates(text):
             if self._regex(i).match(text):
@@ -459,6 +549,7 @@ class Case:
     health: str = ""  # sticky_error | unchecked_error | pinned_leak
     stress: bool = None  # a stress target (Bazel needs --config=stress); None: guess from name
     extra: dict = field(default_factory=dict)  # other properties the test recorded
+    conflicts: list = field(default_factory=list)  # conflicting evidence, one sentence each
 
     def __post_init__(self):
         if not self.attempts:
@@ -550,8 +641,10 @@ class Case:
         run_seed = props.pop(PROP_RUN_SEED, run_seed)
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
             seconds = 0.0
-        c = Case(CaseId(target, suite, name), Status.PASS, seconds or 0.0,
-                 gtest_message(message or ""), reason or "")
+        c = Case(CaseId(visible_name(target), visible_name(suite), visible_name(name)), Status.PASS,
+                 seconds or 0.0, visible_text(gtest_message(message or "")), visible_text(reason or ""))
+        conflicts = props.pop(CONFLICTS_PROP, None)
+        c.conflicts = [visible_text(x) for x in str(conflicts).split("\n") if x] if conflicts else []
         # The legacy name is read only for old results.json files and test.xml of old binaries.
         declared = props.pop(PROP_STATUS, None) or props.pop(_LEGACY_STATUS, None)
         props.pop(_LEGACY_STATUS, None)
@@ -563,9 +656,9 @@ class Case:
             c.status = Status.WARN
         given = props.pop(PROP_REASON, None)
         if given or (given is not None and not declared):  # an empty one says "no reason"
-            c.reason = given
+            c.reason = visible_text(given)
         elif skip_reason is not None:
-            c.reason = skip_reason
+            c.reason = visible_text(skip_reason)
         if c.status == Status.NOT_SUPPORTED and not c.reason and NOT_SUPPORTED_PREFIX in c.message:
             c.reason = c.message.split(NOT_SUPPORTED_PREFIX, 1)[1].strip()
         seed = props.pop(PROP_SEED, None)
@@ -581,14 +674,14 @@ class Case:
             c.health = props.pop(PROP_HEALTH)
         for key in (PROP_CHILD_LOG, "child_log", "log_tail", "kernel_log"):
             if key in props:
-                c.logs[key.rsplit(".", 1)[-1]] = props.pop(key)
+                c.logs[key.rsplit(".", 1)[-1]] = visible_text(props.pop(key))
         attempts = props.pop("attempts", None)
         if attempts:
             c.attempts = [Status.parse(a) or Status.INFRA_ERROR for a in str(attempts).split()]
             c.attempts[-1] = c.status
         else:
             c.attempts = [c.status]
-        c.first_failure = gtest_message(props.pop("first_failure", ""))
+        c.first_failure = visible_text(gtest_message(props.pop("first_failure", "")))
         for k in list(props):
             v = props[k]
             if k.startswith(PROP_METRIC_PREFIX) or k.startswith(PROP_BUDGET_PREFIX):
@@ -600,11 +693,11 @@ class Case:
                 else:
                     into[short] = m
             elif k.startswith(PROP_OBSERVED_PREFIX):
-                c.observed[k[len(PROP_OBSERVED_PREFIX):]] = v
+                c.observed[visible_name(k[len(PROP_OBSERVED_PREFIX):])] = visible_text(v)
             elif _LEGACY_METRIC.match(k) and Metric.parse(v) is not None and not k.endswith("samples_ms"):
                 c.metrics[k] = Metric(Metric.parse(v).value, k.rsplit("_", 1)[1])
             else:
-                c.extra[k] = v
+                c.extra[visible_name(k)] = visible_text(v) if isinstance(v, str) else v
         return c
 
     def to_json(self):
@@ -616,7 +709,8 @@ class Case:
                 "metrics": {k: m.to_json() for k, m in self.metrics.items()},
                 "budgets": {k: m.to_json() for k, m in self.budgets.items()},
                 "observed": self.observed, "logs": self.logs, "child": self.child,
-                "health": self.health, "stress": self.stress, "properties": self.extra}
+                "health": self.health, "stress": self.stress, "properties": self.extra,
+                **({"conflicts": self.conflicts} if self.conflicts else {})}
 
     @staticmethod
     def from_json(d, version=FORMAT_VERSION):
@@ -636,7 +730,57 @@ class Case:
         c.observed = dict(d.get("observed", {}))
         c.logs = dict(d.get("logs", {}))
         c.child, c.health, c.stress = d.get("child", ""), d.get("health", ""), d.get("stress")
+        c.conflicts = [visible_text(x) for x in d.get("conflicts", [])]
         return c
+
+
+class BaselineCase:
+    """What a comparison needs of a baseline's case: compare (its status), the page (its
+    status beside a change), the runner's start order (its target and seconds). Read by
+    reports/results_stream.py, 10^6 of them in about 200 MB where as many Cases took 3 GB."""
+    __slots__ = ("id", "target", "status", "seconds", "metrics")
+
+    def __init__(self, cid, target, status, seconds, metrics=None):
+        # metrics: only its rates (GB/s, GiB/s), which compare.rate_drops judges; None if none.
+        self.id, self.target, self.status, self.seconds = cid, target, status, seconds
+        self.metrics = metrics
+
+    @staticmethod
+    def from_record(d, version=FORMAT_VERSION):
+        """From one results.json case record (type-checked already)."""
+        if version < 2:  # its status lies in its properties: read as the full reader would
+            c = Case.from_json(d, version)
+            return BaselineCase(c.id, c.target, c.status, c.seconds, _rates(c.metrics))
+        target, suite, name = d["target"], d["suite"], d["name"]
+        if _UNSAFE_IN_NAME.search(target + suite + name):  # one search for the three
+            target, suite, name = visible_name(target), visible_name(suite), visible_name(name)
+        seconds = d.get("seconds", 0.0)
+        status = _STATUS_OF.get(d.get("status")) or Status.parse(d.get("status", "")) or Status.INFRA_ERROR
+        metrics = d.get("metrics")
+        return BaselineCase(f"{target[2:]}/{suite}.{name}", target, status,
+                            seconds if type(seconds) in (int, float) and math.isfinite(seconds) else 0.0,
+                            _rates_of_record(metrics) if metrics else None)
+
+
+def _rates_of_record(metrics):
+    """The rates of a case record's metrics (JSON), as Metrics; None when it has none."""
+    out = {}
+    for k, v in metrics.items():
+        if k.endswith(("_GBps", "_GiBps")) and isinstance(v, dict):
+            try:
+                out[k] = Metric.from_json(v)
+            except (TypeError, ValueError):
+                continue
+    return out or None
+
+
+def _rates(metrics):
+    """The rate metrics of a case (names ending in _GBps or _GiBps), or None when it has none."""
+    rates = {k: m for k, m in (metrics or {}).items() if k.endswith(("_GBps", "_GiBps"))}
+    return rates or None
+
+
+_STATUS_OF = {s.value: s for s in Status}
 
 
 def single_quoted(text):
@@ -661,12 +805,25 @@ class Run:
     fingerprint: dict = field(default_factory=dict)
     cases: list = field(default_factory=list)
     problems: list = field(default_factory=list)  # how the tree was read (unreadable files, ...)
+    # Kernel log lines read while no case ran (the runner's runner.json): [{"line", "target",
+    # "kind", "excused"}]; a counted kind not excused fails the run's health (kernel_faults()).
+    kernel_log: list = field(default_factory=list)
+
+    def kernel_faults(self):
+        """The run-level kernel lines that fail the run's health (tools/runner/kmsg.py)."""
+        return [k for k in self.kernel_log if k.get("kind") and not k.get("excused")]
 
     def counts(self):
         return count_statuses(c.status for c in self.cases)
 
     def by_id(self):
         return {c.id: c for c in self.cases}
+
+    def one_record_per_case(self):
+        """Keeps one record per case id (one_per_id). Returns how many records were merged."""
+        before = len(self.cases)
+        self.cases = one_per_id(self.cases)
+        return before - len(self.cases)
 
     def default_run_seed(self):
         """Gives each case that recorded no run seed of its own the fingerprint's: the top-level
@@ -678,7 +835,8 @@ class Run:
 
     def to_json(self):
         return {"format_version": FORMAT_VERSION, "fingerprint": self.fingerprint,
-                "problems": self.problems, "cases": [c.to_json() for c in self.cases]}
+                "problems": self.problems, "cases": [c.to_json() for c in self.cases],
+                **({"kernel_log": self.kernel_log} if self.kernel_log else {})}
 
     @staticmethod
     def from_json(d, validated=False):
@@ -693,15 +851,47 @@ class Run:
         try:
             return Run(dict(d.get("fingerprint", {})),
                        [Case.from_json(c, version) for c in d.get("cases", [])],
-                       list(d.get("problems", [])))
+                       list(d.get("problems", [])),
+                       [k for k in d.get("kernel_log", []) if isinstance(k, dict)])
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise ResultsError(f"malformed case record ({type(e).__name__}: {e})")
 
 
+class BaselineRun(Run):
+    """A run read for a comparison (reports/results_stream.py): its cases are BaselineCases and
+    never change, so by_id is built once (the comparison and the page both ask)."""
+
+    def by_id(self):
+        if getattr(self, "_by_id", None) is None or len(self._by_id) != len(self.cases):
+            self._by_id = {c.id: c for c in self.cases}
+        return self._by_id
+
+
+def one_per_id(cases):
+    """The cases with one record per id, by the conflict rule: where an id comes twice (a file
+    that holds a case twice, two spellings that the readers now write one way), the worse status
+    stands and the conflict is named on it. Order kept; the list is new, its records shared."""
+    kept, merged = {}, False
+    for c in cases:
+        first = kept.get(c.id)
+        if first is None:
+            kept[c.id] = c
+            continue
+        merged = True
+        won = worse_status(first.status, c.status)
+        winner, loser = (first, c) if won == first.status else (c, first)
+        winner.conflicts = list(dict.fromkeys(
+            winner.conflicts + loser.conflicts + [conflict_note(
+                CONFLICT_TWICE, f"{first.status}, then {c.status}", won)]))
+        kept[c.id] = winner
+    return list(kept.values()) if merged else cases
+
+
 def run_seed_of(fingerprint):
-    """The run seed a fingerprint records: PROP_RUN_SEED, the test.xml's top-level property.
-    'seed' is read only for older results.json files, whose fingerprint has qualify's copy
-    under that name and no PROP_RUN_SEED."""
+    """The run seed: the one reader of its one name, PROP_RUN_SEED (the binaries' top-level
+    test.xml property; qualify fills it in where a binary recorded none). 'seed' is read only
+    for results.json files written before 2026-12-08, whose fingerprint has qualify's copy under
+    that name (and whose info.seed is never read)."""
     return fingerprint.get(PROP_RUN_SEED) or fingerprint.get("seed")
 
 
@@ -723,7 +913,12 @@ def write_results(path, run, info=None, comparison=None):
     os.replace(tmp, path)
 
 
-RESULTS_MAX_BYTES = 4 << 30  # a results.json of 10^6 cases is about 0.5 GB
+# The limits of a results.json any tool reads (a baseline, an earlier run, a folder to import or
+# re-render): 10^6 cases, 1 GiB. A 10^6-case baseline is about 0.4 GB and is compared in about
+# 20 s and 0.6 GB (docs/qualification.md, "Limits"); a file beyond either limit is refused with
+# a message naming it.
+RESULTS_MAX_BYTES = 1 << 30
+RESULTS_MAX_CASES = 1000000
 
 
 def read_results(path):
@@ -745,10 +940,15 @@ def read_results(path):
         raise ResultsError(f"{path}: not JSON: {e}")
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: expected a JSON object, found a {type(data).__name__}")
+    run_json = data.get("run", data)
+    n = len(run_json.get("cases", [])) if isinstance(run_json, dict) and \
+        isinstance(run_json.get("cases"), list) else 0
+    if n > RESULTS_MAX_CASES:
+        raise ResultsError(f"{path}: {n:,} cases, more than the {RESULTS_MAX_CASES:,} a baseline or results "
+                           "file may hold (docs/qualification.md, Limits); not read")
     problem = validate.results_problem(data)
     if problem:
         raise ResultsError(f"{path}: {problem}")
-    run_json = data.get("run", data)
     if isinstance(run_json, dict) and "format_version" not in run_json and "format_version" in data:
         run_json = dict(run_json, format_version=data["format_version"])
     try:

@@ -90,8 +90,12 @@ def render(name, **context):
 
 
 def render_mutation_page(doc):
-    """mutation.html: the section tools/mutation/mutation.py writes beside mutation.json, from the
-    same dict (score, control, faults, variations, false_alarms). Self-contained: its own
-    inline style, no script, everything escaped."""
-    return render("mutation_page.html.j2", doc=doc, variations=doc.get("variations") or [],
+    """mutation.html: the page tools/mutation/mutation.py writes beside mutation.json, from the
+    same dict (score, control, faults, variations, false_alarms). A whole document on the shared
+    layout (the tab says the score), self-contained: no script, everything escaped."""
+    s = doc.get("score") or {}
+    caught = (f"{s.get('KILLED', 0) + s.get('HANDLED', 0)} of {s['counted']} injected driver faults caught"
+              if s.get("total") and "counted" in s else "no injected faults run")
+    return render("mutation_page.html.j2", page_title=f"mutation score: {caught} — pagelock",
+                  css=markup(css()), doc=doc, variations=doc.get("variations") or [],
                   survivors=[r for r in doc["faults"] if r["verdict"] == "SURVIVED"]) + "\n"

@@ -5,6 +5,15 @@ with their fixes, and a first night's facts."""
 
 import unittest
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.platform_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import compare as cmp
 from reports import coverage_reasons
 from reports import expectations as expect
@@ -99,6 +108,13 @@ class ComparableTest(unittest.TestCase):
         c = cmp.compare(now, exps(""), base)
         self.assertEqual(c.status["suites/a:a_test/S.Huge"], "COVERAGE_LOST")
         self.assertEqual(c.exit_code, cmp.EXIT_COVERAGE_LOST)
+
+    def test_the_same_host_that_lost_its_pool_overnight_is_lost_coverage_with_the_fix(self):
+        base = run(case("Huge", "PASS"), **H200)
+        pool_gone = run(case("Huge", "NOT_SUPPORTED", reason=self.HUGE), **dict(H200, host_facts="memory-cgroup"))
+        c = cmp.compare(pool_gone, exps(""), base)
+        self.assertEqual(c.status["suites/a:a_test/S.Huge"], "COVERAGE_LOST")
+        self.assertIn("to enable it: tools/labhost prepare --hugetlb-2m 1024", c.notes["suites/a:a_test/S.Huge"])
 
     def test_a_capability_or_a_failure_is_never_excused_by_another_host_alone(self):
         base = run(case("Cap", "PASS"), case("Bad", "PASS"), **H200)

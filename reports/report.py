@@ -33,17 +33,25 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.report"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from reports import ciout  # noqa: E402
-from reports import cliargs  # noqa: E402
-from reports import htmlreport as html_report  # noqa: E402
-from reports import interpreter  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testlogs  # noqa: E402
+from reports import ciout
+from reports import cliargs
+from reports import htmlreport as html_report
+from reports import interpreter
+from reports import model
+from reports import testlogs
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     return _main(argv)
 
 

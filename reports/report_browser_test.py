@@ -16,15 +16,24 @@ import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.report_browser_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
-from reports import compare as cmp  # noqa: E402
-from reports import htmlreport  # noqa: E402
-from reports import screenshot  # noqa: E402
-from reports import testsupport  # noqa: E402
+from reports import compare as cmp
+from reports import htmlreport
+from reports import screenshot
+from reports import testsupport
 
 
 def luminance(hex_colour):
@@ -257,6 +266,125 @@ class CausesTest(unittest.TestCase):
         self.assertTrue(whole.startswith(shown[:-1].rstrip()), (shown, whole))
         self.assertIn(whole[len(shown) - 1:len(shown)], (" ", ""), "cut inside a word")
         self.assertIn("round trip problems: worker 1: 1 bytes wrong after a round trip", whole)
+
+
+# The boxes a reader needs, measured in the page: the first screen (the verdict, the first cause
+# and its message), the first night's table of cases not run, the case list's first row.
+MEASURE = """(() => {
+  const box = e => { if (!e) return null; const r = e.getBoundingClientRect();
+    return {w: Math.round(r.width), left: Math.round(r.left), top: Math.round(r.top + scrollY),
+            bottom: Math.round(r.bottom + scrollY)}; };
+  const q = s => document.querySelector(s);
+  const widths = s => [].map.call(document.querySelectorAll(s), e => Math.round(e.getBoundingClientRect().width))
+                        .filter(w => w > 0);
+  return {inner_width: innerWidth, inner_height: innerHeight,
+          scroll_width: document.documentElement.scrollWidth, scroll_height: document.documentElement.scrollHeight,
+          verdict: box(q('.verdict')), cause: box(q('#changes tr.grp td.cause')), msg: box(q('#changes tr.grp .msg')),
+          causes: widths('#changes tr.grp td.cause'), first_night: box(q('#first-night')),
+          not_run_reasons: widths('#first-night .notrun td:last-child'),
+          case_ids: widths('tr.case td.mono'), case_texts: widths('tr.case td:last-child')};
+})()"""
+
+
+def layout(page, width, height, mobile):
+    """MEASURE of the page loaded at width x height (a phone: mobile emulation, as Chromium's
+    device mode), its script run and two frames painted; and a PNG of the first screen."""
+    exe = chromium()
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TEST_TMPDIR")) as tmp:
+        tools = screenshot.DevTools(exe, screenshot.flags(os.path.join(tmp, "profile"), f"{width},{height}")
+                                    + ["about:blank"], 180)
+        try:
+            target = tools.send("Target.createTarget", url="about:blank")["targetId"]
+            session = tools.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            tools.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height,
+                       deviceScaleFactor=1, mobile=mobile)
+            tools.send("Page.enable", session)
+            tools.send("Page.navigate", session, url=screenshot.page_url(page))
+            tools.wait_event("Page.loadEventFired")
+            tools.send("Runtime.evaluate", session, awaitPromise=True, expression=(
+                "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(1))))"))
+            seen = tools.send("Runtime.evaluate", session, returnByValue=True, expression=MEASURE)
+            png = tools.send("Page.captureScreenshot", session, format="png")["data"]
+        finally:
+            tools.close()
+    import base64
+    return seen["result"]["value"], base64.b64decode(png)
+
+
+class NarrowScreenTest(unittest.TestCase):
+    """The regression page and a first night read on a phone (390x844, mobile emulation) and on a
+    desktop (1440x900): the ux review found the cause column 48 px wide at 390 (one or two
+    letters a line) behind a fixed 17em change column, and a 462,553 px tall page."""
+
+    SIZES = {"phone": (390, 844, True), "desktop": (1440, 900, False)}
+
+    @classmethod
+    def setUpClass(cls):
+        from reports import first_night
+        cls.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR", cls.tmp)
+        run, comp, base = one_fault_run(31, causes=12)
+        info = {"run_key": "20261130-143955_vm_nvidia-h200_580.159.04", "tier": "full",
+                "label": "injected fault dtoh_async_corrupts", "started_at": "2026-11-30T14:39:55+00:00",
+                "sku": "nvidia-h200"}
+        pages_ = {"regression": htmlreport.render_qualification(run, info, comp, base, {})}
+        for i, reason in enumerate(["mmap(hugetlb) failed: Cannot allocate memory (/proc/meminfo HugePages_Free=0?)",
+                                    "cudaGetDeviceCount=1 (need 2)",
+                                    "CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES=0 (need 1) on device 0"] * 3):
+            c = testsupport.case(f"NotRun{i}", "NOT_SUPPORTED")
+            c.reason = reason
+            run.cases.append(c)
+        comp = cmp.compare(run, None, None)  # no baseline
+        night = dict(info, sku="nvidia-h100-80gb-hbm3", label="first night",
+                     first_night=first_night.context(run, comp, "nvidia-h100-80gb-hbm3", "", "runs/x"))
+        pages_["first-night"] = htmlreport.render_qualification(run, night, comp, None, {})
+        cls.seen = {}
+        for page, html in pages_.items():
+            path = os.path.join(cls.tmp, page + ".html")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(html)
+            for size, (w, h, mobile) in cls.SIZES.items():
+                cls.seen[page, size], png = layout(path, w, h, mobile)
+                with open(os.path.join(cls.out, f"{page}-{w}x{h}.png"), "wb") as f:
+                    f.write(png)
+
+    def test_nothing_scrolls_sideways(self):
+        for key, seen in self.seen.items():
+            self.assertLessEqual(seen["scroll_width"], seen["inner_width"], key)
+
+    def test_the_first_screen_has_the_verdict_and_the_first_cause(self):
+        for key, seen in self.seen.items():
+            self.assertLessEqual(seen["verdict"]["bottom"], seen["inner_height"], key)
+        for size in self.SIZES:  # a first night puts its own section first
+            seen = self.seen["regression", size]
+            self.assertLessEqual(seen["msg"]["bottom"], seen["inner_height"], (size, seen["msg"]))
+            night = self.seen["first-night", size]
+            self.assertLessEqual(night["first_night"]["top"] + 60, night["inner_height"], (size, night["first_night"]))
+
+    def test_causes_read_across_the_screen(self):
+        phone, desktop = self.seen["regression", "phone"], self.seen["regression", "desktop"]
+        # On a phone each cause takes the width of the screen (less the page's margins)...
+        self.assertGreaterEqual(min(phone["causes"]), 0.85 * phone["inner_width"], phone["causes"])
+        self.assertGreaterEqual(phone["msg"]["w"], 0.8 * phone["inner_width"], phone["msg"])
+        # ...and on a desktop it keeps its table: badge, count and cause side by side.
+        self.assertGreaterEqual(min(desktop["causes"]), 900, desktop["causes"])
+        self.assertGreater(desktop["cause"]["left"], 300)
+        self.assertLess(phone["scroll_height"], 25 * phone["inner_height"], "the phone page is far too tall")
+
+    def test_the_first_night_and_the_cases_read_at_both_widths(self):
+        for size in self.SIZES:
+            for page in ("regression", "first-night"):
+                seen = self.seen[page, size]
+                least = 0.8 * seen["inner_width"] if size == "phone" else 500
+                self.assertTrue(seen["case_ids"] and seen["case_texts"], (page, size))
+                self.assertGreaterEqual(min(seen["case_texts"]), least, (page, size, seen["case_texts"]))
+                self.assertGreaterEqual(min(seen["case_ids"]), least if size == "phone" else 400,
+                                        (page, size, seen["case_ids"]))
+            seen = self.seen["first-night", size]
+            self.assertLessEqual(seen["first_night"]["w"], seen["inner_width"], size)
+            self.assertTrue(seen["not_run_reasons"], size)
+            least = 0.8 * seen["inner_width"] if size == "phone" else 500
+            self.assertGreaterEqual(min(seen["not_run_reasons"]), least, (size, seen["not_run_reasons"]))
 
 
 def distinct_bytes(png):

@@ -24,18 +24,27 @@ import zipfile
 from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.report_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
-from reports import compare_runs  # noqa: E402
-from reports import htmlreport  # noqa: E402
-from reports import pages  # noqa: E402
-from reports import report  # noqa: E402
-from reports import model  # noqa: E402
-from reports import testlogs  # noqa: E402
-from reports import testsupport  # noqa: E402
+from reports import compare_runs
+from reports import htmlreport
+from reports import pages
+from reports import report
+from reports import model
+from reports import testlogs
+from reports import testsupport
 
 TESTDATA = os.path.join(ROOT, "reports", "testdata")
 MUTATION_FIXTURE = os.path.join(TESTDATA, "mutation", "mutation.json")
@@ -99,6 +108,23 @@ class LoadTest(unittest.TestCase):
             "--gtest_filter='S.Bad'"])
         self.assertEqual(run.fingerprint["gpu0_name"], "NVIDIA H200")
         self.assertEqual(run.fingerprint["pagelock.run_seed"], "42")
+
+    def test_a_results_json_from_before_the_seed_had_one_name_still_shows_its_seed(self):
+        # Its fingerprint holds qualify's copy as "seed" (and info.seed, never read).
+        from reports import ciout, history
+        run, comp, base = testsupport.morning()
+        del run.fingerprint[model.PROP_RUN_SEED]
+        run.fingerprint["seed"] = "5"
+        path = os.path.join(self.root, "results.json")
+        model.write_results(path, run, {"seed": "5", "run_key": "old"}, comp)
+        old, info, _ = model.read_results(path)
+        self.assertEqual(model.run_seed_of(old.fingerprint), "5")
+        page = htmlreport.render_qualification(old, info, comp, base, {})
+        self.assertIn("seed <span class='mono'>5</span>", page)
+        self.assertIn('<property name="seed" value="5"', ciout.junit_xml(old, comp, info=info))
+        db = history.connect(os.path.join(self.root, "h.sqlite"))
+        history.store(db, "old", "2026-12-01T00:00:00+00:00", old, comp, "nvidia-h200", "c", 3, "REGRESSIONS")
+        self.assertEqual(db.execute("SELECT seed FROM runs").fetchall(), [("5",)])
 
     def test_bazel_written_xml_and_zipped_journal_blame_the_running_case(self):
         tdir = os.path.join(self.root, "suites/a/a_test")
@@ -485,7 +511,7 @@ def golden_runs():
     from reports import compare as cmp
     from reports import expectations as expect
     comp = cmp.compare(run, expect.Expectations(expect.parse(testsupport.EXPECTATIONS, "nvidia-h200.txt")), base)
-    info = {"run_key": "20261130T060000Z-nvidia-h200-580.159.04", "tier": "full", "seed": "7",
+    info = {"run_key": "20261130T060000Z-nvidia-h200-580.159.04", "tier": "full",
             "started_at": "2026-11-30T06:00:00+00:00", "sku": "nvidia-h200",
             "bundle": {"commit": "f4e9a0c"}, "baseline": "baselines/nvidia-h200/results.json",
             "expectations": {"nvidia-h200.txt": "0123456789abcdef"}, "retries": 2, "label": "nightly",
@@ -543,10 +569,9 @@ class GoldenTest(unittest.TestCase):
 
     def test_rendering_is_deterministic_across_processes(self):
         # Set and dict ordering must not leak into the page: another process, another hash seed.
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from reports import report_test as t, htmlreport as h; "
-                "sys.stdout.write(t.golden_qualification_page())")
-        rendered = [subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, check=True,
-                                   env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
+        code = "import sys; from reports import report_test as t; sys.stdout.write(t.golden_qualification_page())"
+        rendered = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                   env=testsupport.package_env(PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")]
         self.assertGreater(len(rendered[0]), 1000)
         self.assertEqual(rendered[0], rendered[1])
         self.assertEqual(rendered[0], golden_qualification_page())
@@ -695,11 +720,12 @@ class MutationPageTest(unittest.TestCase):
                       "<td>documented as allowed</td><td>2</td></tr>", alarms)
         self.assertIn("<tr class=\"NOT_RUN\"><td>completion_delayed</td><td>NOT_EXERCISED<br>never reached</td>", alarms)
 
-    def test_strings_are_escaped_and_the_section_is_self_contained(self):
+    def test_strings_are_escaped_and_the_page_is_self_contained(self):
         self.assertNotIn("<script", self.page)
         self.assertIn("&lt;script&gt;alert(&#39;sync&#39;)&lt;/script&gt;", self.page)
-        self.assertTrue(self.page.startswith('<section class="pl-mutation" id="mutation">\n<style>'))
-        self.assertTrue(self.page.endswith("</section>\n"))
+        self.assertIn('<body>\n<section class="pl-mutation" id="mutation">\n<style>', self.page)
+        self.assertTrue(self.page.endswith("</section>\n</body></html>\n"))
+        self.assertEqual(testsupport.full_document_problems(self.page), [])
 
     def test_no_faults_run(self):
         doc = dict(self.DOC, score=dict(self.DOC["score"], total=0), faults=[], variations=[])
@@ -707,6 +733,32 @@ class MutationPageTest(unittest.TestCase):
         self.assertIn("<p>No injected faults were run.</p>", page)
         self.assertNotIn("Every fault", page)
         self.assertNotIn("False alarms", page)
+
+
+class FullDocumentTest(unittest.TestCase):
+    """Every page pagelock writes is a whole document (ux review finding 10: mutation.html was a
+    fragment, without charset or title, and rendered as windows-1252; the fleet page had no
+    viewport). The fleet page: tools/fleet/report_test.py."""
+
+    def test_every_page_is_a_whole_document(self):
+        run, comp, base, info, trends = golden_runs()
+        with open(MUTATION_FIXTURE) as f:
+            mutation = json.load(f)
+        pages_written = {
+            "report": htmlreport.render(run, title="pagelock report"),
+            "qualification": htmlreport.render_qualification(run, info, comp, base, trends),
+            "compare": compare_runs.render([("a", run, {}), ("b", base, {})])[0],
+            "mutation": pages.render_mutation_page(mutation),
+        }
+        for name, page in pages_written.items():
+            self.assertEqual(testsupport.full_document_problems(page), [], name)
+        self.assertIn("<title>mutation score: 2 of 3 injected driver faults caught — pagelock</title>",
+                      pages_written["mutation"])
+
+    def test_the_check_sees_a_fragment(self):
+        self.assertEqual(testsupport.full_document_problems("<section>x</section>"),
+                         ["no doctype first", "no <html lang>", "no charset first in the head", "no viewport",
+                          "no title", "no closing </html>"])
 
 
 class CompareRunsPageTest(unittest.TestCase):
@@ -759,6 +811,66 @@ class CompareRunsPageTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual((p.returncode, p.stdout), (2, ""))  # without --json, stdout stays empty
 
+    def written(self):
+        tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        paths = []
+        for name, run, _ in self.runs:
+            paths.append(os.path.join(tmp, name + ".json"))
+            model.write_results(paths[-1], run)
+        return tmp, paths
+
+    def main(self, argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = compare_runs.main(argv)
+        return code, out.getvalue(), err.getvalue()
+
+    def test_the_terminal_names_each_case_that_differs(self):
+        # It printed a count only (ux review finding 10).
+        tmp, paths = self.written()
+        code, out, _ = self.main(paths + ["--html", os.path.join(tmp, "new", "c.html")])
+        self.assertEqual(code, 3)
+        prefix = "suites/hostregister:hostregister_test/HostRegisterTest."
+        self.assertIn(f"  {prefix}Changed: PASS | CRASH\n", out)
+        self.assertIn(f"  {prefix}OnlyA: FAIL | -\n", out)
+        self.assertNotIn("Same", out)
+        self.assertIn("2 case(s) differ; wrote", out)
+        self.assertTrue(os.path.isfile(os.path.join(tmp, "new", "c.html")))  # its folder created
+        many = [(f"r{i}", model.Run({}, [testsupport.case(f"C{j}", "PASS" if i else "FAIL") for j in range(60)]), {})
+                for i in range(2)]
+        lines = compare_runs.difference_lines(many, compare_runs.differing_ids(many))
+        self.assertEqual(len(lines), 51)
+        self.assertEqual(lines[-1], "  ... and 10 more (--html and --json list every one)")
+
+    def test_json_alone_needs_no_page(self):
+        # --json needed --html (ux review finding 10).
+        tmp, paths = self.written()
+        code, out, err = self.main(paths + ["--json"])
+        self.assertEqual(code, 3)
+        doc = json.loads(out)
+        self.assertEqual((doc["exit_code"], doc["cases"], len(doc["differing"])), (3, 3, 2))
+        self.assertIn("2 case(s) differ\n", err)
+        self.assertEqual(sorted(os.listdir(tmp)), ["night-a.json", "night-b.json"])
+
+    def test_runs_without_results_are_nothing_to_compare(self):
+        # Two dead nights said "0 case(s) differ" and exit 0 (ux review finding 6); report.py
+        # says exit 4 for the same input.
+        tmp, paths = self.written()
+        empty = [os.path.join(tmp, "dead1"), os.path.join(tmp, "dead2")]
+        for d in empty:
+            os.makedirs(d)
+        html = os.path.join(tmp, "c.html")
+        for runs in (empty, [paths[0], empty[1]]):
+            code, out, err = self.main(runs + ["--html", html])
+            self.assertEqual(code, 4, err)
+            self.assertIn(f"no test results in {', '.join(r for r in runs if r in empty)}:", err)
+            self.assertFalse(os.path.exists(html))
+        code, out, _ = self.main(empty + ["--json"])
+        doc = json.loads(out)
+        self.assertEqual((doc["tool"], doc["exit_code"]), ("compare_runs", 4))
+        self.assertIn("nothing to compare", doc["error"])
+
     def test_without_jinja2_it_exits_one(self):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
@@ -809,7 +921,6 @@ class InterpreterTest(unittest.TestCase):
 
     SCRIPT = (
         "import os, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
         "from reports import interpreter\n"
         "if __name__ == '__main__':\n"
         "    interpreter.reexec_if_missing(sys.argv[2].split(','), __file__, sys.argv[1])\n"
@@ -831,7 +942,7 @@ class InterpreterTest(unittest.TestCase):
         write(self.script, self.SCRIPT)
 
     def run_script(self, module, **env):
-        e = {k: v for k, v in os.environ.items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
+        e = {k: v for k, v in testsupport.package_env().items() if k not in ("PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC")}
         e.update(env)
         p = subprocess.run([sys.executable, self.script, ROOT, module, "a b", "--x"], capture_output=True,
                            text=True, env=e, timeout=120)

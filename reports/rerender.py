@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Re-renders run folders from their results.json with the current templates and writers, and
-rewrites the absolute paths of the machine that wrote them into relative ones.
+makes the committed examples again.
 
-  python3 reports/rerender.py RUN_DIR [RUN_DIR ...]      # re-render these run folders
-  python3 reports/rerender.py --examples examples/h200-qualification
+  python3 reports/rerender.py RUN_DIR [RUN_DIR ...]   # re-render these run folders
+  python3 reports/rerender.py --examples [DIR]         # make examples/ (or DIR) again
 
 A run folder's index.html, junit.xml, results.csv, failures.csv and expectations-update.txt
 are rewritten when the folder already has them (nothing new is added). A results.json with a
@@ -11,11 +11,13 @@ comparison (qualify's) gives the qualification page; one without it (the bundle 
 plain report. A page's metric trends came from the writing machine's history database and are
 not re-created.
 
---examples DIR first rewrites, in every text file under DIR, each absolute path of the writing
-machine (ABSOLUTE_PATHS below: the checkout, scratch folders, bundles, $OUT-style run folders)
-into the relative form qualify would have written from a checkout (`expectations/...`,
-`runs/...`, `BUNDLE/...`), then re-renders every run folder under DIR (and the stray
-`*results.json` + `*report.html` pairs beside them). examples_test.py holds the tree to it.
+--examples writes one page of each verdict the qualification report shows (EXAMPLES below: the
+run each is made from and how) and examples/README.md, which says so; with Chromium installed it
+also takes the QUALIFIED page's first screen (qualified/first-screen.png) when that page changed.
+Before that, it rewrites each absolute path of a writing machine in the examples' own inputs
+(ABSOLUTE_PATHS below) into the relative form qualify would have written from a checkout
+(`expectations/...`, `runs/...`, `BUNDLE/...`). examples_test.py fails when the command would
+change a byte of the committed examples, and on any absolute path left in them.
 
 Started under a python3 without jinja2, it re-executes itself once under one that has it
 (reports/interpreter.py).
@@ -28,15 +30,29 @@ import argparse
 import os
 import re
 import sys
+from dataclasses import dataclass
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from reports import ciout  # noqa: E402
-from reports import compare as cmp  # noqa: E402
-from reports import htmlreport  # noqa: E402
-from reports import interpreter  # noqa: E402
-from reports import model  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "reports.rerender"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import ciout
+from reports import cliargs
+from reports import compare as cmp
+from reports import expectations as expect
+from reports import first_night
+from reports import htmlreport
+from reports import interpreter
+from reports import model
+from reports import pages
 
 # (pattern, replacement), in order: the checkout first, then scratch folders of the machine.
 ABSOLUTE_PATHS = [(re.compile(p), r) for p, r in (
@@ -54,7 +70,6 @@ ABSOLUTE_PATHS = [(re.compile(p), r) for p, r in (
 # What examples_test.py refuses in a committed file: any absolute path of a writing machine.
 ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])(/tmp/|/root(?=[/\s'\"]|$)|/work/|/home/|/var/tmp/)")
 TEXT_SUFFIXES = (".json", ".html", ".xml", ".csv", ".txt", ".out", ".md", ".jsonl", ".log")
-OUTPUTS = ("index.html", ciout.JUNIT_NAME, ciout.RESULTS_CSV, ciout.FAILURES_CSV, "expectations-update.txt")
 
 
 def relative(text):
@@ -111,62 +126,205 @@ def _stale(text):
 
 
 def _baseline(info, runs_by_key):
-    """The baseline run when it is one of the re-rendered folders (found by its run key)."""
+    """The baseline run when it is one of the runs at hand (found by its run key)."""
     for key, path in runs_by_key.items():
         if key and key in str(info.get("baseline", "")):
             return model.read_results(path)[0]
     return None
 
 
-def rerender(results, page=None, runs_by_key=None):
-    """Re-renders the outputs beside `results` (a results.json) that exist already; page: the
-    HTML file to write (default index.html beside it). Returns the paths written."""
+def page(run, info, data, mutation=None, runs_by_key=None):
+    """The HTML of a run's page: the qualification page when results.json has a comparison
+    (qualify's), else the plain report. mutation: a mutation.json dict (htmlreport.read_mutation)."""
+    comp = comparison_from(data)
+    if comp is None:
+        return htmlreport.render(run, mutation=mutation)
+    return htmlreport.render_qualification(run, info, comp, _baseline(info, runs_by_key or {}), {},
+                                           mutation=mutation)
+
+
+def rerender(results):
+    """Re-renders the outputs beside `results` (a results.json) that exist already. Returns the
+    paths written."""
     run, info, data = model.read_results(results)
     folder = os.path.dirname(results)
     comp = comparison_from(data)
     written = []
-    page = page or os.path.join(folder, "index.html")
-    if os.path.isfile(page):
-        if comp is not None:
-            html = htmlreport.render_qualification(run, info, comp, _baseline(info, runs_by_key or {}), {},
-                                                   mutation=htmlreport.load_mutation(folder))
-        else:
-            html = htmlreport.render(run, mutation=htmlreport.load_mutation(folder))
-        _write(page, html)
-        written.append(page)
+    index = os.path.join(folder, "index.html")
+    if os.path.isfile(index):
+        _write(index, page(run, info, data, htmlreport.load_mutation(folder)))
+        written.append(index)
     texts = {ciout.JUNIT_NAME: lambda: ciout.junit_xml(run, comp, info=info),
              ciout.RESULTS_CSV: lambda: ciout.results_csv(run, comp),
              ciout.FAILURES_CSV: lambda: ciout.failures_csv(run, comp),
              "expectations-update.txt": lambda: ciout.expectations_update(run, comp) if comp else None}
-    if os.path.basename(results) == "results.json":
-        for name, make in texts.items():
-            path = os.path.join(folder, name)
-            text = make() if os.path.isfile(path) else None
-            if text is not None:
-                _write(path, text)
-                written.append(path)
+    for name, make in texts.items():
+        path = os.path.join(folder, name)
+        text = make() if os.path.isfile(path) else None
+        if text is not None:
+            _write(path, text)
+            written.append(path)
     return written
 
 
-def examples(root):
-    """Rewrites the paths under root, then re-renders every run folder in it."""
-    changed = rewrite_paths(root)
-    pairs = []  # (results.json, page)
-    for d, _, files in os.walk(root):
-        if "results.json" in files:
-            pairs.append((os.path.join(d, "results.json"), None))
-        for name in files:  # a stray pair such as selftest-results.json + selftest-report.html
-            if name.endswith("-results.json") and name.replace("-results.json", "-report.html") in files:
-                pairs.append((os.path.join(d, name), os.path.join(d, name.replace("-results.json", "-report.html"))))
-    runs_by_key = {}
-    for results, _ in pairs:
-        info = model.read_results(results)[1]
-        if info.get("run_key"):
-            runs_by_key[info["run_key"]] = results
-    written = []
-    for results, page in sorted(pairs):
-        written += rerender(results, page, runs_by_key)
-    return changed, written
+# ---------------------------------------------------------------------------------------------
+# The committed examples: one page of each verdict, made from real runs.
+
+@dataclass
+class Example:
+    folder: str  # under examples/
+    verdict: str  # what the page shows, as the README names it
+    source: str  # the run's results.json, relative to the checkout
+    what: str  # the README's sentence
+    mutation: str = ""  # its mutation.json, relative to the checkout
+    as_first_night: bool = False  # re-judged with no baseline and expectations/common.txt only
+
+
+RUNS = "reports/testdata/runs"
+EXAMPLES = [
+    Example("qualified", "QUALIFIED", "baselines/nvidia-h200/results.json",
+            "the H200's reference run as qualify judged it against the reference before it (56 "
+            "cases new since). The README's picture is its first screen (`first-screen.png`)"),
+    Example("regressions", "REGRESSIONS", f"{RUNS}/h200-fault-regression/results.json",
+            "a qualification under the fault shim with `PAGELOCK_FAULT=dtoh_async_corrupts` (an "
+            "asynchronous device-to-host copy delivers a wrong last byte), against the run of "
+            f"`{RUNS}/h200-reference/`: 31 regressions, each with its rule, message and replay command"),
+    Example("first-night", "FIRST NIGHT", "baselines/nvidia-h200/results.json",
+            "**not a real first night** (none is committed yet): the H200's reference run "
+            "re-judged as a SKU's first run would be: no baseline, and "
+            "`expectations/common.txt` only (as if `expectations/nvidia-h200.txt` did not exist). "
+            "What the page says it inherited is what a new GPU on this driver and runtime inherits",
+            as_first_night=True),
+    Example("mutation", "EXPECTATIONS NEED UPDATING, with a mutation score", f"{RUNS}/h200-reference/results.json",
+            "`tools/qualify --mutation`: the whole fault catalogue of the day (72 faults) over the "
+            "run's own bundle, one survivor (`mutation/mutation.html` is the mutation run's own page). "
+            "The verdict is the run's: 7 cases fixed since the baseline, one flake",
+            mutation=f"{RUNS}/h200-reference/mutation/mutation.json"),
+]
+SCREENSHOT = os.path.join("qualified", "first-screen.png")
+README_HEAD = """# Examples
+
+One page of each verdict the qualification report shows, rendered by today's templates from
+real runs on one NVIDIA H200 (driver 580.159.04, CUDA 13.0), and a fleet report. Open a
+folder's `index.html` in a browser.
+
+    python3 reports/rerender.py --examples
+
+makes the pages and this file again (with Chromium installed, also the QUALIFIED page's
+screenshot when that page changed); `bazel test //reports:examples_test` fails when it would
+change a byte. `fleet/` is made by the two commands of `docs/fleet.md` (`//tools/fleet:example_test`).
+
+| folder | verdict | cases | the run: date, bundle commit | what it is |
+|---|---|---|---|---|
+"""
+README_TAIL = """| [`fleet/`](fleet/index.html) | the fleet report: a host regressed | | 2026-11-30, d3db170 | the night of `h200-reference` and `h200-second` in `reports/testdata/runs/` (the later regressed): one host, one new regression group, three known failures; the runs' own pages are not committed, so it links to none |
+
+Other evidence (every H200 run behind the figures in `README.md` and `docs/`) is cited there by
+the commit that recorded it: `git show COMMIT --stat` lists its files.
+"""
+
+
+def _relative_sources(entries, name):
+    """Entries read from a file, cited as `name:line` (as qualify cites them from a checkout)."""
+    for e in entries:
+        _, sep, line = e.source.rpartition(":")
+        if sep:
+            e.source = f"{name}:{line}"
+    return entries
+
+
+def as_first_night(run, info, data, root):
+    """(info, Comparison) of a run (model.read_results' three) re-judged as the first night of its
+    SKU: no baseline, the expectations every SKU inherits (expectations/common.txt) and no SKU
+    file, its verdict FIRST NIGHT where it would otherwise qualify (as
+    tools/qualification/verdict.first_night decides it)."""
+    name = "expectations/common.txt"
+    path = os.path.join(root, name)
+    try:
+        entries, digest = expect.read_file(path)
+    except expect.ExpectationError as e:
+        raise model.ResultsError(str(e))
+    exps = expect.Expectations(_relative_sources(entries, name), {name: digest})
+    comp = cmp.compare(run, exps, None)
+    # The kernel's word outside any case, as qualify judged it on the run (verdict.kernel_health).
+    for key, st, why in (comparison_from(data) or cmp.Comparison()).machine:
+        if key.startswith("kernel_log:"):
+            comp.machine.append((key, st, why))
+            comp.summary[str(st)] = comp.summary.get(str(st), 0) + 1
+            if comp.exit_code in (cmp.EXIT_QUALIFIED, cmp.EXIT_UPDATE, cmp.EXIT_COVERAGE_LOST):
+                comp.exit_code = cmp.EXIT_REGRESSION
+    if comp.exit_code == cmp.EXIT_QUALIFIED:
+        comp.exit_code = cmp.EXIT_FIRST_NIGHT
+    sku = info.get("sku") or expect.sku_of(run.fingerprint.get("gpu0_name"))
+    info = dict(info, baseline="none", expectations=exps.files, verdict=comp.verdict[0], exit_code=comp.exit_code,
+                label=f"re-judged as the first night of {sku}: no baseline, {name} only",
+                command="python3 reports/rerender.py --examples",
+                first_night=first_night.context(run, comp, sku, "", "runs/" + info.get("run_key", "RUN")))
+    info.pop("history", None)
+    info.pop("history_key", None)
+    return info, comp
+
+
+def _known_runs(root):
+    """{run_key: results.json} of the runs an example may name as its baseline."""
+    runs = {}
+    top = os.path.join(root, RUNS)
+    for d in sorted(os.listdir(top)) if os.path.isdir(top) else []:
+        path = os.path.join(top, d, "results.json")
+        if os.path.isfile(path):
+            runs[model.read_results(path)[1].get("run_key", "")] = path
+    return runs
+
+
+def example_files(root=ROOT):
+    """{path under examples/: text} of every example page, the mutation run's page and README.md."""
+    known = _known_runs(root)
+    out, rows = {}, []
+    for ex in EXAMPLES:
+        run, info, data = model.read_results(os.path.join(root, ex.source))
+        mutation = htmlreport.read_mutation(os.path.join(root, ex.mutation)) if ex.mutation else None
+        if ex.as_first_night:
+            info, comp = as_first_night(run, info, data, root)
+            html = htmlreport.render_qualification(run, info, comp, None, {})
+        else:
+            html = page(run, info, data, mutation, known)
+        out[f"{ex.folder}/index.html"] = html
+        if mutation is not None:
+            out[f"{ex.folder}/mutation/mutation.html"] = pages.render_mutation_page(mutation)
+        commit = str((info.get("bundle") or {}).get("commit", ""))
+        commit = commit[:7] + ("-dirty" if commit.endswith("-dirty") else "")
+        rows.append(f"| [`{ex.folder}/`]({ex.folder}/index.html) | {ex.verdict} | {len(run.cases):,} | "
+                    f"{str(info.get('started_at', ''))[:10]}, {commit} | {ex.what}; from `{ex.source}` |")
+    out["README.md"] = README_HEAD + "\n".join(rows) + "\n" + README_TAIL
+    return out
+
+
+def examples(out_dir, root=ROOT, screenshot=True):
+    """Writes example_files() under out_dir; takes the QUALIFIED page's screenshot when that page
+    changed or has none (and Chromium is here). Returns (paths written, what the screenshot step
+    said)."""
+    written, said = [], ""
+    for rel, text in example_files(root).items():
+        path = os.path.join(out_dir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() == text:
+                    continue
+        except FileNotFoundError:
+            pass
+        _write(path, text)
+        written.append(path)
+    png = os.path.join(out_dir, SCREENSHOT)
+    qualified = os.path.join(out_dir, os.path.dirname(SCREENSHOT), "index.html")
+    if screenshot and (qualified in written or not os.path.isfile(png)):
+        from reports import screenshot as shot
+        if not shot.chromium():
+            said = f"{png} not taken: chromium not found (tools/install_deps.sh --with-browser installs it)"
+        else:
+            rc, err = shot.screenshot(qualified, png)
+            said = f"wrote {png}" if rc == 0 else f"{png} not taken: {err.strip()[-300:]}"
+    return written, said
 
 
 def absolute_paths(root):
@@ -187,21 +345,26 @@ def absolute_paths(root):
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dirs", nargs="*", help="run folders (each with a results.json)")
-    ap.add_argument("--examples", help="a tree of committed examples: rewrite paths, re-render all")
+    ap.add_argument("--examples", nargs="?", const=os.path.join(ROOT, "examples"), metavar="DIR",
+                    help="make the committed examples again (default: examples/ of this checkout)")
     args = ap.parse_args(argv)
     if not args.run_dirs and not args.examples:
-        ap.error("give run folders or --examples DIR")
+        ap.error("give run folders or --examples")
     try:
         if args.examples:
             if not os.path.isdir(args.examples):
                 print(f"rerender: no such folder: {args.examples}", file=sys.stderr)
                 return 2
-            changed, written = examples(args.examples)
-            print(f"rerender: relative paths in {len(changed)} files, re-rendered {len(written)} files")
-            left = absolute_paths(args.examples)
-            for path, i, line in left:
+            changed = rewrite_paths(args.examples)
+            written, said = examples(args.examples)
+            print(f"rerender: relative paths in {len(changed)} files; {len(written)} example files changed"
+                  + "".join(f"\nrerender: wrote {p}" for p in written))
+            if said:
+                print(f"rerender: {said}")
+            for path, i, line in absolute_paths(args.examples):
                 print(f"rerender: still absolute: {path}:{i}: {line}", file=sys.stderr)
         for d in args.run_dirs:
             results = os.path.join(d, "results.json") if os.path.isdir(d) else d

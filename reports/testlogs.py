@@ -73,7 +73,9 @@ def _cap(text, limit=MESSAGE_MAX_CHARS):
 # ---------------------------------------------------------------------------------------------
 # GoogleTest XML and journals (also used by the bundle runner to merge attempts)
 
-_BAD_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# What XML 1.0 cannot hold. A binary's XML that holds them anyway is read with each one made
+# visible (model.visible_name's escape), so the reader spells a name as the journal's reader does.
+_BAD_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
 _DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
 
@@ -93,7 +95,7 @@ def parse_xml_file(path):
     if _DTD.search(data):
         return None, "has a DOCTYPE or ENTITY declaration, not read"
     text = _XML_DECL.sub("", data.decode("utf-8", "replace"), count=1)
-    text = _BAD_XML_CHARS.sub("\ufffd", text)
+    text = _BAD_XML_CHARS.sub(model.escape_char, text)
     try:
         return ET.fromstring(text), None
     except ET.ParseError as e:
@@ -153,7 +155,7 @@ def stream_gtest_xml(path, on_case):
                 text = decoder.decode(chunk, final=not chunk)
                 if first:
                     text, first = _XML_DECL.sub("", text, count=1), False
-                parser.feed(_BAD_XML_CHARS.sub("\ufffd", text))
+                parser.feed(_BAD_XML_CHARS.sub(model.escape_char, text))
                 for event, el in parser.read_events():
                     if event == "start":
                         stack.append(el)
@@ -183,7 +185,60 @@ def stream_gtest_xml(path, on_case):
 
 
 def _case_id(el):
-    return f"{el.get('classname', '')}.{el.get('name', '')}"
+    """'Suite.Name' of a <testcase>, its names set to their one spelling (model.visible_name)."""
+    suite, name = model.visible_name(el.get("classname", "")), model.visible_name(el.get("name", ""))
+    if suite != el.get("classname", "") or name != el.get("name", ""):
+        el.set("classname", suite)
+        el.set("name", name)
+    return f"{suite}.{name}"
+
+
+def record_status(el):
+    """The status a <testcase> record says, as case_from_element types it (the conflict rule
+    compares records by it)."""
+    return case_from_element("//conflict:rule", el).status
+
+
+def conflicts_of(el):
+    for pe in el.findall("properties/property"):
+        if pe.get("name") == model.CONFLICTS_PROP:
+            return [x for x in pe.get("value", "").split("\n") if x]
+    return []
+
+
+def merge_records(first, second, kind, said=None, prefer_second=False, detail=""):
+    """Two records of one case that the conflict rule (reports/model.py) settles: the one with
+    the worse status is kept, with both records' conflicts and this one named (property
+    model.CONFLICTS_PROP). On a tie the first is kept (the second with prefer_second: the XML,
+    which has the full detail, over the journal). said: what the two records said, as the note
+    shows it (default "FIRST, then SECOND"). Returns the kept element."""
+    a, b = record_status(first), record_status(second)
+    won = model.worse_status(b, a) if prefer_second else model.worse_status(a, b)
+    keep_second = (won == b) if prefer_second else (won == b and b != a)
+    kept, other = (second, first) if keep_second else (first, second)
+    note = model.conflict_note(kind, said or f"{a}, then {b}", won, detail)
+    notes = list(dict.fromkeys(conflicts_of(kept) + conflicts_of(other) + [note]))
+    set_property(kept, model.CONFLICTS_PROP, "\n".join(notes))
+    return kept
+
+
+def set_property(el, name, value):
+    """Sets (or replaces) one <property> of a <testcase> element."""
+    props = el.find("properties")
+    if props is None:
+        props = ET.SubElement(el, "properties")
+    for pe in props.findall("property"):
+        if pe.get("name") == name:
+            pe.set("value", value)
+            return
+    ET.SubElement(props, "property", {"name": name, "value": value})
+
+
+def _add_record(cases, el):
+    """cases[id] = el; a second record of the same case in one file is settled by the rule."""
+    cid = _case_id(el)
+    first = cases.get(cid)
+    cases[cid] = el if first is None else merge_records(first, el, model.CONFLICT_TWICE)
 
 
 def read_gtest_xml(path):
@@ -194,7 +249,7 @@ def read_gtest_xml(path):
         return None, {}, "no XML was written"
     if _is_large(path):
         cases = {}
-        attrs, why = stream_gtest_xml(path, lambda el: cases.__setitem__(_case_id(el), el))
+        attrs, why = stream_gtest_xml(path, lambda el: _add_record(cases, el))
         if why:
             return None, {}, _xml_said("the XML", why)
         return cases, attrs, None
@@ -205,7 +260,7 @@ def read_gtest_xml(path):
         return None, {}, "the XML is not GoogleTest's"
     cases = {}
     for el in root.iter("testcase"):
-        cases[_case_id(el)] = el
+        _add_record(cases, el)
     return cases, dict(root.attrib), None
 
 
@@ -321,15 +376,28 @@ def _journal_lines(path):
         return None
 
 
-def read_journal(path_or_lines):
-    """Reads a case journal. Returns ({case: <testcase>} for cases that ended, the case that
-    started and never ended or None). Lines that are not events (cut short by a crash, or
-    garbage) are skipped."""
+class JournalEvents:
+    """What one case journal says: the cases that ended ({case: <testcase>}), the case that
+    started and never ended (or None), and `early`: that case's result when one was recorded
+    before its start (the conflict rule keeps the worse of it and whatever ends the case)."""
+
+    def __init__(self, finished, running, early):
+        self.finished, self.running, self.early = finished, running, early
+
+
+def read_journal_events(path_or_lines):
+    """Reads a case journal (lines that are not events, cut short by a crash or garbage, are
+    skipped); names are spelled as model.visible_name spells them. Evidence that conflicts is
+    settled by the rule of reports/model.py: a case that ends twice keeps the worse result; an end
+    with no start before it is a result recorded early, and a start after it makes the case
+    running again, so that a case that then never ends is blamed, never kept as that result."""
     if isinstance(path_or_lines, str):
         lines = _journal_lines(path_or_lines) or []
     else:
         lines = path_or_lines
     finished, running = {}, None
+    early_ids = set()  # cases whose result in `finished` came before any start of theirs
+    early = {}  # case -> its early result, while the case runs again
     for line in lines:
         try:
             ev = json.loads(line)
@@ -338,39 +406,88 @@ def read_journal(path_or_lines):
         if not isinstance(ev, dict) or not isinstance(ev.get("case"), str) or \
                 "." not in ev["case"]:
             continue
-        case = ev["case"]
+        case = model.visible_name(ev["case"])
         if ev.get("event") == "start":
+            if running is not None and running in early:  # it never ended: the early word stays
+                finished[running] = _never_ended(early.pop(running), running)
+            if case in early_ids and case in finished:
+                early[case] = finished.pop(case)
+                early_ids.discard(case)
             running = case
         elif ev.get("event") == "end":
-            status = ev.get("status")
-            msg = ev.get("message", "")
-            msg = msg if isinstance(msg, str) else json.dumps(msg)
-            if status not in _GTEST_STATUSES:
-                msg = f"the journal recorded an unknown status {str(status)[:40]!r}\n{msg}"
-                status = Status.INFRA_ERROR
-            try:
-                seconds = float(ev.get("seconds", 0))
-            except (TypeError, ValueError):
-                seconds = 0.0
-            props = ev.get("properties")
-            props = props if isinstance(props, dict) else {}
-            finished[case] = synthesize_case(case, status, msg, seconds=seconds,
-                                             properties=props,
-                                             skip_message=msg if status == Status.SKIP else None)
+            el = _end_record(case, ev)
             if running == case:
                 running = None
-    return finished, running
+                if case in early:
+                    el = merge_records(early.pop(case), el, model.CONFLICT_EARLY)
+            else:
+                early_ids.add(case)
+            if case in finished:
+                el = merge_records(finished[case], el, model.CONFLICT_TWICE)
+            finished[case] = el
+    for case in [c for c in early if c != running]:
+        finished[case] = _never_ended(early.pop(case), case)
+    return JournalEvents(finished, running, early)
+
+
+def _end_record(case, ev):
+    status = ev.get("status")
+    msg = ev.get("message", "")
+    msg = msg if isinstance(msg, str) else json.dumps(msg)
+    if status not in _GTEST_STATUSES:
+        msg = f"the journal recorded an unknown status {str(status)[:40]!r}\n{msg}"
+        status = Status.INFRA_ERROR
+    try:
+        seconds = float(ev.get("seconds", 0))
+    except (TypeError, ValueError):
+        seconds = 0.0
+    props = ev.get("properties")
+    props = props if isinstance(props, dict) else {}
+    return synthesize_case(case, status, msg, seconds=seconds, properties=props,
+                           skip_message=msg if status == Status.SKIP else None)
+
+
+def _never_ended(early_el, case):
+    """A case with a result recorded before its start that started and never ended (another
+    case started after it): the rule keeps the worse of that result and MISSING."""
+    missing = synthesize_case(case, Status.MISSING, "MISSING: the case started and never ended "
+                              "(another case started after it)")
+    return merge_records(early_el, missing, model.CONFLICT_EARLY)
+
+
+def read_journal(path_or_lines):
+    """Reads a case journal. Returns ({case: <testcase>} for cases that ended, the case that
+    started and never ended or None); read_journal_events has the rest of what it says."""
+    ev = read_journal_events(path_or_lines)
+    return ev.finished, ev.running
+
+
+def _xml_safe(el):
+    """Every text and attribute value of a record as XML 1.0 can hold it (model.visible_text):
+    a control character a binary put in a message or property is written as its escape, so the
+    runner's test.xml is always well-formed, whatever the binary wrote."""
+    for e in el.iter():
+        if e.text:
+            e.text = model.visible_text(e.text)
+        if e.tail:
+            e.tail = model.visible_text(e.tail)
+        for k, v in e.attrib.items():
+            safe = model.visible_text(v)
+            if safe is not v and safe != v:
+                e.set(k, safe)
+    return el
 
 
 def merged_xml_root(label, root_attrs, elements):
-    root = ET.Element("testsuites", {k: v for k, v in root_attrs.items() if k not in _ROOT_ATTRS})
+    root = ET.Element("testsuites", {k: model.visible_text(v) for k, v in root_attrs.items()
+                                     if k not in _ROOT_ATTRS})
     root.set("name", "AllTests")
     suites = {}
     for el in elements:
         suite = el.get("classname", "")
         if suite not in suites:
-            suites[suite] = ET.SubElement(root, "testsuite", {"name": suite})
-        suites[suite].append(el)
+            suites[suite] = ET.SubElement(root, "testsuite", {"name": model.visible_name(suite)})
+        suites[suite].append(_xml_safe(el))
     for s in suites.values():
         s.set("tests", str(len(s)))
     root.set("tests", str(len(elements)))
@@ -473,16 +590,20 @@ def _cases_without_gtest_xml(target, tdir, why):
     sources = _journal_sources(tdir)
     cases = []
     if sources:
-        finished, running = {}, None
+        finished, running, early = {}, None, {}
         for lines in sources:
-            f, running = read_journal(lines)
-            finished.update(f)
+            ev = read_journal_events(lines)
+            finished.update(ev.finished)
+            running, early = ev.running, ev.early
         if running in finished:
             running = None
         cases = [case_from_element(target, el) for el in finished.values()]
         if running:
-            cases.append(case_from_element(target, synthesize_case(
-                running, status, f"{status}: {why} while running this case", log_tail=log_text)))
+            blamed = synthesize_case(running, status, f"{status}: {why} while running this case",
+                                     log_tail=log_text)
+            if running in early:  # a result recorded before its start: the worse word stands
+                blamed = merge_records(early[running], blamed, model.CONFLICT_EARLY)
+            cases.append(case_from_element(target, blamed))
             return cases
     m = re.search(r"exited with error code (\d+)", why)
     if status == Status.CRASH and m and 0 < int(m.group(1)) < 128:
@@ -655,8 +776,27 @@ def load_testlogs(root):
         if d != root and names:
             _load_target(run, _label_for(root, d), d, os.path.join(d, "test.xml"),
                          has_xml="test.xml" in names)
+    run.kernel_log = _kernel_outside_cases(root)
+    run.one_record_per_case()  # one id twice (two trees' spellings): the conflict rule settles it
     run.default_run_seed()
     return run
+
+
+def _kernel_outside_cases(root):
+    """The bundle runner's kernel lines read while no case ran (runner.json at the tree's root;
+    Bazel's trees have none): [{"line", "target", "kind", "excused"}]."""
+    path = os.path.join(root, "runner.json")
+    try:
+        if os.path.islink(path) or os.path.getsize(path) > XML_MAX_BYTES:
+            return []
+        with open(path, encoding="utf-8", errors="replace") as f:
+            data = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return []
+    lines = data.get("kernel_log_outside_cases") if isinstance(data, dict) else None
+    return [{"line": model.visible_text(str(k.get("line", ""))), "target": k.get("target"),
+             "kind": k.get("kind"), "excused": k.get("excused")}
+            for k in (lines if isinstance(lines, list) else []) if isinstance(k, dict)]
 
 
 def load_target(label, tdir):

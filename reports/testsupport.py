@@ -8,8 +8,34 @@ from reports import compare as cmp
 from reports import expectations as expect
 from reports import model
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def full_document_problems(page):
+    """What keeps an HTML page from being a whole document that a browser shows right: a
+    doctype, a language, a UTF-8 charset before anything else of the head, a viewport (phones),
+    a non-empty title, the closing tag. [] when there is nothing."""
+    import re
+    head = page.split("</head>", 1)[0]
+    checks = [(page.startswith("<!DOCTYPE html>"), "no doctype first"),
+              ("<html lang='en'>" in page, "no <html lang>"),
+              (re.search(r"<head><meta charset='utf-8'>", head) is not None, "no charset first in the head"),
+              ("<meta name='viewport' content='width=device-width'>" in head, "no viewport"),
+              (re.search(r"<title>[^<]+</title>", head) is not None, "no title"),
+              (page.rstrip().endswith("</html>"), "no closing </html>")]
+    return [why for ok, why in checks if not ok]
+
+
+def package_env(environ=None, **extra):
+    """The environment of a child Python that imports the package (`python3 -c`, a script of a
+    test): the repository root first on PYTHONPATH (docs/python.md), then `extra`."""
+    env = dict(os.environ if environ is None else environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
 T = "//suites/hostregister:hostregister_test"
-FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", "seed": "7", "device_status": "usable",
+FP = {"nvidia_driver": "580.159.04", "gpu0_name": "NVIDIA H200", model.PROP_RUN_SEED: "7", "device_status": "usable",
       "gpu_count": "1", "host": "lab1"}
 REGRESSION_MESSAGE = ("suites/hostregister/hostregister_test.cc:88\nExpected equality of these values:\n"
                       "  cudaHostRegister(p, size, cudaHostRegisterDefault)\n"
@@ -68,14 +94,14 @@ def python_with_fake_psycopg2(tmp):
     blocker, hidden = os.path.join(tmp, "without-psycopg2"), os.path.join(tmp, "fake-psycopg2")
     os.makedirs(blocker, exist_ok=True)
     os.makedirs(os.path.join(hidden, "psycopg2"), exist_ok=True)
-    with open(os.path.join(blocker, "psycopg2.py"), "w") as f:
+    with open(os.path.join(blocker, "psycopg2.py"), "w", encoding="utf-8") as f:
         f.write("raise ImportError('this interpreter has no psycopg2 (the test hides it)')\n")
-    with open(os.path.join(hidden, "psycopg2", "__init__.py"), "w") as f:
+    with open(os.path.join(hidden, "psycopg2", "__init__.py"), "w", encoding="utf-8") as f:
         f.write("class Error(Exception):\n    pass\n\n\n"
                 "def connect(*args, **kwargs):\n    raise Error('fake psycopg2 of the test')\n")
     log = os.path.join(tmp, "pagelock-python.log")
     wrapper = os.path.join(tmp, "python-with-psycopg2")
-    with open(wrapper, "w") as f:
+    with open(wrapper, "w", encoding="utf-8") as f:
         f.write(f"#!/bin/sh\necho \"$@\" >> '{log}'\n"
                 f"PYTHONPATH='{hidden}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{sys.executable}' \"$@\"\n")
     os.chmod(wrapper, 0o755)

@@ -108,7 +108,7 @@ STARTUP = []  # set by main() from --cuda
 def bazel(*args, capture=True):
     cmd = ["bazel", *STARTUP, *args]
     print("bundle: " + " ".join(cmd), file=sys.stderr, flush=True)
-    return subprocess.run(cmd, cwd=ROOT, check=True, text=True,
+    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, encoding="utf-8", errors="replace",
                           stdout=subprocess.PIPE if capture else None)
 
 
@@ -185,10 +185,10 @@ def main(argv=None):
                 args.shim_bin_dir = bazel("info", "--config=bundle", "bazel-bin").stdout.strip()
             finally:
                 STARTUP[:] = saved
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True, encoding="utf-8", errors="replace",
                                 capture_output=True).stdout.strip() or "unknown"
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               text=True, capture_output=True).stdout.strip()
+                               text=True, encoding="utf-8", errors="replace", capture_output=True).stdout.strip()
     except subprocess.CalledProcessError as e:
         print(f"bundle: bazel failed (exit {e.returncode})", file=sys.stderr)
         return 1
@@ -205,7 +205,7 @@ def main(argv=None):
 def read_cudart_version(output_base):
     """CUDART_VERSION of the toolkit Bazel built with (third_party/deps.bzl writes it)."""
     try:
-        with open(os.path.join(output_base, "external", "cuda", "version.txt")) as f:
+        with open(os.path.join(output_base, "external", "cuda", "version.txt"), encoding="utf-8") as f:
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
@@ -251,7 +251,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    with open(os.path.join(out, MARKER), "w") as f:
+    with open(os.path.join(out, MARKER), "w", encoding="utf-8") as f:
         f.write("pagelock bundle (tools/bundle.py); this folder is replaced by the next build\n")
     for t in targets:
         pkg, name = t["label"][2:].split(":")
@@ -264,7 +264,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
     shim_dir = getattr(args, "shim_bin_dir", None) or bin_dir
     add_fault_layer(out, os.path.join(shim_dir, *SHIM_LABEL[2:].replace(":", "/").split("/")))
     run_sh = os.path.join(out, "run")
-    with open(run_sh, "w") as f:
+    with open(run_sh, "w", encoding="utf-8") as f:
         f.write('#!/bin/sh\nexec python3 "$(dirname "$0")/tools/runner/runner.py" '
                 '--bundle "$(dirname "$0")" "$@"\n')
     os.chmod(run_sh, os.stat(run_sh).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -273,7 +273,7 @@ def write_bundle(out, targets, bin_dir, commit, dirty, args):
             "cuda_archs": args.archs or "default (see tools/BUILD.bazel)",
             "compilation_mode": "opt, stripped",
             "cuda_runtime": getattr(args, "cudart_version", None)}
-    with open(os.path.join(out, "manifest.json"), "w") as f:
+    with open(os.path.join(out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump({"info": info, "targets": targets}, f, indent=1)
 
 

@@ -15,7 +15,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   0  QUALIFIED                   every case passed or matched its expectation; no coverage lost
   1  INFRASTRUCTURE ERROR        no usable GPU, a build or bundle binary that could not run, a
                                  status the harness does not know, a disk that filled up, a
-                                 history server out of reach
+                                 history server out of reach, a history that could not take
+                                 the run (results.json keeps it and the verdict it would have had)
   2  BAD CONFIGURATION           bad arguments, bundle, expectations, baseline, history or --out
                                  (nothing was run, no run folder was created)
   3  REGRESSIONS                 some case failed that no expectation covers
@@ -39,6 +40,8 @@ Exit codes (the one table; README's is a copy, qualify_test checks it against re
   tools/qualify [--bundle DIR] [--tier bat|full|stress] [--baseline auto|none|PATH] ...
   tools/qualify --bundle DIR --seed 4321 --write-baseline   # regenerate baselines/<sku>/results.json
   tools/qualify --draft-expectations RUN_DIR  # bring up a new SKU from its first night
+  tools/qualify --repro CASE [--run RUN] [--bundle DIR] [--archive FILE]
+      # a .tar.gz that reproduces one case of a run on any machine with an NVIDIA driver
   tools/qualify --bundle DIR --mutation [--mutation-budget 300] [--mutation-jobs 12]
       # then the mutation score of the same bundle into <run dir>/mutation/ (never changes the verdict)
 """
@@ -52,21 +55,30 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 # This file is the command; its steps live in tools/qualification/, one module each.
 
-from reports import ciout  # noqa: E402
-from reports import cliargs  # noqa: E402
-from reports import compare as cmp  # noqa: E402
-from reports import first_night as first_night_mod  # noqa: E402
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from tools.qualification import common, draft, mutation_hook, preflight, publish, running, signals  # noqa: E402
-from tools.qualification import plan as plan_mod  # noqa: E402
-from tools.qualification import verdict as verdict_mod  # noqa: E402
-from tools.qualification.common import Interrupted, Stop, say  # noqa: E402
-from tools.qualification.plan import TIERS  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.qualify"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import ciout
+from reports import cliargs
+from reports import compare as cmp
+from reports import first_night as first_night_mod
+from reports import history
+from reports import model
+from tools.qualification import common, draft, mutation_hook, preflight, publish, repro, running, signals
+from tools.qualification import plan as plan_mod
+from tools.qualification import verdict as verdict_mod
+from tools.qualification.common import Interrupted, Stop, say
+from tools.qualification.plan import TIERS
+from tools.runner import leftovers
 
 
 def build_parser(json_errors=False):
@@ -99,7 +111,8 @@ def build_parser(json_errors=False):
     p.add_argument("--shuffle", action="store_true")
     p.add_argument("--label", default="", help="free text shown in the report (e.g. the change under test)")
     p.add_argument("--allow-no-gpu", action="store_true",
-                   help="run even without a usable GPU (harness self-tests; never qualifies against a GPU baseline)")
+                   help="run the GPU suites even without a usable GPU (every case NotSupported: NOTHING RAN, exit 4; "
+                        "never qualifies). The harness's own tests need no GPU: tools/test.sh")
     p.add_argument("--write-baseline", action="store_true",
                    help="also write the results as baselines/<sku>/results.json (regenerating the baseline)")
     p.add_argument("--mutation", action="store_true",
@@ -113,7 +126,18 @@ def build_parser(json_errors=False):
                    help="bring up a SKU from its first night's run folder: draft expectations/<sku>.txt, "
                         "baselines/<sku>/ and docs/platforms/<sku>.md (no GPU needed; existing files are "
                         "kept unless --force); docs/platforms/new-platform.md")
-    p.add_argument("--force", action="store_true", help="with --draft-expectations: replace existing files")
+    p.add_argument("--repro", metavar="CASE",
+                   help="write a reproducer a driver team can run of one case of a run (the id the page "
+                        "shows): a .tar.gz with the case's binary, run.sh (its filter, run seed, repeat, "
+                        "environment), the fingerprint, its kernel-log lines and a README; no GPU needed")
+    p.add_argument("--run", metavar="RUN",
+                   help="with --repro: the run folder, its results.json or a run key under --out "
+                        "(default: the run stored last in --out that has the case)")
+    p.add_argument("--archive", metavar="FILE",
+                   help="with --repro: where the .tar.gz goes (default RUN/repro/<case>.tar.gz)")
+    p.add_argument("--force", action="store_true",
+                   help="with --draft-expectations: replace existing files; with --repro: take a bundle "
+                        "of another build than the run's")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object on stdout (exit_code, verdict, run_dir, report, outputs, "
                    "counts); the progress and the human lines go to stderr")
@@ -127,6 +151,7 @@ def main(argv=None, restore_signals=True):
     """qualify; returns the exit code. restore_signals=False (the command line): once qualify is
     done the signals are ignored until the process exits, so a second signal arriving after the
     run folder was marked cannot kill the process with 128+N instead of 7."""
+    cliargs.utf8_streams()
     args = build_parser(cliargs.wants_json(argv)).parse_args(argv)
     common.HUMAN.update(stream=sys.stderr if args.json else None, json=args.json)
     common.SUMMARY.clear()
@@ -135,6 +160,8 @@ def main(argv=None, restore_signals=True):
     try:
         if args.draft_expectations:
             code = draft.run_draft(args)
+        elif args.repro:
+            code = repro.run_repro(args)
         else:
             code = preflight.preflight_only(args) if args.preflight else _qualify(args, argv)
     except Stop as e:
@@ -164,6 +191,18 @@ def main(argv=None, restore_signals=True):
 def _qualify(args, argv):
     t0 = time.monotonic()
     plan = plan_mod.make_plan(args)
+    # What a qualify killed (SIGKILL) on this --out left running is ended now; this run keeps
+    # the record the next one reads (tools/runner/leftovers.py).
+    for pid, cmd in leftovers.end_leftovers(args.out):
+        say(f"ended process {pid} that a killed run left in {args.out}: {cmd}")
+    live = leftovers.LiveRecord(args.out)
+    try:
+        return _qualify_planned(args, argv, plan, t0)
+    finally:
+        live.close()
+
+
+def _qualify_planned(args, argv, plan, t0):
     started = datetime.datetime.now(datetime.timezone.utc)
     run_key = plan_mod.new_run_dir(args.out, plan.fingerprint, plan.sku, plan.driver, started,
                                    stored=lambda key: plan.db is not None
@@ -172,7 +211,7 @@ def _qualify(args, argv):
     info = {"run_key": run_key, "started_at": started.isoformat(timespec="seconds"), "sku": plan.sku,
             "tier": args.tier, "bundle": plan.manifest.get("info", {}), "baseline": plan.baseline_name,
             "expectations": plan.expectations.files, "retries": args.retries, "label": args.label,
-            "seed": str(plan.seed), "skipped_by_expectations": plan.skipped,
+            "skipped_by_expectations": plan.skipped,
             "command": common.command_line(argv if argv is not None else sys.argv[1:]),
             # Where the wall time went (seconds, rounded): the bound on the full tier is a
             # bound on all of it, and a slow phase should be visible without a profiler.
@@ -208,12 +247,13 @@ def _run_and_publish(plan, info, args, state):
         running.retry_failures(plan, run, args)
         seconds["retrying"] = round(time.monotonic() - t, 2)
     except OSError as e:
-        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {e}")
+        raise Stop(cmp.EXIT_INFRA, f"infrastructure error while running: {common.os_error_words(e, plan.run_dir)}")
     t = time.monotonic()
 
     state["phase"] = "comparing"
     comp = cmp.compare(run, plan.expectations, plan.baseline, skipped=plan.skipped,
                        known_targets=[t["label"] for t in plan.manifest.get("targets", [])])
+    verdict_mod.kernel_health(run, comp)  # the kernel's word outside any case
     why_not = verdict_mod.nothing_passed(run, comp)
     night = verdict_mod.first_night(plan, run, comp, info)
     state["comp"] = comp
@@ -226,7 +266,9 @@ def _run_and_publish(plan, info, args, state):
         page = publish.publish(plan, run, comp, info, args, state)
     except (OSError, ValueError) as e:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: cannot write the run folder {plan.run_dir} "
-                                   f"({e}); the verdict would have been {verdict}")
+                                   f"({common.os_error_words(e, plan.run_dir)}); the verdict would have "
+                                   f"been {verdict}")
+    verdict = comp.verdict[0]  # the history may not have taken the run (publish.not_stored)
     seconds["writing"] = round(time.monotonic() - t - seconds["comparing"], 2)
     print(model.format_counts(run.counts()), file=common.HUMAN["stream"] or sys.stdout)
     common.SUMMARY.update(run_dir=plan.run_dir, report=page, counts={k: v for k, v in run.counts().items() if v},

@@ -15,13 +15,22 @@ import tempfile
 import time
 import unittest
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.qualify_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import compare as cmp
 from reports import compare_runs
 from reports import history
 from reports import model
 from reports import testsupport
 from tools import qualify
-from tools.qualification import baselines, common
+from tools.qualification import baselines, common, verdict
 from tools.runner import runner_test
 
 
@@ -75,6 +84,8 @@ class QualifyTest(unittest.TestCase):
             rc = qualify.main(["--bundle", self.bundle, "--out", self.out])
         self.assertEqual(rc, 1)
         self.assertIn("no usable GPU on this machine (cudaGetDeviceCount=", buf.getvalue())
+        self.assertIn("The tests of the harness need no GPU: tools/test.sh", buf.getvalue())
+        self.assertNotIn("self-tests", buf.getvalue())
         self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
 
     def test_clean_run_qualifies_and_writes_the_run_directory(self):
@@ -262,6 +273,31 @@ FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_
 NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
 
 
+class UnexpectedLinesTest(unittest.TestCase):
+    """The end of a run in the terminal (tools/qualification/verdict.py), as the ux review found
+    it: the test.log path of a target in a nested package, and a long reason cut visibly."""
+
+    def lines(self, case):
+        comp = cmp.Comparison(status={case.id: model.Change.REGRESSION})
+        return verdict.unexpected_lines(model.Run({}, [case]), comp, "/runs/r1")
+
+    def test_the_log_path_keeps_every_folder_of_the_package(self):
+        c = testsupport.case("ReportsPointers", "FAIL", "x.cc:1\nwrong base", suite="PointerQueries",
+                             target="//suites/interior:pointer_queries_test")
+        line = self.lines(c)[1]
+        # It was testlogs/suites/test.log: the id cut at its first "/".
+        self.assertIn("[log: /runs/r1/testlogs/suites/interior/pointer_queries_test/test.log]", line)
+
+    def test_a_long_reason_is_cut_with_an_ellipsis(self):
+        c = testsupport.case("Long", "FAIL", "x.cc:1\n" + "word " * 100)
+        line = self.lines(c)[1]
+        reason = line.split(": ", 1)[1].split("  [log: ")[0]
+        self.assertEqual(len(reason), verdict.REASON_PRINTED)
+        self.assertTrue(reason.endswith("…"), reason)
+        short = testsupport.case("Short", "FAIL", "x.cc:1\nbroke")
+        self.assertNotIn("…", self.lines(short)[1])
+
+
 class RunKeyTest(unittest.TestCase):
     def test_a_key_already_in_the_history_is_not_reused(self):
         # Two fleet nights back to back on one host, each with its own --out, in one second: the
@@ -271,10 +307,14 @@ class RunKeyTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             t = datetime.datetime(2026, 12, 2, 5, 14, 49)
             fp = {"host": "n1"}
-            first = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t)
-            again = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, stored=lambda k: k == first)
-            self.assertEqual(first, "20261202-051449_n1_nvidia-h200_580")
+            first = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, token="a1b2c3")
+            again = plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t, stored=lambda k: k == first,
+                                         token="a1b2c3")
+            self.assertEqual(first, "20261202-051449.000-a1b2c3_n1_nvidia-h200_580")
             self.assertEqual(again, first + "-2")
+            # Two runs of one host in one second each draw their own random part.
+            keys = {plan_mod.new_run_dir(out, fp, "nvidia-h200", "580", t) for _ in range(100)}
+            self.assertEqual(len(keys), 100)
 
 
 class FakeSuiteCase(unittest.TestCase):
@@ -338,7 +378,7 @@ class FakeSuiteCase(unittest.TestCase):
 class VerdictTest(FakeSuiteCase):
     """The verdict with coverage, seeds that replay, and bad input."""
 
-    # --- coverage: the three cases of issue 7 -------------------------------------------------
+    # --- coverage: no GPU, another GPU, a lost capability ---------------------------------------
 
     def test_no_gpu_against_a_gpu_baseline_is_not_qualified(self):
         self.assertEqual(self.qualify("--baseline", "none"), 0, self.output)
@@ -398,6 +438,24 @@ class VerdictTest(FakeSuiteCase):
         self.assertNotIn("CopyRoundTrips", replay.stdout)  # exactly this case
         # Another seed passes: the failure belongs to the seed, not to the machine.
         self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
+
+    def test_the_run_seed_has_one_name_that_every_reader_shows(self):
+        # The binaries record pagelock.run_seed; qualify neither copies it under a second name
+        # nor overwrites what a binary recorded.
+        self.assertEqual(self.qualify("--seed", "4243", "--baseline", "none"), 0, self.output)
+        res = self.last()
+        fp = res["run"]["fingerprint"]
+        self.assertEqual(fp[model.PROP_RUN_SEED], "4243")
+        self.assertNotIn("seed", fp)
+        self.assertNotIn("seed", res["info"])
+        self.assertEqual({c["run_seed"] for c in res["run"]["cases"]}, {"4243"})
+        run_dir = self.runs()[-1]
+        with open(os.path.join(run_dir, "junit.xml"), encoding="utf-8") as f:
+            self.assertIn('<property name="seed" value="4243"', f.read())
+        with open(os.path.join(run_dir, "index.html"), encoding="utf-8") as f:
+            self.assertIn("seed <span class='mono'>4243</span>", f.read())
+        db = history.connect(os.path.join(self.out, "history.sqlite"))
+        self.assertEqual(db.execute("SELECT seed FROM runs").fetchall(), [("4243",)])
 
     def test_auto_baseline_is_the_last_run_of_the_same_tier(self):
         # A nightly full tier after a weekly stress run compares with the last full run, not
@@ -547,7 +605,7 @@ class VerdictTest(FakeSuiteCase):
 
 
 class RuntimeBaselineTest(unittest.TestCase):
-    """One baseline per CUDA runtime (issue 20): a run never compares with another runtime's."""
+    """One baseline per CUDA runtime: a run never compares with another runtime's."""
 
     def setUp(self):
         self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

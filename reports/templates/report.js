@@ -66,6 +66,7 @@
       td.appendChild(el(pre ? 'pre' : 'div', pre ? '' : 'mono', text)); }
     add('message', c.m, true);
     if (c.rp) add('replay', c.rp, true);
+    if (c.rx) add('reproducer for a driver team (a .tar.gz: the binary, run.sh, README)', c.rx, true);
     if (c.ff) add('first failure', c.ff, true);
     extrasOf(c).forEach(function(kv){ td.appendChild(el('div', 'mono', kv[0] + ' = ' + kv[1])); });
     Object.keys(c.lg || {}).forEach(function(k){ add(k, c.lg[k], true); });
@@ -79,6 +80,7 @@
     var tools = el('div');
     var cl = el('button', '', 'copy link'); cl.dataset.copyLink = id; tools.appendChild(cl);
     if (c.rp) { var cr = el('button', '', 'copy replay command'); cr.dataset.copy = c.rp; tools.appendChild(cr); }
+    if (c.rx) { var rx = el('button', '', 'copy reproducer command'); rx.dataset.copy = c.rx; rx.title = c.rx; tools.appendChild(rx); }
     var more = el('button', '', 'details'); more.setAttribute('aria-expanded', open ? 'true' : 'false');
     tools.appendChild(more); idc.appendChild(tools);
     var txt = el('td', '', cutAtWord(c.h || c.rs || '', 300));

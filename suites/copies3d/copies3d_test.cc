@@ -1,4 +1,4 @@
-// 3D copies and CUDA arrays with page-locked host memory (issue 22 item 1; peer-gap J8):
+// 3D copies and CUDA arrays with page-locked host memory (peer-gap J8):
 // cudaMemcpy3D(Async) between every host-memory kind (through its host pointer and through its
 // device alias) and pitched device memory, cudaMemcpy3D(Async) into and out of a 3D CUDA array,
 // and cudaMemcpy2DToArray / cudaMemcpy2DFromArray(Async) with offsets. Every pitch is wider than

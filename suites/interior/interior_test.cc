@@ -1,4 +1,4 @@
-// Interior pointers (issue 22 item 1; peer-gap J10): registration caches (NCCL, UCX, MPI) take
+// Interior pointers (peer-gap J10): registration caches (NCCL, UCX, MPI) take
 // a user's pointer anywhere inside a buffer and ask the driver for the allocation it belongs to.
 // From the first, a middle and the last byte of a cudaHostAlloc allocation (every flag
 // combination), of a cudaHostRegister registration (heap, anonymous mmap, memfd; the registered

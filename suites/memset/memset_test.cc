@@ -1,4 +1,4 @@
-// Memsets of every width, shape and count (issue 22 item 1; peer-gap J9): cudaMemset(Async),
+// Memsets of every width, shape and count (peer-gap J9): cudaMemset(Async),
 // cudaMemset2D(Async), cudaMemset3D(Async), driver cuMemsetD8 / cuMemsetD16 / cuMemsetD32 and
 // cuMemsetD2D8 / D2D16 / D2D32 with their Async forms on a non-blocking stream, into device
 // memory and through the device alias of every kind of page-locked host memory. Every pitch is

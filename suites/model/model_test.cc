@@ -27,7 +27,7 @@ namespace {
 
 std::atomic<uint64_t> g_steps{0};
 
-// Thousands of steps per run (issue 11): more sequences than RapidCheck's default of 100, set
+// Thousands of steps per run: more sequences than RapidCheck's default of 100, set
 // before RapidCheck reads RC_PARAMS; an RC_PARAMS value given by the user wins. About 4,000 steps
 // in the full tier (0.5 s alone on an H200; every step's pinning call waits on the driver, so
 // beside the other full-tier binaries it takes several times that), more in the stress tier.

@@ -1,4 +1,4 @@
-// 64-bit stream memory operations on page-locked host memory (issue 22 item 1; peer-gap A15):
+// 64-bit stream memory operations on page-locked host memory (peer-gap A15):
 // cuStreamWaitValue64 with every comparison (GEQ, EQ, AND, NOR) with and without
 // CU_STREAM_WAIT_VALUE_FLUSH holds the work queued behind it until a host thread stores a value
 // that satisfies it; an EQ wait is held until cuStreamWriteValue64 from another stream (or, where

@@ -1,4 +1,4 @@
-// Several host threads, one shared stream (issue 22 item 1; peer-gap C2): eight threads, each
+// Several host threads, one shared stream (peer-gap C2): eight threads, each
 // with its own page-locked source and destination and its own device buffer, queue an H2D copy,
 // a kernel (a short delay, then every byte inverted) and a D2H copy, round after round, on one
 // stream they all share: a created blocking stream, a created non-blocking stream or the legacy

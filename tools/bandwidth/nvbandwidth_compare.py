@@ -138,7 +138,8 @@ def pagelock_metrics(source, timeout_s=900):
         gtest_filter = BINARY_FILTERS.get(os.path.basename(source), "*")
         try:
             proc = subprocess.run([source, f"--gtest_filter={gtest_filter}", f"--gtest_output=xml:{xml}"],
-                                  env=env, capture_output=True, text=True, timeout=timeout_s)
+                                  env=env, capture_output=True, text=True,
+                                  encoding="utf-8", errors="replace", timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise InputError(f"{source}: could not run ({e})")
         if not os.path.exists(xml):
@@ -196,7 +197,8 @@ def nvbandwidth_figures(binary, output, device, timeout_s=600):
     text = []
     for case in dict.fromkeys(c.split(":")[0] for c, _, _ in CASES):
         try:
-            proc = subprocess.run([binary, "-t", case], capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run([binary, "-t", case], capture_output=True, text=True,
+                                  encoding="utf-8", errors="replace", timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise InputError(f"{binary} -t {case}: could not run ({e})")
         if proc.returncode != 0:
@@ -327,7 +329,7 @@ def main(argv=None):
     print(markdown(rows, args.tolerance, have_nvbw))
     if args.json:
         try:
-            with open(args.json, "w") as f:
+            with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(rows, f, indent=1)
         except OSError as e:
             print(f"nvbandwidth_compare: {args.json}: {e.strerror}", file=sys.stderr)

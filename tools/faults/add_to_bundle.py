@@ -20,8 +20,17 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-from tools import bundle as bundle_tool  # noqa: E402  (add_fault_layer, FAULT_FILES)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.faults.add_to_bundle"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from tools import bundle as bundle_tool  # add_fault_layer, FAULT_FILES
 
 
 def main(argv=None):
@@ -38,7 +47,8 @@ def main(argv=None):
         try:
             subprocess.run(["bazel", "build", "--config=bundle", label], cwd=ROOT, check=True)
             bin_dir = subprocess.run(["bazel", "info", "--config=bundle", "bazel-bin"], cwd=ROOT,
-                                     check=True, text=True, capture_output=True).stdout.strip()
+                                     check=True, text=True,
+                                     encoding="utf-8", errors="replace", capture_output=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError) as e:
             print(f"add_to_bundle: building the shim failed: {e}", file=sys.stderr)
             return 1

@@ -19,14 +19,20 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "mutation"))
-import mutation_test  # noqa: E402  (shim_and_fake, ROOT)
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.faults.bundle_layer_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from tools import bundle
+from tools.faults import add_to_bundle
+from tools.mutation import mutation_test  # shim_and_fake, ROOT
 
 ROOT = mutation_test.ROOT
-sys.path.insert(0, ROOT)
-from tools import bundle  # noqa: E402
-from tools.faults import add_to_bundle  # noqa: E402
 
 
 class FaultLayerTest(unittest.TestCase):

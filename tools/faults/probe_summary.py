@@ -13,13 +13,22 @@ import json
 import os
 import sys
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.faults.probe_summary"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 
 def read_log(path):
     """Parses a PAGELOCK_FAULT_LOG file into (gpa rows, init rows, fired rows, error rows)."""
     gpa, init, fired, errors = [], [], [], []
     if not os.path.exists(path):
         return gpa, init, fired, errors
-    with open(path, errors="replace") as f:
+    with open(path, errors="replace", encoding="utf-8") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 2:
@@ -45,11 +54,10 @@ def statuses(testlogs):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bundle", help="bundle folder (for reports/testlogs.py)")
+    # The reader is the one beside this file (run from a bundle: the bundle's own).
+    p.add_argument("--bundle", help="bundle folder (accepted for older probe.sh; unused)")
     p.add_argument("out", help="probe.sh output folder")
     args = p.parse_args(argv)
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, args.bundle if args.bundle else os.path.join(here, "..", ".."))
     if not os.path.isdir(args.out):
         print(f"probe_summary: {args.out}: not a folder", file=sys.stderr)
         return 2
@@ -78,7 +86,7 @@ def main(argv=None):
                           "identical": not diffs and bool(a)}
     summary["smoke_changed"] = [{"case": c, "shim": b.get(c), "smoke": s}
                                 for c, s in sorted(compare["smoke"].items()) if b.get(c) != s]
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     lines = [f"processes under the shim: {len(init)}; cuGetProcAddress requests: {len(gpa)}",
              "init: " + "; ".join(summary["init"][:3]),
@@ -94,7 +102,7 @@ def main(argv=None):
                                                     "result", "status", "count"))
               for r in summary["requests"]]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+    with open(os.path.join(args.out, "summary.txt"), "w", encoding="utf-8") as f:
         f.write(text)
     print("\n".join(lines[:12 + len(diffs[:50])]))
     return 0 if summary["control"]["identical"] else 1

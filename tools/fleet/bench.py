@@ -33,12 +33,20 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from reports.model import Change, Status  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.bench"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import history
+from reports import model
+from reports.model import Change, Status
+from tools.fleet import daemons
 
 SKUS = ("CASE WHEN h < {a} THEN 'nvidia-h200' WHEN h < {b} THEN 'nvidia-h100' WHEN h < {c} THEN 'nvidia-a100'"
         " ELSE 'nvidia-l40s' END")
@@ -50,7 +58,7 @@ def night_date(n, nights):
 
 
 def fingerprint_template():
-    with open(os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")) as f:
+    with open(os.path.join(ROOT, "baselines", "nvidia-h200", "results.json"), encoding="utf-8") as f:
         fp = json.load(f)["run"]["fingerprint"]
     fp["host"] = "@HOST@"
     return json.dumps(fp, sort_keys=True)
@@ -177,7 +185,7 @@ def time_report(url, label, html_out, repeats=5, stats=None):
         t = time.monotonic()
         r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fleet", "fleet.py"), "report",
                             "--history", url, "--label", label, "--html", html_out, "--json", html_out + ".json"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, encoding="utf-8", errors="replace")
         walls.append(time.monotonic() - t)
         cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if stats is not None:
@@ -185,7 +193,7 @@ def time_report(url, label, html_out, repeats=5, stats=None):
             stats.setdefault("load_avg_1min", []).append(round(load, 2))
         if r.returncode not in (0, 3, 5):  # 3 regressed, 5 missing: written
             raise RuntimeError(f"fleet report failed (exit {r.returncode}): {r.stderr}")
-    with open(html_out + ".json") as f:
+    with open(html_out + ".json", encoding="utf-8") as f:
         data = json.load(f)
     return walls, data
 
@@ -290,7 +298,7 @@ def main(argv=None):
             p.error("--report-only needs --history URL of a loaded database")
         result = report_only(args.history, args.nights, args.repeats, args.html, log)
         if args.json:
-            with open(args.json, "w") as f:
+            with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(result, f, indent=1)
         return 0
     server = None
@@ -306,7 +314,7 @@ def main(argv=None):
         loaded = load_lab(url, args, first, log, result)
         time_lab(url, server, args, first, loaded, log, result)
         if args.json:
-            with open(args.json, "w") as f:
+            with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(result, f, indent=1)
         print(json.dumps(result, indent=1))
     finally:

@@ -45,7 +45,7 @@ def _stop(procs, timeout=10):
 
 def _tail(path, n=1500):
     try:
-        with open(path, errors="replace") as f:
+        with open(path, errors="replace", encoding="utf-8") as f:
             return f.read()[-n:]
     except OSError:
         return ""
@@ -92,7 +92,7 @@ class PostgresServer:
             as_user = ["runuser", "-u", "postgres", "--"]
         r = subprocess.run(as_user + [os.path.join(bindir, "initdb"), "-D", data, "-A", "trust",
                                       "-U", self.user, "--no-sync", "-E", "UTF8"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=120)
         if r.returncode != 0:
             self.stop()
             raise Unavailable(f"initdb failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
@@ -103,7 +103,7 @@ class PostgresServer:
     def start_existing(self):
         """Starts the postmaster on the data folder made by start() (again, after stop_keep())."""
         log = os.path.join(self.dir, "postgres.log")
-        with open(log, "a") as f:
+        with open(log, "a", encoding="utf-8") as f:
             if self.as_user:
                 os.chown(log, self.pw.pw_uid, self.pw.pw_gid)
             # Foreground postmaster: its pid is ours to stop. Unix socket only, no TCP.
@@ -126,7 +126,7 @@ class PostgresServer:
     def postmaster_pid(self):
         """The server's own pid (runuser's child when run as root), from postmaster.pid."""
         try:
-            with open(os.path.join(self.data, "postmaster.pid")) as f:
+            with open(os.path.join(self.data, "postmaster.pid"), encoding="utf-8") as f:
                 return int(f.readline())
         except (OSError, ValueError, TypeError):
             return self.proc.pid if self.proc else None
@@ -189,7 +189,7 @@ class SlurmCluster:
         conf = self._write_conf(d, msock)
         self.env = dict(os.environ, SLURM_CONF=conf)
         self.env["PATH"] = self.env.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin"
-        log = open(os.path.join(d, "log", "daemons.out"), "w")
+        log = open(os.path.join(d, "log", "daemons.out"), "w", encoding="utf-8")
         try:
             self._spawn(["munged", "-F", "--key-file", key, "--socket", msock,
                          "--pid-file", os.path.join(d, "munge", "munged.pid"),
@@ -256,7 +256,7 @@ class SlurmCluster:
             gres_lines = f"NodeName={host} Name=gpu Type={self.gpu_type} File=/dev/null\n"
         names = ",".join(n[0] for n in self.nodes)
         conf = os.path.join(d, "slurm.conf")
-        with open(conf, "w") as f:
+        with open(conf, "w", encoding="utf-8") as f:
             f.write(f"""ClusterName=pagelock
 SlurmctldHost={host}
 SlurmctldPort={ctld_port}
@@ -288,7 +288,7 @@ JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
 {node_lines}PartitionName={self.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP
 """)
-        with open(os.path.join(d, "gres.conf"), "w") as f:
+        with open(os.path.join(d, "gres.conf"), "w", encoding="utf-8") as f:
             f.write(gres_lines)
         for n in self.nodes:
             os.makedirs(os.path.join(d, "spool", n[0]), exist_ok=True)
@@ -302,7 +302,7 @@ GresTypes=gpu
     def start_node(self, name, log=None):
         """Starts (or restarts) the node's slurmd; in its own UTS namespace when several nodes."""
         own = log is None
-        log = log or open(os.path.join(self.dir, "log", "daemons.out"), "a")
+        log = log or open(os.path.join(self.dir, "log", "daemons.out"), "a", encoding="utf-8")
         try:
             argv = ["slurmd", "-D", "-f", self.conf, "-N", name]
             if self.multi:  # unshare execs: the pid is slurmd's, and its namespace is the node's
@@ -359,7 +359,8 @@ GresTypes=gpu
 
     def _run(self, *argv, timeout=20):
         try:
-            return subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=timeout)
+            return subprocess.run(list(argv), capture_output=True, text=True,
+                                  encoding="utf-8", errors="replace", env=self.env, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as e:
             return subprocess.CompletedProcess(argv, 1, "", str(e))
 

@@ -1,6 +1,6 @@
 """The committed fleet example is what docs/fleet.md's two commands make: importing the two
-committed H200 run folders and running `fleet report` gives examples/fleet/ again, byte for byte
-apart from the generation time and the query timings."""
+real H200 runs of reports/testdata/runs/ and running `fleet report` gives examples/fleet/ again,
+byte for byte apart from the generation time and the query timings."""
 
 import json
 import os
@@ -12,7 +12,8 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RUNS = ("reference", "second")
+RUNS = ("h200-reference", "h200-second")
+RUNS_DIR = os.path.join("reports", "testdata", "runs")
 VOLATILE = re.compile(r"generated \S+ in [0-9.]+ s")
 
 
@@ -27,17 +28,16 @@ class CommittedFleetExampleTest(unittest.TestCase):
     def test_the_documented_commands_reproduce_the_committed_example(self):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        # The same shape as the checkout: examples/fleet beside examples/h200-qualification, so
-        # the relative links come out as committed.
-        qual = os.path.join(tmp, "examples", "h200-qualification")
+        # The same shape as the checkout: examples/fleet and reports/testdata/runs under one
+        # root, so the relative paths come out as committed.
         for run in RUNS:
-            shutil.copytree(os.path.join(ROOT, "examples", "h200-qualification", run),
-                            os.path.join(qual, run), ignore=shutil.ignore_patterns("testlogs", "retries"))
+            os.makedirs(os.path.join(tmp, RUNS_DIR, run))
+            shutil.copy(os.path.join(ROOT, RUNS_DIR, run, "results.json"), os.path.join(tmp, RUNS_DIR, run))
         os.makedirs(os.path.join(tmp, "examples", "fleet"))
         db = os.path.join(tmp, "fleet-example.sqlite")
         env = dict(os.environ, PYTHONPATH=ROOT)
         subprocess.run([sys.executable, os.path.join(ROOT, "reports", "history.py"), "--db", db, "import",
-                        *[os.path.join("examples", "h200-qualification", r) for r in RUNS]],
+                        *[os.path.join(RUNS_DIR, r) for r in RUNS]],
                        cwd=tmp, env=env, check=True, capture_output=True)
         rc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fleet", "fleet.py"), "report",
                              "--history", db, "--night", "2026-11-30",

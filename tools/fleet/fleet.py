@@ -55,11 +55,19 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
-from reports import history  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.fleet"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import cliargs
+from reports import history
+from tools.fleet import report as fleet_report
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_EMPTY, EXIT_RUNNING = 0, 1, 2, 4, 6
 # What a task needs from the repository besides the bundle.
@@ -105,7 +113,8 @@ def python_for(url):
 
 def run_cmd(argv, timeout=60, env=None):
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(argv, capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=timeout, env=env)
     except FileNotFoundError:
         return subprocess.CompletedProcess(argv, 127, "", f"{argv[0]}: not found (is slurm-client installed?)")
     except subprocess.TimeoutExpired:
@@ -231,7 +240,7 @@ def filesystem_type(path, mounts="/proc/mounts"):
     path = os.path.realpath(path)
     best, kind = "", ""
     try:
-        with open(mounts) as f:
+        with open(mounts, encoding="utf-8") as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 3:
@@ -395,7 +404,7 @@ def write_job_script(args, base, stage, runs, py, node, night, history_file):
         allow_no_gpu="--allow-no-gpu" if args.allow_no_gpu else "",
         extra=" ".join(q(a) for a in args.qualify_args), retry_pause=int(args.import_retry_pause))
     job = os.path.join(base, f"job-{slug(node)}.sh")
-    with open(job, "w") as f:
+    with open(job, "w", encoding="utf-8") as f:
         f.write(script)
     os.chmod(job, 0o700)
     return job
@@ -550,7 +559,7 @@ def slurm_words(job, node_state):
 def night_status(base, target=None):
     """(state, rows): one row per host of the roster, from the history (the final attempt) and
     Slurm (jobs still queued, and why a host has no complete run)."""
-    with open(os.path.join(base, "fleet.json")) as f:
+    with open(os.path.join(base, "fleet.json"), encoding="utf-8") as f:
         state = json.load(f)
     target = target or _history_of(base)
     db = history.connect(target)
@@ -607,7 +616,7 @@ def _unstored_runs(folder, final):
 def _history_of(base):
     path = os.path.join(base, "history.url")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return f.read().strip()
     except OSError:
         raise UsageError(f"{path}: cannot read the history of this submission; pass --history") from None
@@ -659,6 +668,17 @@ def relative_paths(data, out_dir):
     return data
 
 
+def write_output(path, text):
+    """Writes a report file, creating its folder (as compare_runs does); UsageError (exit 2)
+    when it cannot be written."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def cmd_report(args):
     if not args.label and not args.night:
         raise UsageError("report needs --label TEXT or --night YYYY-MM-DD")
@@ -692,11 +712,9 @@ def cmd_report(args):
         # Paths relative to the JSON's folder, as the page's links are: the pair can be moved
         # or committed together with the run folders, and carries no machine's absolute path.
         out_dir = os.path.dirname(os.path.abspath(args.json))
-        with open(args.json, "w") as f:
-            json.dump(relative_paths(data, out_dir), f, indent=1, default=str)
+        write_output(args.json, json.dumps(relative_paths(data, out_dir), indent=1, default=str))
     if args.html:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
+        write_output(args.html, fleet_report.render_html(data, os.path.dirname(os.path.abspath(args.html))))
     verdicts = {}
     for r in data["runs"]:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
@@ -767,6 +785,7 @@ def parser():
 
 
 def main(argv=None):
+    cliargs.utf8_streams()
     p = parser()
     try:
         args = p.parse_args(argv)

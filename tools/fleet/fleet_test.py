@@ -19,16 +19,25 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.fleet_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("psycopg2", __file__, ROOT)
 
-from reports import history  # noqa: E402
-from reports import model  # noqa: E402
-from tools.fleet import daemons  # noqa: E402
-from tools.fleet import fleet  # noqa: E402
-from tools.fleet import report as fleet_report  # noqa: E402
+from reports import history
+from reports import model
+from tools.fleet import daemons
+from tools.fleet import fleet
+from tools.fleet import report as fleet_report
 
 X = "suites/x:x_test/X.DriverBug"
 Y = "suites/x:x_test/X.BadBoard"
@@ -192,6 +201,23 @@ class ReportOnBackend:
         with open(jpath) as f:
             self.assertEqual(json.load(f)["hosts"], 5)
 
+    def test_the_report_creates_the_folders_of_its_outputs(self):
+        # docs/fleet.md's command failed with exit 2 where OUT did not exist (ux review finding 10).
+        html = os.path.join(self.tmp, "new", "deeper", "index.html")
+        jpath = os.path.join(self.tmp, "other", "fleet.json")
+        rc, _, e = call(fleet.main, ["report", "--history", self.target, "--label", "nightly-1130",
+                                     "--html", html, "--json", jpath])
+        self.assertEqual(rc, 3, e)
+        self.assertTrue(os.path.isfile(html) and os.path.isfile(jpath))
+        self.assertIn("<meta name='viewport' content='width=device-width'>", read(html))
+        blocked = os.path.join(self.tmp, "a-file")
+        with open(blocked, "w") as f:
+            f.write("x")
+        rc, _, e = call(fleet.main, ["report", "--history", self.target, "--label", "nightly-1130",
+                                     "--html", os.path.join(blocked, "index.html")])
+        self.assertEqual(rc, 2, e)
+        self.assertIn(f"cannot write {os.path.join(blocked, 'index.html')}", e)
+
     def test_a_real_h200_run_directory_appears_in_the_report(self):
         src = os.path.join(ROOT, "baselines", "nvidia-h200", "results.json")
         if not os.path.exists(src):
@@ -204,7 +230,8 @@ class ReportOnBackend:
         info = ref["info"]
         rc, out, err = call(history.main, ["--db", self.target, "import", d])
         self.assertEqual(rc, 0, err)
-        # A run qualified without --label (the session-8 baseline) is found by its night.
+        # A run qualified without --label (as the H200 baseline of 2025571,
+        # 2026-12-02, was) is found by its night.
         if info["label"]:
             data = fleet_report.fleet_data(self.db, label=info["label"])
         else:
@@ -215,18 +242,20 @@ class ReportOnBackend:
         self.assertIn(info["run_key"], fleet_report.render_html(data))
 
     def test_the_committed_h200_run_folders_import_and_appear_in_the_night_report(self):
-        # examples/h200-qualification/{reference,second}: two real qualify runs of one H200 host,
+        # reports/testdata/runs/h200-{reference,second}: two real qualify runs of one H200 host,
         # the same night. Imported with the CLI, the later one is the host's row and names the
-        # earlier one it replaces; its link points at its own committed report.
-        src = os.path.join(ROOT, "examples", "h200-qualification")
+        # earlier one it replaces; its link points at its own report (here a stand-in page: the
+        # import only asks whether the folder has one).
+        src = os.path.join(ROOT, "reports", "testdata", "runs")
         dirs, infos = [], []
         for name in ("reference", "second"):
-            if not os.path.exists(os.path.join(src, name, "results.json")):
-                self.skipTest(f"{src}/{name} is not in this tree")
+            if not os.path.exists(os.path.join(src, f"h200-{name}", "results.json")):
+                self.skipTest(f"{src}/h200-{name} is not in this tree")
             d = os.path.join(self.tmp, "runs", name)
             os.makedirs(d)
-            for f in ("results.json", "index.html"):
-                shutil.copy(os.path.join(src, name, f), d)
+            shutil.copy(os.path.join(src, f"h200-{name}", "results.json"), d)
+            with open(os.path.join(d, "index.html"), "w", encoding="utf-8") as f:
+                f.write("<!doctype html><title>stand-in</title>\n")
             with open(os.path.join(d, "results.json")) as f:
                 res = json.load(f)
             dirs.append(d)

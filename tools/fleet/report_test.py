@@ -7,12 +7,21 @@ import sys
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.fleet.report_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 if __name__ == "__main__":
-    from reports import interpreter  # noqa: E402
+    from reports import interpreter
     interpreter.reexec_if_missing("jinja2", __file__, ROOT)
 
-from tools.fleet import report as fleet_report  # noqa: E402
+from tools.fleet import report as fleet_report
 
 CASE = "suites/hostregister:hostregister_test/HostRegisterTest.Overlap"
 
@@ -44,6 +53,13 @@ def data():
                                   "run_key": "k-h1"}}],
             "coverage_lost": [{"host": "h2", "sku": "nvidia-h200", "driver": "580.1", "lost": 3,
                                "cases": [{"case": "a:b/C.D", "status": "SKIP"}]}]}
+
+
+class FullDocumentTest(unittest.TestCase):
+    def test_the_fleet_page_is_a_whole_document_with_a_viewport(self):
+        from reports import testsupport
+        page = fleet_report.render_html(data(), "/out")
+        self.assertEqual(testsupport.full_document_problems(page), [])
 
 
 class VerdictClassTest(unittest.TestCase):

@@ -10,13 +10,23 @@ import argparse
 import ast
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, ROOT)
-from tools import bundle  # noqa: E402
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.lint.bundle_imports_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from tools import bundle
 
 
 def imported_modules(path):
@@ -87,6 +97,21 @@ class BundleImportsTest(unittest.TestCase):
         out = self.make_bundle()
         self.assertTrue(os.path.isfile(os.path.join(out, "tools", "runner", "runner.py")))
         self.assertEqual(missing_modules(out), [], "modules the bundle lacks (tools/bundle.py tool_files)")
+
+    def test_the_bundle_commands_run_as_modules_of_the_bundle(self):
+        # As on a GPU machine: by their paths, the bundle's own packages (docs/python.md), never
+        # those of the folder they are started from (here the checkout's).
+        out = self.make_bundle()
+        with open(os.path.join(out, "reports", "__init__.py"), "a", encoding="utf-8") as f:
+            f.write("import sys\nsys.stderr.write('reports of the bundle\\n')\n")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        for cmd in (["sh", os.path.join(out, "run"), "--help"],
+                    [sys.executable, os.path.join(out, "reports", "report.py"), "--help"],
+                    [sys.executable, os.path.join(out, "tools", "mutation", "mutation.py"), "--help"]):
+            p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, f"{cmd}: {p.stderr[-2000:]}")
+            self.assertIn("usage:", p.stdout, cmd)
+            self.assertIn("reports of the bundle", p.stderr, cmd)
 
     def test_a_module_left_out_of_the_bundle_is_named_with_its_importer(self):
         out = self.make_bundle()

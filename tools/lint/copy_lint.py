@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every copy or memset a test performs is followed by a check of its bytes (issue 9).
+"""Every copy or memset a test performs is followed by a check of its bytes.
 
 A heuristic over C++ sources: each call of cudaMemcpy*, cudaMemset*, cuMemcpy* or cuMemset* must
 be followed, on its own line or within --lines lines after it, by one of

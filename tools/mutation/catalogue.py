@@ -71,7 +71,7 @@ def check_bundle(bundle_arg):
 
 
 def read_manifest(bundle):
-    with open(os.path.join(bundle, "manifest.json")) as f:
+    with open(os.path.join(bundle, "manifest.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -106,6 +106,7 @@ def shim_unloadable(path):
     probe = "import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)"
     try:
         p = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
+                           encoding="utf-8", errors="replace",
                            timeout=30, env={k: v for k, v in os.environ.items() if k != "PAGELOCK_FAULT"})
     except subprocess.TimeoutExpired:
         return "dlopen did not return within 30 s"
@@ -135,9 +136,12 @@ def find_shim(bundle, shim_arg, out):
         raise UsageError(f"no shim: {bundle}/faults/libcuda.so.1 is missing and there is no "
                          f"tools/faults/build_shim.sh to build one (pass --shim DIR)")
     dest = os.path.join(out, "shimlib")
-    p = subprocess.run([build, dest], capture_output=True, text=True)
+    p = subprocess.run([build, dest], capture_output=True, text=True, encoding="utf-8", errors="replace")
     if p.returncode != 0:
-        raise UsageError(f"building the shim failed: {p.stderr.strip()[-400:]}")
+        # A full disk: the compiler says so somewhere above its last words ("g++ failed").
+        full = next((l.strip() for l in p.stderr.splitlines() if "No space left on device" in l), "")
+        raise UsageError(f"building the shim failed: no space left on {dest} ({full[-300:]})" if full else
+                         f"building the shim failed: {p.stderr.strip()[-400:]}")
     return dest
 
 

@@ -90,15 +90,23 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)  # run as a script, from the checkout or from a bundle
 
-from tools.mutation import catalogue as cat  # noqa: E402
-from tools.mutation import controls as control_runs  # noqa: E402
-from tools.mutation import outputs, runs, schedule, selection, stopping  # noqa: E402
-from tools.mutation.catalogue import UsageError, is_variation  # noqa: E402
-from tools.mutation.false_alarms import variation_result  # noqa: E402
-from tools.mutation.scoring import fault_result  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.mutation.mutation"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import cliargs
+from tools.mutation import catalogue as cat
+from tools.mutation import controls as control_runs
+from tools.mutation import outputs, runs, schedule, selection, stopping
+from tools.mutation.catalogue import UsageError, is_variation
+from tools.mutation.false_alarms import variation_result
+from tools.mutation.scoring import fault_result
 
 DEFAULT_TAGS = "-stress,-selftest,-exclusive,-family_bandwidth,-manual"
 BANDWIDTH_TAGS = "family_bandwidth,-stress,-selftest"
@@ -149,6 +157,7 @@ def parse_args(argv):
 
 def main(argv=None):
     """Runs the mutation score; SIGINT, SIGTERM and SIGHUP stop it (exit 7, nothing left)."""
+    cliargs.utf8_streams()
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         handlers = {s: signal.signal(s, stopping.on_signal) for s in stopping.SIGNALS}

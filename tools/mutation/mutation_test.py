@@ -17,10 +17,18 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import mutation  # noqa: E402  (puts the checkout on sys.path)
-from reports import pages  # noqa: E402
-from tools.mutation import catalogue, false_alarms, outputs, scoring, selection  # noqa: E402
+
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.mutation.mutation_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import pages
+from tools.mutation import catalogue, false_alarms, mutation, outputs, scoring, selection
 
 
 def repo_root():

@@ -51,7 +51,7 @@ def make_doc(args, inputs, controls, sched, sentinels, results, variations, t0):
 
 
 def write(out, doc):
-    with open(os.path.join(out, "mutation.json"), "w") as fh:
+    with open(os.path.join(out, "mutation.json"), "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
     try:
         text = pages.render_mutation_page(doc)
@@ -59,7 +59,7 @@ def write(out, doc):
         # mutation.json is written and is the result; the page is a view of it.
         print(f"mutation: mutation.html not written: {e}", file=sys.stderr)
         return
-    with open(os.path.join(out, "mutation.html"), "w") as fh:
+    with open(os.path.join(out, "mutation.html"), "w", encoding="utf-8") as fh:
         fh.write(text)
 
 

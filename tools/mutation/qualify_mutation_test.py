@@ -17,13 +17,18 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import mutation_test  # noqa: E402  (shim_and_fake, make_bundle)
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.mutation.qualify_mutation_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-sys.path.insert(0, mutation_test.ROOT)
-from reports import compare as cmp  # noqa: E402
-from tools import qualify  # noqa: E402
+from reports import compare as cmp
+from tools import qualify
+from tools.mutation import mutation_test  # shim_and_fake, make_bundle
 
 
 class QualifyMutationTest(unittest.TestCase):

@@ -14,6 +14,7 @@ import time
 from reports import model
 from reports import testlogs as reader
 from tools.mutation import stopping
+from tools.runner import procs
 
 
 def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, runner=None, extra_env=None):
@@ -29,13 +30,14 @@ def run_bundle(bundle, shim, out_dir, fault, tags, timeout_s, hard_stop=None, ru
     cut = hard_stop is not None and start + timeout_s > hard_stop
     if cut:
         timeout_s = max(1.0, hard_stop - start)
-    with open(os.path.join(out_dir, "runner.out"), "w") as log:
+    with open(os.path.join(out_dir, "runner.out"), "w", encoding="utf-8") as log:
         with stopping.RUNNERS_LOCK:
             if stopping.STOPPING.is_set():  # a signal came: no new run
                 return {"rc": None, "seconds": 0.0, "timed_out": False, "cut_by_budget": True,
                         "interrupted": True}
+            # A mutation.py killed with SIGKILL takes its runners with it (they their binaries).
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=procs.die_with_parent())
             stopping.RUNNERS[proc.pid] = proc
         timed_out = False
         try:
@@ -111,7 +113,7 @@ def read_changed(out_dir):
     path = os.path.join(out_dir, "fault.log")
     out = set()
     if os.path.exists(path):
-        with open(path, errors="replace") as f:
+        with open(path, errors="replace", encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) >= 4 and parts[1] == "changed":
@@ -124,7 +126,7 @@ def read_fault_log(out_dir):
     inits, fired, errors = [], set(), []
     path = os.path.join(out_dir, "fault.log")
     if os.path.exists(path):
-        with open(path, errors="replace") as f:
+        with open(path, errors="replace", encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) < 3:
@@ -146,10 +148,10 @@ def make_view(bundle, target, timeout_s, view_dir):
     for name in os.listdir(bundle):
         if name != "manifest.json" and not os.path.exists(os.path.join(view_dir, name)):
             os.symlink(os.path.join(bundle, name), os.path.join(view_dir, name))
-    with open(os.path.join(bundle, "manifest.json")) as f:
+    with open(os.path.join(bundle, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     manifest["targets"] = [dict(target, timeout_s=timeout_s)]
-    with open(os.path.join(view_dir, "manifest.json"), "w") as f:
+    with open(os.path.join(view_dir, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(manifest, f)
 
 

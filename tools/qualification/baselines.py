@@ -7,36 +7,27 @@ import re
 
 from reports import compare as cmp
 from reports import model
-from reports import validate
+from reports import results_stream
 from tools.qualification import common
 from tools.qualification.common import Stop, in_checkout, say
 
-MAX_RESULTS_BYTES = 4 << 30
-# Run folders' names: <UTC date-time>_<host>_<sku>_<driver>[-N].
+# Run folders' names: <UTC date-time>[.<ms>-<random>]_<host>_<sku>_<driver>[-N] (plan.new_run_dir;
+# runs written before the random part have none).
 # The reference file of each tier in baselines/<sku>[/cuda-X.Y]: a run compares only with a run
 # of its own tier (a full tier against a stress run would call every stress case dropped).
 TIER_FILES = {"full": "results.json", "stress": "stress.json", "bat": "bat.json"}
-RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}_[^_/]*_([^_/]+)_[^/]*$")
+RUN_KEY_RE = re.compile(r"^\d{8}-\d{6}(?:\.\d{3}-[A-Za-z0-9.-]*)?_[^_/]*_([^_/]+)_[^/]*$")
 
 
 def read_results_file(path, what):
-    """(Run, info, document) of a results.json, every field's type checked first, so that a
-    wrong-typed field is exit 2 naming it before any test runs. Raises Stop(EXIT_CONFIG)."""
+    """(Run, info) of a results.json for a comparison: every case type-checked, kept as a
+    model.BaselineCase (reports/results_stream.py: 10^6 cases in bounded memory), so that a
+    wrong-typed field, or a file beyond the limits (model.RESULTS_MAX_CASES, RESULTS_MAX_BYTES),
+    is exit 2 naming it before any test runs. Raises Stop(EXIT_CONFIG)."""
     try:
-        doc = validate.read_json_file(path, MAX_RESULTS_BYTES)
-    except validate.InputError as e:
-        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {e}")
-    problem = validate.results_problem(doc)
-    if problem:
-        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {path}: {problem}")
-    run_json = doc.get("run", doc)
-    if "format_version" not in run_json and "format_version" in doc:
-        run_json = dict(run_json, format_version=doc["format_version"])
-    try:
-        run = model.Run.from_json(run_json)
+        return results_stream.read_slim(path)
     except model.ResultsError as e:
-        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {path}: {e}")
-    return run, doc.get("info", {}), doc
+        raise Stop(cmp.EXIT_CONFIG, f"bad {what}: {e}")
 
 
 def stored_runs(out, sku):
@@ -100,7 +91,7 @@ def latest_baseline(out, sku, runtime=None, tier="full"):
     (None, None). A run that recorded no tier is a full one (the default)."""
     for path in stored_runs(out, sku):
         try:
-            run, info, _ = read_results_file(path, "earlier run")
+            run, info = read_results_file(path, "earlier run")
         except Stop as e:
             say(f"note: --baseline auto passes over {path}: {e}")
             continue
@@ -135,7 +126,7 @@ def load_baseline(spec, out, sku, runtime=None, tier="full"):
         rel = os.path.relpath(path, common.ROOT)
         if not os.path.lexists(path):
             return None, f"none (no earlier {tier or 'full'} run for {sku} in {in_checkout(out) or out} and no {rel})"
-        run, _, _ = read_results_file(path, "baseline")
+        run, _ = read_results_file(path, "baseline")
         if not same_runtime(run, runtime):
             return None, (f"none ({rel} is for CUDA runtime {runtime_name(runtime_of(run.fingerprint))}, "
                           f"this run's is {runtime_name(runtime)}; --write-baseline writes "
@@ -146,7 +137,7 @@ def load_baseline(spec, out, sku, runtime=None, tier="full"):
         path = os.path.join(path, "results.json")
     if not os.path.lexists(path):
         raise Stop(cmp.EXIT_CONFIG, f"bad baseline {spec}: no results.json at {path}")
-    run, _, _ = read_results_file(path, "baseline")
+    run, _ = read_results_file(path, "baseline")
     return run, baseline_name(path)
 
 
@@ -162,7 +153,7 @@ def baseline_dest(sku, runtime):
     if path is None or runtime is None:
         return default
     try:
-        run, _, _ = read_results_file(path, "baseline")
+        run, _ = read_results_file(path, "baseline")
     except Stop:
         return default
     if same_runtime(run, runtime):

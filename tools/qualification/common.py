@@ -1,8 +1,10 @@
 """What every part of qualify shares: the checkout, the human lines (stderr under --json) and
 the --json summary, and the two ways qualify ends early (Stop, Interrupted)."""
 
+import errno
 import os
 import re
+import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,3 +62,31 @@ def command_line(argv):
             value = in_checkout(value) or value
         return opt + eq + value
     return " ".join(["tools/qualify"] + [rel(a) for a in argv])
+
+
+FULL_BYTES = 16 << 20  # a file system with less than this free is called full
+
+
+def os_error_words(e, path):
+    """An OSError of writing `path` (or a file in it) as qualify says it: a full disk is
+    "no space left on <the file, else path>", whatever wrote it; anything else as it is."""
+    full = getattr(e, "errno", None) == errno.ENOSPC or any(
+        w in str(e) for w in ("No space left on device", "database or disk is full"))
+    if full:
+        return f"no space left on {getattr(e, 'filename', None) or path} ({e})"
+    return str(e)
+
+
+def full_file_system(paths):
+    """"no space left on <path> (N bytes free)" for the first existing path whose file system
+    is (nearly) full, else '': why a build or a tool that only says "failed" failed."""
+    for p in paths:
+        while p and not os.path.exists(p):
+            p = os.path.dirname(p)
+        try:
+            free = shutil.disk_usage(p).free
+        except (OSError, TypeError):
+            continue
+        if free < FULL_BYTES:
+            return f"no space left on {p} ({free} bytes free)"
+    return ""

@@ -30,7 +30,10 @@ def draft(run_dir, expectations_dir, force=False):
     path = os.path.join(run_dir, "results.json") if os.path.isdir(run_dir) else run_dir
     if not os.path.isfile(path):
         raise Stop(cmp.EXIT_CONFIG, f"--draft-expectations {run_dir}: no results.json there (a qualify run folder)")
-    run, info, doc = baselines.read_results_file(path, "run")
+    try:
+        run, info, doc = model.read_results(path)
+    except model.ResultsError as e:
+        raise Stop(cmp.EXIT_CONFIG, f"--draft-expectations: {e}")
     if not info.get("run_key"):
         raise Stop(cmp.EXIT_CONFIG, f"--draft-expectations {path}: not a qualify run (no info.run_key)")
     sku = info.get("sku") or expect.sku_of(run.fingerprint.get("gpu0_name", "none"))

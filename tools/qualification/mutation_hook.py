@@ -12,7 +12,7 @@ import uuid
 from reports import model
 from tools.qualification import common, publish
 from tools.qualification.common import say
-from tools.runner import runner
+from tools.runner import leftovers, procs, runner
 
 MUTATION_TOOL = os.path.join(common.ROOT, "tools", "mutation", "mutation.py")
 # Every process of the mutation run inherits this variable (mutation.py, its runners, their test
@@ -60,7 +60,7 @@ def run_mutation(plan, run, comp, info, args, state):
     mut = {"status": "not run", "line": "not run", "json": os.path.relpath(doc_path, plan.run_dir)}
     try:
         if not note or os.path.exists(doc_path):
-            with open(doc_path) as f:
+            with open(doc_path, encoding="utf-8") as f:
                 add_score(mut, json.load(f))
     except (OSError, ValueError, KeyError, TypeError) as e:
         note = note or f"no usable mutation.json ({e})"
@@ -92,8 +92,11 @@ def run_tool(plan, args, out, state):
     env = dict(os.environ, **{KILL_TOKEN_ENV: token})
     try:
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "mutation.out"), "w") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        with open(os.path.join(out, "mutation.out"), "w", encoding="utf-8") as log:
+            # SIGKILL to qualify takes mutation.py with it (and it its runners, they their binaries).
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    preexec_fn=procs.die_with_parent())
+            leftovers.note_started(proc.pid)
             state["mutation"] = (proc, token)
             try:
                 # mutation.py stops its own runs 20 s after its budget; this is a backstop.
@@ -104,11 +107,14 @@ def run_tool(plan, args, out, state):
             state.pop("mutation", None)
             kill_token_holders(token)  # a runner mutation.py lost track of
         if rc not in (None, 0, MUTATION_FALSE_ALARMS):
-            with open(os.path.join(out, "mutation.out"), errors="replace") as f:
-                tail = [l.strip() for l in f if l.strip()][-1:] or [""]
+            with open(os.path.join(out, "mutation.out"), errors="replace", encoding="utf-8") as f:
+                lines = [l.strip() for l in f if l.strip()]
+            tail = lines[-1:] or [""]
             note = f"the mutation tool exited {rc}: {tail[0][:300]}"
+            if any("No space left on device" in l for l in lines) or common.full_file_system([out]):
+                note = f"no space left on {out}: {note}"  # the compiler or the tool said only "failed"
     except OSError as e:
-        note = f"the mutation tool could not run: {e}"
+        note = f"the mutation tool could not run: {common.os_error_words(e, out)}"
     return note
 
 

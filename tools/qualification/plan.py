@@ -6,6 +6,7 @@ import errno
 import os
 import random
 import re
+import secrets
 import sqlite3
 import subprocess
 import sys
@@ -64,8 +65,7 @@ def make_plan(args):
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: {err}")
     if fp.get("device_status") != "usable" and not args.allow_no_gpu:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine "
-                                   f"({fp.get('device_status')}); nothing was run (--allow-no-gpu "
-                                   "runs the harness self-tests without one)")
+                                   f"({fp.get('device_status')}); nothing was run. {preflight.NO_GPU_HINT}")
     sku = expect.sku_of(fp.get("gpu0_name", "none"))
     driver = fp.get("nvidia_driver", "")
     preflight.check_input_files(args, bundle, sku)
@@ -107,7 +107,9 @@ def build_bundle(archs):
     rc = subprocess.call([sys.executable, os.path.join(common.ROOT, "tools", "bundle.py"), bundle]
                          + (["--archs", archs] if archs else []))
     if rc != 0:
-        raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})")
+        full = common.full_file_system([bundle, os.path.expanduser("~/.cache/bazel"),
+                                        os.environ.get("TMPDIR", "/tmp")])
+        raise Stop(cmp.EXIT_INFRA, f"the build failed (tools/bundle.py exit {rc})" + (f": {full}" if full else ""))
     return bundle
 
 
@@ -158,17 +160,23 @@ def open_history(args):
         return None
     path = args.history or os.path.join(args.out, "history.sqlite")
     try:
-        return history.connect(path)
+        db = history.connect(path)
     except (sqlite3.Error, OSError) as e:
-        if disk_full(e):
-            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {path} cannot be written ({e}); "
-                                       "free some space, or run with --history OTHER.sqlite or --no-history")
+        if disk_full(e) or (not history.is_url(path) and common.full_file_system([path])):
+            raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no space left on {path}: the history cannot be "
+                                       f"written ({e}); free some space, or run with --history OTHER.sqlite "
+                                       "or --no-history")
         if isinstance(e, history.HistoryUnavailable):
             # The server or the disk failed, not the configuration: exit 1, as history.py and fleet say.
             raise Stop(cmp.EXIT_INFRA, f"infrastructure error: history {history.redact(path)} is unavailable ({e}); "
                                        "retry when it is back, or run with --history OTHER.sqlite or --no-history")
         raise Stop(cmp.EXIT_CONFIG, f"history {path} is unusable ({e}); repair or move it, or "
                                     "run with --history OTHER.sqlite or --no-history")
+    if db.read_only:  # sound, and readable by every history.py query, but this run could not go in
+        db.close()
+        raise Stop(cmp.EXIT_CONFIG, f"history {path}: read-only ({db.read_only}): run not stored; "
+                                    "use --no-history or another --history (nothing was run)")
+    return db
 
 
 def disk_full(e):
@@ -187,14 +195,19 @@ def path_part(text, default):
     return part
 
 
-def new_run_dir(out, fp, sku, driver, started, stored=lambda key: False):
-    """A run key not yet used in --out nor, by `stored`, in the history: two runs of one host
-    in one second (two fleet nights back to back, each with its own --out) must not share a
-    key, or the history keeps the first and the second is lost."""
-    run_key = (f"{started:%Y%m%d-%H%M%S}_{path_part(fp.get('host'), 'host')}_"
-               f"{path_part(sku, 'unknown')}_{path_part(driver, 'nodriver')}")
+def new_run_dir(out, fp, sku, driver, started, stored=lambda key: False, token=None):
+    """A run key not yet used in --out nor, by `stored`, in the history. Two runs of one host
+    may start in the same second with their own --out and one history (two fleet tasks on one
+    node, two VMs both named `vm`): the key carries the start to the millisecond and a random
+    part (`token`, 6 hex digits by default), so no two runs share one; and a key another run
+    stored meanwhile is still caught by the store (publish.store_history), never dropped.
+    <YYYYmmdd-HHMMSS>.<ms>-<token>_<host>_<sku>_<driver>, sortable by the start time."""
+    token = token if token is not None else secrets.token_hex(3)
+    run_key = (f"{started:%Y%m%d-%H%M%S}.{started.microsecond // 1000:03d}-{path_part(token, 'x')}_"
+               f"{path_part(fp.get('host'), 'host')}_{path_part(sku, 'unknown')}_"
+               f"{path_part(driver, 'nodriver')}")
     base_key, n = run_key, 1
-    while os.path.lexists(os.path.join(out, run_key)) or stored(run_key):  # two runs in one second
+    while os.path.lexists(os.path.join(out, run_key)) or stored(run_key):  # a key made twice
         n += 1
         run_key = f"{base_key}-{n}"
     # The key is one component by construction; refuse anything that would still land outside.

@@ -48,6 +48,7 @@ def probe_gpu():
     """(True, 'N GPU(s)') or (False, why not): libcuda.so.1, cuInit, cuDeviceGetCount."""
     try:
         p = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True,
+                           encoding="utf-8", errors="replace",
                            timeout=GPU_PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return False, f"cuInit did not return within {GPU_PROBE_TIMEOUT_S} s"
@@ -55,6 +56,12 @@ def probe_gpu():
         return False, f"the GPU probe could not run ({e})"
     line = (p.stdout.strip().splitlines() or [p.stderr.strip()[-200:] or "no answer"])[-1]
     return p.returncode == 0, line
+
+
+# What to run on a machine without a GPU: the harness's own tests need none; qualify's
+# --allow-no-gpu would install, build and run the GPU suites, every case NotSupported.
+NO_GPU_HINT = ("The tests of the harness need no GPU: tools/test.sh (or bazel test --config=host //...). "
+               "--allow-no-gpu runs the GPU suites anyway (every case NotSupported: NOTHING RAN, exit 4).")
 
 
 def require_gpu_before_building(args):
@@ -65,8 +72,7 @@ def require_gpu_before_building(args):
     ok, why = probe_gpu()
     if not ok:
         raise Stop(cmp.EXIT_INFRA, f"infrastructure error: no usable GPU on this machine ({why}); "
-                                   "nothing was installed, built or run (--allow-no-gpu runs the "
-                                   "harness self-tests without one)")
+                                   f"nothing was installed, built or run. {NO_GPU_HINT}")
 
 
 def check_arguments(args):
@@ -122,7 +128,7 @@ def read_fingerprint(bundle, manifest):
             binary = os.path.join(bundle, t["path"])
             try:
                 out = subprocess.run([binary, "--pagelock_fingerprint"], capture_output=True,
-                                     text=True, timeout=120)
+                                     text=True, encoding="utf-8", errors="replace", timeout=120)
                 fp = json.loads(out.stdout)
                 if not isinstance(fp, dict):
                     raise ValueError("not a JSON object")

@@ -28,31 +28,74 @@ def publish(plan, run, comp, info, args, state):
     state["phase"] = "writing results"
     model.write_results(os.path.join(run_dir, "results.json"), run, info, comp)
     ciout.write(run_dir, run, comp, info)
-    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w") as f:
-        f.write(cmp.failures_csv(run, comp))
+    with open(os.path.join(run_dir, EXPECTATIONS_UPDATE), "w", encoding="utf-8") as f:
+        f.write(ciout.expectations_update(run, comp))
     state["phase"] = "rendering"
     plan.trends = trends_with_this_run(plan, run, info)
     page = write_report(plan, run, comp, info)
     if plan.db:
         state["phase"] = "storing the history"
-        store_history(plan, run, comp, info, page)
+        why = store_history(plan, run, comp, info, page)
+        if why:
+            page = not_stored(plan, run, comp, info, why)
     state["phase"] = "printing the summary"
     if args.write_baseline:
         write_baseline(plan, run, comp, info)
     return page
 
 
+# A key another run stored first is stored under <key>-2, -3, ...; at most this many tries.
+STORE_TRIES = 20
+
+
 def store_history(plan, run, comp, info, page):
     """The history row: everything the fleet report shows (label, tier, run folder, its
-    report), as an import of this run folder would store it. A failure is a warning."""
+    report), as an import of this run folder would store it. The store's answer is checked: a
+    key another run of the same host stored meanwhile (another folder) is never taken for this
+    run, which goes in under <key>-2, -3, ... (info["history_key"] says so). Returns None once
+    the run is stored, else why it is not (the caller makes the verdict say so)."""
+    run_dir = os.path.abspath(plan.run_dir)
+    key = info["run_key"]
     try:
-        history.store(plan.db, info["run_key"], info["started_at"], run, comp, plan.sku,
-                      info["bundle"].get("commit", ""), comp.exit_code, info["verdict"],
-                      label=info.get("label") or None, tier=info.get("tier"),
-                      run_dir=os.path.abspath(plan.run_dir),
-                      report=os.path.abspath(page))
-    except (sqlite3.Error, ValueError, TypeError) as e:
-        say(f"warning: the history was not updated ({e}); results.json has the run")
+        for n in range(1, STORE_TRIES + 1):
+            key = info["run_key"] if n == 1 else f"{info['run_key']}-{n}"
+            rid, new = history.store_new(plan.db, key, info["started_at"], run, comp, plan.sku,
+                                         info["bundle"].get("commit", ""), comp.exit_code,
+                                         info["verdict"], label=info.get("label") or None,
+                                         tier=info.get("tier"), run_dir=run_dir,
+                                         report=os.path.abspath(page))
+            row = plan.db.execute("SELECT run_dir FROM runs WHERE id = ?", (rid,)).fetchone()
+            if new or (row and row[0] == run_dir):
+                break
+        else:
+            return f"run keys {info['run_key']} to -{STORE_TRIES} are all taken by other runs"
+    except (sqlite3.Error, ValueError, TypeError, OSError) as e:
+        return str(e)
+    if key != info["run_key"]:
+        info["history_key"] = key
+        say(f"the history holds this run as {key}: another run had stored {info['run_key']}")
+    return None
+
+
+def not_stored(plan, run, comp, info, why):
+    """A run the history could not take is not a clean run (README: exit 1): the verdict says it,
+    results.json and the page too, with the verdict it would have had; results.json keeps the
+    run, and `reports/history.py import RUN_DIR` stores it later. Returns the page."""
+    reached = info["verdict"]
+    words = "read-only: run not stored, use --no-history or another --history" \
+        if "readonly" in why.replace("-", "").replace(" ", "").lower() else "run not stored"
+    where = history.redact(getattr(plan.db, "target", "")) or "the history"
+    if any(w in why for w in ("No space left", "database or disk is full")):
+        words = f"no space left on {where}: run not stored"
+    message = (f"the history {where} could not take this run ({words}: {why}); results.json has "
+               f"it (reports/history.py --db ... import {plan.run_dir}); the verdict would have "
+               f"been {reached}")
+    say(f"infrastructure error: {message}")
+    comp.exit_code = cmp.EXIT_INFRA
+    info.update(verdict=cmp.VERDICTS[cmp.EXIT_INFRA][0], exit_code=cmp.EXIT_INFRA,
+                verdict_reached=reached, verdict_reason=message, history="not stored: " + why)
+    model.write_results(os.path.join(plan.run_dir, "results.json"), run, info, comp)
+    return write_report(plan, run, comp, info)
 
 
 def write_baseline(plan, run, comp, info):

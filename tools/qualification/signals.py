@@ -22,7 +22,7 @@ def kill_children():
         if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/stat") as f:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
                 stat = f.read()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             if ppid == me:

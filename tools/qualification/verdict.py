@@ -7,6 +7,7 @@ from reports import ciout
 from reports import compare as cmp
 from reports import first_night as first_night_mod
 from reports import model
+from reports.model import Change
 from tools.runner import runner
 
 UNEXPECTED = ("REGRESSION", "COVERAGE_LOST", "DROPPED", "FLAKE", "UNEXPECTED_PASS")
@@ -53,6 +54,30 @@ def _target_path(cid):
     except ValueError:
         return [cid.split("/", 1)[0]]
     return i.package.split("/") + [i.target_name]
+
+
+KERNEL_KEY = "kernel_log:outside_cases"
+
+
+def kernel_health(run, comp):
+    """The kernel's word outside any case (tools/runner/kmsg.py): a counted line (an Xid, an
+    NVRM error, an IOMMU fault, a PCIe AER line) logged while no case ran and excused by no
+    `kernel` entry fails the run's health. It is a run-level REGRESSION, beside the machine's
+    coverage in comp.machine (results.json, the first screen, JUnit): the verdict is
+    REGRESSIONS (exit 3) unless something worse already decided it (NOTHING RAN, an
+    INFRASTRUCTURE ERROR). Returns the lines that failed it."""
+    bad = run.kernel_faults()
+    if not bad:
+        return []
+    first = bad[0]
+    where = first.get("target") or "between targets"
+    comp.machine.append((KERNEL_KEY, Change.REGRESSION,
+                         f"{len(bad)} kernel log line(s) reporting a fault while no case ran, the first "
+                         f"a {first['kind']} line ({where}): {first['line']}"))
+    comp.summary[str(Change.REGRESSION)] = comp.summary.get(str(Change.REGRESSION), 0) + 1
+    if comp.exit_code in (cmp.EXIT_QUALIFIED, cmp.EXIT_UPDATE, cmp.EXIT_COVERAGE_LOST):
+        comp.exit_code = cmp.EXIT_REGRESSION
+    return bad
 
 
 def unexpected_lines(run, comp, run_dir, limit=UNEXPECTED_PRINTED):

@@ -6,7 +6,10 @@ import os
 import re
 from dataclasses import dataclass
 
+from reports.model import ESCAPED_CHAR, visible_name
 from tools.runner.config import (CLEARED_ENV_NAMES, CLEARED_ENV_PREFIXES, FILTER_MAX_CHARS,
+                                 RECORDED_ENV_NAMES, RECORDED_ENV_PREFIXES, UNRECORDED_ENV_NAMES,
+                                 UNRECORDED_ENV_PREFIXES,
                                  LIST_MAX_LINE, LIST_TIMEOUT_S, MAX_CASES_ENV,
                                  MAX_CASES_PER_BINARY, UsageError)
 from tools.runner.procs import RunState, launch, signame
@@ -20,6 +23,14 @@ def binary_env(extra=None, environ=None):
     cleared = {k: env.pop(k) for k in sorted(env)
                if k.startswith(CLEARED_ENV_PREFIXES) or k in CLEARED_ENV_NAMES}
     return env, cleared
+
+
+def recorded_environment(env):
+    """The variables of a binary's environment a reproducer sets again (RECORDED_ENV_*)."""
+    return {k: v for k, v in sorted(env.items())
+            if (k.startswith(RECORDED_ENV_PREFIXES) or k in RECORDED_ENV_NAMES)
+            and k not in UNRECORDED_ENV_NAMES and not k.startswith(UNRECORDED_ENV_PREFIXES)
+            and not re.search(r"PASS|SECRET|TOKEN|CREDENTIAL", k)}
 
 
 def max_cases_per_binary(configured=None, environ=None):
@@ -75,7 +86,9 @@ class _ListParser:
         self.skipping = False  # inside a line longer than LIST_MAX_LINE
 
     def line(self, raw):
-        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        # Names spelled as every reader spells them (model.visible_name): a control character
+        # or U+2028 in a name is its escape, so the listing, the journal and the XML agree.
+        text = visible_name(raw.decode("utf-8", "replace").rstrip("\r\n"))
         m = _CASE_LINE.match(text)
         if m and self.suite is not None:
             name = self.suite + "." + m.group(1)
@@ -109,7 +122,7 @@ class _ListParser:
                     self.skipping = True
                     del buf[:]
                 return
-            if not self.skipping:
+            if not self.skipping and nl <= LIST_MAX_LINE:  # however the pipe cut it
                 self.line(bytes(buf[:nl]))
             self.skipping = False
             del buf[:nl + 1]
@@ -210,7 +223,7 @@ class CaseFilter:
                     break
             if hit is not None:
                 name, i = hit
-                self.literal = self.literal or any(ch in name for ch in "-:*?")
+                self.literal = self.literal or any(ch in name for ch in "-:*?\\")
                 (neg_exact if negative else pos_exact).add(name)
                 continue
             piece = pieces[i]
@@ -260,6 +273,7 @@ _FILTER_SYNTAX = str.maketrans({"-": "?", ":": "?"})
 
 def exact_pattern(name):
     """A gtest filter pattern for one case name: '-' and ':', which a filter reads as its own
-    syntax, become '?'. It may match a few more names; the runner keeps only the results of the
+    syntax, and each character the name spells as an escape (a NUL, which no argument can hold,
+    an ESC), become '?'. It may match a few more names; the runner keeps only the results of the
     cases it asked for."""
-    return name.translate(_FILTER_SYNTAX)
+    return ESCAPED_CHAR.sub("?", name).translate(_FILTER_SYNTAX)

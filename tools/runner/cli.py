@@ -74,6 +74,7 @@ def config_from_args(args):
 
 
 def main(argv=None, description=None):
+    cliargs.utf8_streams()
     try:
         args = parser(description, cliargs.wants_json(argv)).parse_args(argv)
     except SystemExit as e:
@@ -93,7 +94,7 @@ def main(argv=None, description=None):
     if r.status.says_why:
         print(f"runner: {r.message}", file=sys.stderr)
     if args.json:
-        for text in summary.failure_lines(r.targets):
+        for text in summary.failure_lines(r.targets) + summary.kernel_lines(r):
             print(text, file=sys.stderr)  # stdout is the one JSON object
         print(summary.json_summary(r))
     elif r.targets:

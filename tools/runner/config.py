@@ -2,6 +2,7 @@
 (RunConfig in, TargetResult and RunnerResult out) that tools/qualify.py uses."""
 
 import enum
+import errno
 import math
 from dataclasses import dataclass, field
 
@@ -39,12 +40,31 @@ MESSAGE_KEEP_BYTES = 16 << 10
 CLEARED_ENV_PREFIXES = ("GTEST_", "TESTBRIDGE_")
 CLEARED_ENV_NAMES = ("TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS", "TEST_SHARD_STATUS_FILE",
                      "TEST_PREMATURE_EXIT_FILE", "XML_OUTPUT_FILE")
+# What a reproducer of a case needs of the environment its binary ran in (qualify --repro, in
+# runner.json's "environment"): pagelock's and CUDA's variables and the library path (the fault
+# layer's shim is found through it), never the harness's own (its history URL, interpreter,
+# kernel log, the live run's marker of tools/runner/leftovers.py), what the runner sets per launch
+# (seed, time scale, journal), the toolkit's folder, or what looks secret.
+RECORDED_ENV_PREFIXES = ("PAGELOCK_", "CUDA_", "NVIDIA_")
+RECORDED_ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
+UNRECORDED_ENV_NAMES = ("PAGELOCK_HISTORY", "PAGELOCK_PYTHON", "PAGELOCK_NO_REEXEC", "PAGELOCK_KERNEL_LOG",
+                        "PAGELOCK_SEED", "PAGELOCK_TIME_SCALE", "PAGELOCK_JOURNAL", "CUDA_HOME", "CUDA_PATH")
+UNRECORDED_ENV_PREFIXES = ("PAGELOCK_LIVE_",)
 LIST_TIMEOUT_S = 60
 KILL_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 KMSG = "/dev/kmsg"  # the kernel log the runner follows (RunConfig.kernel_log)
 MAX_JOBS = 256  # RunConfig.jobs: targets run at once
 FAILURES_LISTED_PER_TARGET = 200
 FAILURES_PRINTED = 50  # at the end of a run
+
+
+def cannot_write(path, e, verb="write"):
+    """What an OSError while writing `path` is called everywhere: a full disk is 'no space left
+    on <path>' (with the system's words), anything else 'cannot write <path>: <why>'."""
+    why = getattr(e, "strerror", None) or e
+    if getattr(e, "errno", None) == errno.ENOSPC:
+        return f"no space left on {path} (cannot {verb} it: {why})"
+    return f"cannot {verb} {path}: {why}"
 
 
 class UsageError(Exception):
@@ -116,6 +136,9 @@ class RunConfig:
     gpus: "int | None" = None
     # Cases one binary may list; None: $PAGELOCK_MAX_CASES_PER_BINARY, else MAX_CASES_PER_BINARY.
     max_cases: "int | None" = None
+    # Known benign kernel log lines (qualify passes its `kernel` expectation entries):
+    # [{"case": case-id glob or "(run)", "line": glob over the line, "why": "file:line bug"}].
+    kernel_excused: list = field(default_factory=list)
 
 
 @dataclass
@@ -144,6 +167,9 @@ class RunnerResult:
     message: str = ""  # for BAD_BUNDLE, NOTHING_SELECTED, OUTPUT_ERROR, INTERRUPTED
     signal: int = 0  # the signal that interrupted the run
     counts: dict = field(default_factory=dict)
+    # Kernel log lines read while no case ran: [{"line", "target" (or None), "kind" (a counted
+    # kind, or None), "excused" (why, or None)}]; a counted one not excused fails the run's health.
+    kernel_outside: list = field(default_factory=list)
 
     def __post_init__(self):
         self.status = RunStatus(self.status)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 14's "Done when" on a GPU machine, from a bundle (needs the GPU, so not in CI):
+"""Killed binaries and signals on a GPU machine, from a bundle (needs the GPU, so not in CI): no
+finished case is lost, the right case is blamed, no process is left.
 
   python3 tools/runner/done_check.py --bundle build/bundle --out /tmp/done_check \\
       [--target //suites/hostalloc:hostalloc_test] [--kill-at 3]
@@ -33,10 +34,18 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)
 
-from reports import model, testlogs  # noqa: E402
-from reports.model import Status  # noqa: E402
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.done_check"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
+from reports import model, testlogs
+from reports.model import Status
 
 FAILED = []
 
@@ -82,7 +91,7 @@ def leftovers(marker):
                 cmd = f.read().replace(b"\0", b" ")
             with open(f"/proc/{p}/environ", "rb") as f:
                 env = f.read()
-            with open(f"/proc/{p}/stat") as f:
+            with open(f"/proc/{p}/stat", encoding="utf-8") as f:
                 state = f.read().split(")")[-1].split()[0]
         except OSError:
             continue
@@ -178,7 +187,7 @@ def sigterm_qualify_check(args):
     check(proc.returncode == 7, f"2. qualify exits 7 (INTERRUPTED) on SIGTERM (got {proc.returncode})")
     check("Traceback" not in text, "2. no traceback")
     rj = glob.glob(os.path.join(out, "*", "testlogs", "runner.json"))
-    status = json.load(open(rj[0])).get("status") if rj else None
+    status = json.load(open(rj[0], encoding="utf-8")).get("status") if rj else None
     check(status == "INTERRUPTED", f"2. runner.json says INTERRUPTED (got {status})")
     stopped_targets_check(out)
     left = leftovers(out)
@@ -221,7 +230,7 @@ def marked(marker, also=b""):
                 env = f.read()
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{p}/stat") as f:
+            with open(f"/proc/{p}/stat", encoding="utf-8") as f:
                 state = f.read().split(")")[-1].split()[0]
         except OSError:
             continue
@@ -253,7 +262,7 @@ def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
     check(bool(binaries), f"3. the mutation run started test binaries under the shim ({len(binaries)})")
     if not binaries:  # say why: the mutation tool's own words
         for log in glob.glob(os.path.join(out, "*", "mutation", "mutation.out")):
-            with open(log, errors="replace") as f:
+            with open(log, errors="replace", encoding="utf-8") as f:
                 print("     mutation.out: " + " | ".join(f.read().strip().splitlines()[-6:]), flush=True)
     proc.send_signal(sig)
     try:
@@ -267,7 +276,7 @@ def mutation_signal_check(args, sig=signal.SIGTERM, extra=()):
     results = glob.glob(os.path.join(out, "*", "results.json"))
     verdict = None
     if results:
-        with open(results[0]) as f:
+        with open(results[0], encoding="utf-8") as f:
             verdict = json.load(f).get("info", {}).get("verdict")
     check(verdict == "INTERRUPTED", f"3. results.json says INTERRUPTED (got {verdict})")
     time.sleep(0.5)
@@ -298,7 +307,7 @@ def main():
     if not args.skip_mutation:
         mutation_signal_check(args)
     ps = subprocess.run(["ps", "-eo", "pid,pgid,stat,etime,args"], capture_output=True,
-                        text=True).stdout.splitlines()
+                        text=True, encoding="utf-8", errors="replace").stdout.splitlines()
     mine = [line[:200] for line in ps[1:] if (os.path.join(args.bundle, "bin") in line or
                                               args.out in line) and "done_check" not in line]
     print("ps after the checks, processes of the bundle or the run folder:",

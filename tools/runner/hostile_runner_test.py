@@ -1,4 +1,4 @@
-"""The runner under hostile input, round 3 (reliability review 3, issue 21; issue 23 item 3).
+"""The runner under hostile input (reliability review 3), and its terminal.
 
 Each test builds a bundle of fake GoogleTest binaries (tools/testdata/fakegt.py, the review's
 scriptable fake: its docstring lists the spec keys) in a temporary folder and runs the runner
@@ -18,12 +18,19 @@ import unittest
 import xml.etree.ElementTree as ET
 from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.hostile_runner_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
-from tools.runner import outdir, runner  # noqa: E402
+from reports import testsupport
+from tools.runner import outdir, runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 RUNNER = os.path.join(HERE, "runner.py")
 FAKE = os.path.join(os.path.dirname(HERE), "testdata", "fakegt.py")  # the one fake (tools/testdata)
 
@@ -194,6 +201,22 @@ class EnvironmentAndListing(Base):
                      "TESTBRIDGE_TEST_ONLY"):
             self.assertIn(name, cleared)
 
+    def test_the_environment_a_reproducer_sets_again_is_recorded_and_no_secret(self):
+        # qualify --repro reads it (tools/qualification/repro.py): pagelock's, CUDA's and the
+        # library path, not what the runner sets per launch or the harness's own.
+        self.make_bundle({"t": {}})
+        rc, _, err = self.run_runner(env=self.env(PAGELOCK_FAULT="dtoh_truncated", CUDA_VISIBLE_DEVICES="1",
+                                                  LD_LIBRARY_PATH="/shim", PAGELOCK_SEED="5",
+                                                  PAGELOCK_HISTORY="postgresql://lab/h", PAGELOCK_DB_PASSWORD="x",
+                                                  HOME_THING="y"))
+        self.assertEqual(rc, 3, err)
+        recorded = self.runner_json()["environment"]
+        self.assertEqual({k: recorded.get(k) for k in ("PAGELOCK_FAULT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")},
+                         {"PAGELOCK_FAULT": "dtoh_truncated", "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/shim"})
+        for name in ("PAGELOCK_SEED", "PAGELOCK_HISTORY", "PAGELOCK_DB_PASSWORD", "HOME_THING", "FAKE_MARK"):
+            self.assertNotIn(name, recorded)
+        self.assertFalse([k for k in recorded if k.startswith("PAGELOCK_LIVE_")], recorded)  # the run's marker
+
     def test_a_listing_that_is_empty_or_closes_its_output_is_an_infrastructure_error(self):
         self.make_bundle({"none": {"list": "none"}, "closeout": {"list": "closeout"},
                           "good": {"cases": ["S.A"]}})
@@ -230,13 +253,19 @@ class EnvironmentAndListing(Base):
 class ManyCases(Base):
     def test_a_failure_of_a_case_the_listing_missed_is_not_blamed_on_the_binary(self):
         # The listing names Huge.c_* only; the run is S.A, S.B (fails), S.C. The exit status 1
-        # is S.B's, not "(binary) FAIL ... although no case of that launch failed".
+        # is S.B's, not "(binary) FAIL ... although no case of that launch failed". By the
+        # conflict rule (reports/model.py) the results of cases the whole listing did not name
+        # are no PASS, and the binary is blamed for the listed cases it never started.
         self.make_bundle({"t": {"list": "huge", "count_list": 5}})
         rc, out, err = self.run_runner(timeout=30)
         self.assertEqual(rc, 3, err)
-        st = self.statuses()
+        cases = self.cases()
+        st = {k: v[0] for k, v in cases.items()}
         self.assertEqual(st["S.B"], "FAIL")
-        self.assertNotIn("(binary).t", st)
+        self.assertEqual(st["S.A"], "FAIL")
+        self.assertEqual(st["(binary).t"], "CRASH")
+        self.assertNotIn("although no case", cases["(binary).t"][1])
+        self.assertIn("left listed cases unrun", cases["(binary).t"][1])
         self.assertEqual(st["Huge.c_0000000"], "MISSING")
         problems = self.runner_json()["targets"][0]["problems"]
         self.assertTrue(any("3 case(s) ran that the listing did not name" in p for p in problems),
@@ -393,13 +422,14 @@ class Filters(Base):
     def run_api(self, filters, timeout=60):
         """runner.run with per-target filters, in a child process (the runner installs signal
         handlers and makes its process a subreaper)."""
-        code = ("import json, sys; sys.path.insert(0, sys.argv[1]);"
+        code = ("import json, sys;"
                 "from tools.runner import runner;"
-                "r = runner.run(runner.RunConfig(bundle=sys.argv[2], out=sys.argv[3],"
+                "r = runner.run(runner.RunConfig(bundle=sys.argv[1], out=sys.argv[2],"
                 " filters=json.load(sys.stdin), kernel_log='', quiet=True));"
                 "print(r.status, r.message)")
-        p = subprocess.run([sys.executable, "-c", code, ROOT, self.bundle, self.out],
-                           input=json.dumps(filters), env=self.env(), capture_output=True,
+        p = subprocess.run([sys.executable, "-c", code, self.bundle, self.out],
+                           input=json.dumps(filters), env=testsupport.package_env(self.env()),
+                           capture_output=True,
                            text=True, timeout=timeout)
         return p.stdout + p.stderr
 
@@ -610,12 +640,13 @@ class Inputs(Base):
         self.assertEqual(rc, 3, err)
         self.assertNotIn("\nline2", out)
         self.assertIn("S.line1\\nline2", out)  # in the failure list, escaped
-        self.assertIn("S.line1\nline2", self.statuses())  # test.xml keeps the name
+        # test.xml keeps the name in its one spelling (reports/model.py visible_name)
+        self.assertIn("S.line1\\nline2", self.statuses())
         self.assertEqual(self.runner_json()["status"], "FAILURES")
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 23 item 3: the terminal
+# The terminal: one redrawn line while cases run
 
 class Terminal(Base):
     def test_the_redrawn_line_fits_the_terminal_and_is_cleared_in_place(self):
@@ -653,6 +684,287 @@ class Terminal(Base):
                       out)
         self.assertRegex(out, r"CRASH +//fake:u S\.Crash: CRASH: the binary was killed by "
                          r"SIGSEGV while running this case  \[log: " + log_u)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Conflicting evidence about a case (reliability review 4, 1a-1c; reports/model.py's rule): the
+# worse status stands and the conflict is named; never a PASS out of a binary's contradictions.
+
+class ConflictingEvidence(Base):
+    def records(self, name="t", pkg="fake"):
+        """{case id: model.Case} from a target's merged test.xml (one record per <testcase>)."""
+        from reports import testlogs
+        root = ET.parse(os.path.join(self.out, pkg, name, "test.xml")).getroot()
+        out = {}
+        for el in root.iter("testcase"):
+            c = testlogs.case_from_element(f"//{pkg}:{name}", el)
+            self.assertNotIn(f"{c.suite}.{c.name}", out, "a case is in test.xml twice")
+            out[f"{c.suite}.{c.name}"] = c
+        return out
+
+    def test_a_case_reported_fail_then_pass_in_one_launch_keeps_the_fail(self):
+        # Review 4 1c: the journal and the XML both hold S.A twice, FAIL then PASS; exit 0.
+        self.make_bundle({"t": {"run_dup": "S.A", "at_exit": "exit:0", "cases": ["S.A", "S.B"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        a = self.records()["S.A"]
+        self.assertEqual(a.status, "FAIL")
+        self.assertIn("first run failed", a.message)
+        self.assertEqual(len(a.conflicts), 1, a.conflicts)
+        self.assertIn("reported more than once in one launch (FAIL, then PASS); FAIL stands",
+                      a.conflicts[0])
+        self.assertEqual(self.records()["S.B"].status, "PASS")
+
+    def test_a_pass_journaled_before_its_start_then_exit_0_without_xml_blames_the_case(self):
+        # Review 4 1b: the early PASS never stands alone; the case that was running when the
+        # binary exited 0 in the middle of its run is CRASH, and S.C still runs (a restart).
+        self.make_bundle({"t": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "exit:0"]},
+                                          "S.C"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        self.assertEqual(r["S.B"].status, "CRASH")
+        self.assertIn("exited with status 0", r["S.B"].message)
+        self.assertIn("a result was recorded before the case started (PASS, then CRASH)",
+                      r["S.B"].conflicts[0])
+        self.assertEqual((r["S.A"].status, r["S.C"].status), ("PASS", "PASS"))
+
+    def test_a_pass_journaled_before_its_start_then_a_crash_or_hang_blames_the_case(self):
+        self.make_bundle({"crash": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "crash"]},
+                                              "S.C"]},
+                          "hang": {"cases": ["S.A", {"id": "S.B", "act": ["prepass", "hang"]}]}},
+                         timeout=3)
+        rc, out, err = self.run_runner("--kill-grace-s", "0.5")
+        self.assertEqual(rc, 3, err)
+        crash, hang = self.records("crash"), self.records("hang")
+        self.assertEqual(crash["S.B"].status, "CRASH")
+        self.assertIn("SIGSEGV while running this case", crash["S.B"].message)
+        self.assertNotIn("(binary).crash", crash)  # the crash is the case's, not "between cases"
+        self.assertEqual(hang["S.B"].status, "TIMEOUT")
+        self.assertTrue(crash["S.B"].conflicts and hang["S.B"].conflicts)
+
+    def test_a_result_for_a_case_the_listing_never_named_is_no_pass(self):
+        # Review 4 1a: a forged PASS in the XML, or in the journal, for a case no listing named.
+        self.make_bundle({"fx": {"cases": ["S.A", "S.B"], "forge_xml": ["Ghost.ForgedX"]},
+                          "fj": {"cases": ["S.A", "S.B"], "forge_journal": ["Ghost.ForgedJ"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        for name, ghost in (("fx", "Ghost.ForgedX"), ("fj", "Ghost.ForgedJ")):
+            c = self.records(name)[ghost]
+            self.assertEqual(c.status, "FAIL", name)
+            self.assertIn("the binary's listing did not name this case (the binary PASS, its "
+                          "listing no such case); FAIL stands", c.conflicts[0])
+            self.assertEqual(self.records(name)["S.A"].status, "PASS")
+        self.assertIn("Ghost.ForgedX", out)  # in the failure list, not only in runner.json
+
+    def test_a_journal_and_an_xml_that_disagree_keep_the_worse(self):
+        # The XML leaves every failure out; the journal has S.B's FAIL.
+        self.make_bundle({"t": {"xml": "allpass", "at_exit": "exit:0"}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        b = self.records()["S.B"]
+        self.assertEqual(b.status, "FAIL")
+        self.assertIn("deliberate failure of S.B", b.message)
+        self.assertIn("the case journal and the XML disagree (the journal FAIL, the XML PASS)",
+                      b.conflicts[0])
+
+    def test_an_exit_0_that_left_listed_cases_unrun_is_a_crash_of_the_binary(self):
+        # Between cases, the binary exits 0 without its XML: S.C never started in that launch.
+        self.make_bundle({"t": {"cases": ["S.A", {"id": "S.B", "act": ["after:exit:0"]}, "S.C"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        self.assertEqual({k: c.status for k, c in r.items()},
+                         {"S.A": "PASS", "S.B": "PASS", "S.C": "PASS", "(binary).t": "CRASH"})
+        self.assertIn("the binary's exit left listed cases unrun (exit status 0, 1 of the 3 "
+                      "listed case(s) it was given never started, e.g. S.C); CRASH stands",
+                      r["(binary).t"].conflicts[0])
+
+    def test_control_characters_in_names_give_one_case_and_well_formed_xml(self):
+        # Review 4 9b: a NUL, an ESC, \x01 and U+2028 in names. The fake's own XML is malformed
+        # (raw NUL); the journal has the exact name. One case each, spelled with visible escapes.
+        self.make_bundle({"t": {"cases": [{"id": "S.nul\u0000byte", "act": ["fail"]},
+                                          {"id": "S.esc\u001b[31mred\u0001\u2028x", "act": []},
+                                          "S.ok"]}})
+        rc, out, err = self.run_runner()
+        self.assertEqual(rc, 3, err)
+        path = os.path.join(self.out, "fake", "t", "test.xml")
+        with open(path, "rb") as f:
+            raw = f.read()
+        ET.fromstring(raw)  # well-formed
+        for b in (b"\x00", b"\x1b", b"\x01"):
+            self.assertNotIn(b, raw)
+        r = self.records()
+        self.assertEqual(set(r), {"S.nul\\x00byte", "S.esc\\x1b[31mred\\x01\\u2028x", "S.ok"})
+        self.assertEqual(r["S.nul\\x00byte"].status, "FAIL")
+        self.assertEqual(r["S.esc\\x1b[31mred\\x01\\u2028x"].status, "PASS")
+        self.assertNotIn("\x1b", out + err)  # the terminal never gets a raw escape
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel's word fails the case (tools/runner/kmsg.py): the runner follows a fake kernel log
+# (--kernel-log FILE or FIFO) that the fake binary writes records to while a case runs.
+
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid={pid}, name={comm}, GPU has fallen off the bus."
+XID_SAID = "GPU has fallen off the bus."  # what is left of XID once the fake filled in its pid
+KERNEL_LINES = {
+    "S.xid": XID,
+    "S.nvrm": "NVRM: GPU at PCI:0000:3b:00: GPU-6a1c: RmInitAdapter failed! (0x22:0x56:667)",
+    "S.dmar": "DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0x7f3a000 "
+              "[fault reason 0x06] PTE Read access is not set",
+    "S.amdvi": "AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000 address=0x1000 flags=0x0000]",
+    "S.aer": "pcieport 0000:00:01.0: AER: Corrected error received: 0000:3b:00.0",
+    "S.oom": "Out of memory: Killed process 4243 (pinning_child) total-vm:1048576kB",
+    "S.info": "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.159.04  Release Build",
+}
+COUNTED = {"S.xid": "Xid", "S.nvrm": "NVRM error", "S.dmar": "IOMMU fault", "S.amdvi": "IOMMU fault",
+           "S.aer": "PCIe AER"}
+
+
+class KernelWord(Base):
+    def kernel_log(self, fifo=False):
+        path = os.path.join(self.dir, "kmsg")
+        if fifo:
+            os.mkfifo(path)
+        else:
+            open(path, "w").close()
+        return path
+
+    def records(self, name="t"):
+        from reports import testlogs
+        root = ET.parse(os.path.join(self.out, "fake", name, "test.xml")).getroot()
+        return {f"{c.suite}.{c.name}": c for c in
+                (testlogs.case_from_element(f"//fake:{name}", el) for el in root.iter("testcase"))}
+
+    def check_each_kind(self, fifo):
+        cases = [{"id": cid, "act": ["kmsg:" + line]} for cid, line in KERNEL_LINES.items()] + ["S.clean"]
+        self.make_bundle({"t": {"cases": cases}})
+        kmsg = self.kernel_log(fifo)
+        rc, out, err = self.run_runner("--kernel-log", kmsg, env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)
+        r = self.records()
+        for cid, line in KERNEL_LINES.items():
+            line = XID_SAID if line == XID else line
+            self.assertIn(line, r[cid].logs.get("kernel_log", ""), cid)  # the line is with its case
+            if cid in COUNTED:
+                self.assertEqual(r[cid].status, "FAIL", cid)
+                self.assertIn(f"the kernel log reports a fault while the case ran (the binary PASS, "
+                              f"the kernel {COUNTED[cid]}); FAIL stands", r[cid].conflicts[0])
+                self.assertIn(line, r[cid].message)
+                self.assertIn(f"[{COUNTED[cid]}: fails the case]", r[cid].logs["kernel_log"])
+            else:  # an oom-kill the stress tier expects, an informational NVRM line: attached only
+                self.assertEqual(r[cid].status, "PASS", cid)
+                self.assertEqual(r[cid].conflicts, [])
+        self.assertEqual((r["S.clean"].status, r["S.clean"].logs), ("PASS", {}))
+
+    def test_each_counted_kind_fails_the_case_it_was_logged_in_and_the_rest_attach(self):
+        self.check_each_kind(fifo=False)
+
+    def test_the_kernel_log_may_be_a_fifo(self):
+        self.check_each_kind(fifo=True)
+
+    def test_a_line_while_no_case_runs_fails_the_runs_health(self):
+        self.make_bundle({"t": {"cases": [{"id": "S.A", "act": ["kmsg_between:" + XID]}, "S.B"]}})
+        kmsg = self.kernel_log()
+        rc, out, err = self.run_runner("--kernel-log", kmsg, env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)  # every case passed: the run's health failed
+        self.assertEqual({k: c.status for k, c in self.records().items()}, {"S.A": "PASS", "S.B": "PASS"})
+        record = self.runner_json()
+        self.assertEqual(record["status"], "FAILURES")
+        outside = record["kernel_log_outside_cases"]
+        self.assertEqual([(k["kind"], k["target"], k["excused"]) for k in outside], [("Xid", "//fake:t", None)])
+        self.assertIn(XID_SAID, outside[0]["line"])
+        self.assertIn("1 kernel log line(s) reporting a fault while no case ran", out)
+
+    def test_an_xid_naming_a_process_fails_only_that_targets_case(self):
+        # Two targets run at once; the Xid names the process of one of them ("pid=N, name=C"):
+        # the other's running case is not blamed. One naming no process of the run (another
+        # program on the machine) goes to the run level.
+        self.make_bundle({"x": {"cases": [{"id": "S.X", "act": ["sleep:0.5", "kmsg:" + XID, "sleep:0.5"]}]},
+                          "y": {"cases": [{"id": "S.Y", "act": ["sleep:2"]}]},
+                          "z": {"cases": [{"id": "S.Z", "act": [
+                              "sleep:0.5", "kmsg:NVRM: Xid (PCI:0000:3b:00): 13, pid=999999999, name=elsewhere, "
+                              "Graphics Exception", "sleep:0.5"]}]}})
+        kmsg = self.kernel_log()
+        rc, out, err = self.run_runner("--kernel-log", kmsg, "--jobs", "3", env=self.env(FAKE_KMSG=kmsg))
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(self.records("x")["S.X"].status, "FAIL")
+        self.assertEqual((self.records("y")["S.Y"].status, self.records("y")["S.Y"].logs), ("PASS", {}))
+        self.assertEqual(self.records("z")["S.Z"].status, "PASS")
+        outside = self.runner_json()["kernel_log_outside_cases"]
+        self.assertEqual([(k["kind"], "elsewhere" in k["line"]) for k in outside], [("Xid", True)])
+
+    def test_a_known_benign_line_is_excused_by_a_kernel_entry(self):
+        aer = KERNEL_LINES["S.aer"]
+        self.make_bundle({"t": {"cases": [{"id": "S.aer", "act": ["kmsg:" + aer, "kmsg_between:" + aer]},
+                                          {"id": "S.xid", "act": ["kmsg:" + XID]}]}})
+        kmsg = self.kernel_log()
+        self.out = os.path.join(self.dir, "out")
+        from tools.runner import runner as api
+        r = api.run(api.RunConfig(bundle=self.bundle, out=self.out, quiet=True, kernel_log=kmsg,
+                                  env={"FAKE_MARK": self.mark, "FAKE_KMSG": kmsg},
+                                  kernel_excused=[{"case": "fake:t/*", "line": "*AER:_Corrected_error*",
+                                                   "why": "expectations/x.txt:3 bug=b"}]))
+        self.assertEqual(r.exit_code, 3)  # the Xid is not excused
+        rec = self.records()
+        self.assertEqual(rec["S.aer"].status, "PASS")
+        self.assertIn("[PCIe AER: excused by expectations/x.txt:3 bug=b]", rec["S.aer"].logs["kernel_log"])
+        self.assertEqual(rec["S.xid"].status, "FAIL")
+        # Between the target's cases the line is matched as 'fake:t/(between cases)': the
+        # entry for the target's cases covers it too.
+        outside = r.kernel_outside
+        self.assertEqual([(k["kind"], k["excused"]) for k in outside],
+                         [("PCIe AER", "expectations/x.txt:3 bug=b")])
+
+
+
+# ---------------------------------------------------------------------------------------------
+# What a killed run leaves (tools/runner/leftovers.py): only its own processes are ended.
+
+class Leftovers(Base):
+    def test_a_dead_runs_record_ends_its_own_processes_and_nothing_else(self):
+        from tools.runner import leftovers
+        os.makedirs(self.out)
+        # A record as a killed runner leaves it: its owner gone (the lock is free), a process it
+        # started (carrying its variable), and a pid it names that is not its own (no variable).
+        var = leftovers.LIVE_ENV_PREFIX + "deadbeef0001"
+        mine = subprocess.Popen(["sleep", "60"], env=dict(self.env(), **{var: "1"}))
+        other = subprocess.Popen(["sleep", "60"], env=self.env())
+        self.procs += [mine, other]
+        folder = os.path.join(self.out, leftovers.LIVE_DIR)
+        os.makedirs(folder)
+        with open(os.path.join(folder, "1-1-deadbeef0001.json"), "w", encoding="utf-8") as f:
+            for entry in ({"owner": 1, "start": 1, "var": var},
+                          {"pid": other.pid, "start": leftovers.start_time(other.pid)}):
+                f.write(json.dumps(entry) + "\n")
+        ended = leftovers.end_leftovers(self.out)
+        self.assertEqual([pid for pid, _ in ended], [mine.pid])
+        self.assertEqual(mine.wait(timeout=10), -signal.SIGKILL)
+        self.assertIsNone(other.poll(), "a process the record named but did not start was killed")
+        self.assertFalse(os.path.exists(folder))
+
+    def test_a_live_runs_record_and_a_link_in_place_of_the_folder_are_left_alone(self):
+        from tools.runner import leftovers
+        os.makedirs(self.out)
+        live = leftovers.LiveRecord(self.out)  # this process holds its lock: alive
+        try:
+            child = subprocess.Popen(["sleep", "60"], env=dict(os.environ))  # carries live.var
+            self.procs.append(child)
+            self.assertEqual(leftovers.end_leftovers(self.out), [])
+            self.assertIsNone(child.poll())
+        finally:
+            live.close()
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.makedirs(elsewhere)
+        with open(os.path.join(elsewhere, "1-1-x.json"), "w", encoding="utf-8") as f:
+            f.write("{}\n")
+        os.symlink(elsewhere, os.path.join(self.out, leftovers.LIVE_DIR))
+        self.assertEqual(leftovers.end_leftovers(self.out), [])
+        self.assertTrue(os.path.exists(os.path.join(elsewhere, "1-1-x.json")), "a link was followed")
+        leftovers.LiveRecord(self.out).close()  # the link is replaced by a folder, never written through
+        self.assertEqual(os.listdir(elsewhere), ["1-1-x.json"])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,15 @@ import time
 import unittest
 import uuid
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.hostile_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import model, testlogs
 from tools import bundle
 from tools.runner import runner
@@ -98,7 +107,7 @@ class Base(unittest.TestCase):
 
 
 class EndsOfABinary(Base):
-    """Issue 14: whatever way a binary ends, every finished case keeps its own result."""
+    """Whatever way a binary ends, every finished case keeps its own result."""
 
     def test_clean_run_is_clean_and_every_launch_gets_a_fresh_journal(self):
         r, cases = self.run_runner("A.passes,B.passes")
@@ -799,7 +808,7 @@ class HostileTrees(unittest.TestCase):
 
 
 class Bundle(unittest.TestCase):
-    """Issue 14: tools/bundle.py replaces only a folder that holds a bundle."""
+    """tools/bundle.py replaces only a folder that holds a bundle."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from reports import testlogs
+from reports import model, testlogs
 from tools.runner.config import MESSAGE_KEEP_BYTES
 
 _JSON_STRING = r'"((?:[^"\\]|\\.)*)"'
@@ -136,26 +136,46 @@ def add_property(el, name, value):
 @dataclass
 class LaunchReport:
     """What one launch left: its XML (None when unusable, and why), the cases it added to the
-    target's results, and the case that was running when it ended (None: none, or one that
-    has a result already, or one an exact chunk did not ask for)."""
+    target's results, the case that was running when it ended (None: none, or one that has a
+    result already, or one an exact chunk did not ask for) and, when that case had a result
+    recorded before its start, that result (`early`: the conflict rule weighs it against
+    whatever the end of the launch says of the case)."""
     xml_cases: "dict | None"
     xml_attrs: dict
     xml_problem: str
     added: list = field(default_factory=list)
     running: "str | None" = None
+    early: "object | None" = None
 
 
 def collect_launch(xml_path, journal, done, exact, expected):
-    """Adds a launch's results to `done` (case -> <testcase>): the journal's events, overridden
-    by the binary's own XML where it has the case (it has the full detail). A case that has a
-    result already keeps it; an exact chunk keeps only the cases it asked for (`expected`, a
-    set), since its '?' patterns may match others."""
+    """Adds a launch's results to `done` (case -> <testcase>): the journal's events and the
+    binary's own XML, settled by the conflict rule of reports/model.py where they disagree (the
+    worse status stands and the conflict is named; on a tie the XML's record, which has the
+    full detail). A case that has a result already keeps it; an exact chunk keeps only the cases
+    it asked for (`expected`, a set), since its '?' patterns may match others."""
     xml_cases, attrs, xml_problem = testlogs.read_gtest_xml(xml_path)
-    finished, running = testlogs.read_journal(journal_lines(journal))
+    events = testlogs.read_journal_events(journal_lines(journal))
+    running = events.running
     report = LaunchReport(xml_cases, attrs, xml_problem)
-    new = dict(finished)
-    if xml_cases:
-        new.update(xml_cases)
+    new = dict(events.finished)
+    for case_id, el in (xml_cases or {}).items():
+        journal_el = new.get(case_id)
+        if journal_el is None and case_id == running and running in events.early:
+            journal_el = events.early[running]  # the XML has the case the journal left running
+        if journal_el is None:
+            new[case_id] = el
+            continue
+        a, b = testlogs.record_status(journal_el), testlogs.record_status(el)
+        if a == b:  # the two records agree: the XML's, with what the journal's says of conflicts
+            both = list(dict.fromkeys(testlogs.conflicts_of(el) + testlogs.conflicts_of(journal_el)))
+            if both:
+                testlogs.set_property(el, model.CONFLICTS_PROP, "\n".join(both))
+            new[case_id] = el
+        else:
+            new[case_id] = testlogs.merge_records(journal_el, el, model.CONFLICT_CHANNELS,
+                                                  said=f"the journal {a}, the XML {b}",
+                                                  prefer_second=True)
     for case_id, el in new.items():
         if case_id not in done and (not exact or case_id in expected):
             done[case_id] = cap_messages(el)
@@ -163,4 +183,5 @@ def collect_launch(xml_path, journal, done, exact, expected):
     if running and (running in done or (exact and running not in expected)):
         running = None
     report.running = running
+    report.early = events.early.get(running) if running else None
     return report

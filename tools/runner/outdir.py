@@ -10,7 +10,8 @@ import threading
 import xml.etree.ElementTree as ET
 
 from reports import testlogs
-from tools.runner.config import RUNNER_JSON, OutputError, UsageError
+from tools.runner.config import RUNNER_JSON, OutputError, UsageError, cannot_write
+from tools.runner.leftovers import LIVE_DIR
 from tools.runner.manifest import read_regular_file, valid_label
 
 
@@ -30,7 +31,7 @@ def write_atomic(path, write):
             os.unlink(tmp)
         except OSError:
             pass
-        raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
+        raise OutputError(cannot_write(path, e)) from e
 
 
 def json_bytes(data, indent=1):
@@ -105,7 +106,7 @@ class CappedLog:
         try:
             self.f = open(path, "wb")
         except OSError as e:
-            raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
+            raise OutputError(cannot_write(path, e)) from e
 
     def write(self, data):
         if isinstance(data, str):
@@ -168,7 +169,7 @@ def prepare_out(out):
     if os.path.islink(out) or not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a folder")
     try:
-        entries = os.listdir(out)
+        entries = [e for e in os.listdir(out) if e != LIVE_DIR]  # a run's lock (leftovers.py)
     except OSError as e:
         raise OutputError(f"cannot read {out}: {e.strerror or e}")
     if not entries:
@@ -190,7 +191,7 @@ def prepare_out(out):
             _remove_target_dir(out, label)
         os.unlink(prev)
     except OSError as e:
-        raise OutputError(f"cannot clear the previous run in {out}: {e.strerror or e}")
+        raise OutputError(cannot_write(out, e, "clear the previous run in"))
 
 
 def _target_parts(label):
@@ -260,7 +261,7 @@ def fresh_target_dir(out, label):
                         raise
         os.mkdir(os.path.join(path, "test.outputs"))
     except OSError as e:
-        raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
+        raise OutputError(cannot_write(path, e)) from e
     return path
 
 
@@ -270,5 +271,5 @@ def make_attempt_dir(tdir, attempt):
     try:
         os.makedirs(os.path.join(adir, "tmp"))
     except OSError as e:
-        raise OutputError(f"cannot write {adir}: {e.strerror or e}") from e
+        raise OutputError(cannot_write(adir, e)) from e
     return adir

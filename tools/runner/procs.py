@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 
+from tools.runner import leftovers as live_records
 from tools.runner.config import TOKEN_ENV, UsageError
 
 
@@ -27,6 +28,21 @@ class RunState:
         self.subreaper = False  # orphans of the binaries re-parent to this process
         self.lock = threading.Lock()  # a launch's start and the sweep for orphans
         self.children = set()  # pids of the launches started and not yet waited for
+        self.ended_leftovers = []  # [(pid, command)] a killed run on this --out left, ended
+        self.kernel_outside = []  # RunnerResult.kernel_outside, as the run goes
+
+    def kernel_at_run_level(self, label, lines, excuses):
+        """Kernel lines read while no case ran (label: the target whose launch was running, or
+        None): kept for runner.json and the run's health (kmsg.py)."""
+        from tools.runner.kmsg import BETWEEN_CASES, RUN_LEVEL, counted_kind
+        with self.lock:
+            for line in lines:
+                kind = counted_kind(line)
+                why = None
+                if kind:  # '(run)', or '<package:target>/(between cases)' when a target ran
+                    why = excuses.why(RUN_LEVEL, line) or \
+                        (excuses.why(f"{label[2:]}/{BETWEEN_CASES}", line) if label else None)
+                self.kernel_outside.append({"line": line, "target": label, "kind": kind, "excused": why})
 
     def on_signal(self, signum, frame=None):
         """SIGTERM, SIGINT, SIGHUP: every running process group gets SIGTERM, or SIGKILL from
@@ -38,6 +54,37 @@ class RunState:
 
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_SET_PDEATHSIG = 1
+
+
+def _libc_prctl():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_PRCTL = _libc_prctl()  # looked up once, before any fork: the child only calls it
+
+
+def die_with_parent():
+    """A preexec_fn for every process the runner (or qualify) starts: the child gets SIGKILL
+    when the thread that started it ends (PR_SET_PDEATHSIG), so a runner killed with SIGKILL
+    takes its test binaries with it (tools/runner/leftovers.py ends what they forked). Where
+    the kernel refuses, the child raises before exec and Popen raises in the parent: the launch
+    fails loudly, never runs without it. A parent that died before the call is caught too."""
+    parent = os.getpid()
+    prctl = _PRCTL
+
+    def preexec():
+        if prctl is None or prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != parent:
+            os._exit(128 + signal.SIGKILL)
+    return preexec
 
 
 def set_child_subreaper(on):
@@ -168,10 +215,11 @@ def _pump(fd, sink, stop):
         sink(data)
 
 
-def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None):
+def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None, on_start=None):
     """Runs one command in a new session, its output pumped into sink. Returns
     (returncode, timed_out, seconds, leftovers_killed); cpu_out (a dict), when given, receives
-    the command's CPU time with its waited-for children: user_s and sys_s."""
+    the command's CPU time with its waited-for children: user_s and sys_s. on_start(pid), when
+    given, learns the new session's id (the command's pid) as it starts."""
     token = f"{os.getpid()}-{time.monotonic_ns()}-{random.getrandbits(32):08x}"
     env = dict(env)
     env[TOKEN_ENV] = token
@@ -180,13 +228,17 @@ def launch(args, env, state, timeout_s, grace_s, sink, tick=None, cpu_out=None):
     try:
         with state.lock:  # never while kill_orphans looks: the new child is a launch's
             proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=wfd,
-                                    stderr=wfd, start_new_session=True, close_fds=True)
+                                    stderr=wfd, start_new_session=True, close_fds=True,
+                                    preexec_fn=die_with_parent())
             state.children.add(proc.pid)
-    except OSError as e:
+            live_records.note_started(proc.pid)
+    except (OSError, subprocess.SubprocessError) as e:
         os.close(rfd)
         os.close(wfd)
-        raise UsageError(f"cannot start {args[0]}: {e.strerror or e}")
+        raise UsageError(f"cannot start {args[0]}: {getattr(e, 'strerror', None) or e}")
     os.close(wfd)
+    if on_start is not None:
+        on_start(proc.pid)
     stop = threading.Event()
     pump = threading.Thread(target=_pump, args=(rfd, sink, stop), daemon=True)
     pump.start()

@@ -4,6 +4,7 @@ target's journal (the case that is running) and the kernel log (lines go to that
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -28,6 +29,20 @@ class Slot:
         self.journal_long = None  # the head of a journal line too long to hold, until its end
         self.launch_start, self.limit, self.noticed = None, None, False
         self.kernel_lines = {}  # case running when the lines were read ('' for none) -> [line]
+        # Whose a kernel line is, where the line says (an Xid's "pid=N, name=COMM"): the session
+        # of the running launch, and its binary's command name as the kernel cuts it (15 bytes).
+        self.sid, self.comm = None, None
+
+    def owns(self, pid, comm):
+        """Whether the process a kernel line names is this target's: in its launch's session,
+        or (the process gone by now) of its binary's name."""
+        if pid is not None and self.sid is not None:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    return int(f.read().rsplit(b")", 1)[1].split()[3]) == self.sid
+            except (OSError, IndexError, ValueError):
+                pass
+        return comm is not None and comm == self.comm
 
     def read_journal(self, now):
         """The case that is running: the last 'start' event without its 'end' (new lines only)."""
@@ -65,6 +80,22 @@ class Slot:
                 self.case = None
 
 
+_NAMES_PID = re.compile(r"\bpid=(\d+)")
+_NAMES_COMM = re.compile(r"\bname=([^,\s]+)")
+
+
+def _owners(line, slots):
+    """The running targets a kernel line belongs to: the one whose process it names (an Xid
+    says "pid=N, name=COMM"), none of them when it names another process, every one when it
+    names none (an AER or IOMMU line cannot say whose it was)."""
+    pid, comm = _NAMES_PID.search(line), _NAMES_COMM.search(line)
+    if pid is None and comm is None:
+        return slots
+    pid = int(pid.group(1)) if pid else None
+    comm = comm.group(1) if comm else None
+    return [s for s in slots if s.owns(pid, comm)]
+
+
 class Progress:
     """What the runner prints while it works. On a terminal one status line is redrawn about
     once a second: `[k/N] 0:12:03 //suites/a:a_test: Suite.Case (41 s)`. Elsewhere (CI logs,
@@ -92,6 +123,8 @@ class Progress:
         self.last_draw = 0.0
         self.drawn = False
         self.kernel = None  # KernelLog, polled with the journals
+        self.kernel_outside = []  # kernel lines read while no target ran
+        self.last_poll = float("-inf")
         self.lock = threading.RLock()
 
     def _write(self, text):
@@ -140,30 +173,44 @@ class Progress:
             slot = self.slots[label] = Slot(label)
         return slot
 
-    def launch(self, journal, limit_s, label=None):
+    def launch(self, journal, limit_s, label=None, binary=None):
         with self.lock:
             s = self._slot(label)
             s.journal, s.journal_pos, s.journal_buf, s.journal_long = journal, 0, b"", None
             s.launch_start, s.limit, s.noticed = self.clock(), limit_s, False
             s.case = None
             s.kernel_lines = {}
+            s.sid = None
+            s.comm = os.path.basename(binary)[:15] if binary else None
+
+    def session(self, label, pid):
+        """The launch of `label` started as session `pid`: its kernel lines can be told apart."""
+        with self.lock:
+            self._slot(label).sid = pid
 
     def _poll_kernel(self):
-        """New kernel lines go to the case running in every started target. With several
-        targets running, each line says so (the driver line cannot say whose it was)."""
+        """New kernel lines go to the case running in every started target (a line read while
+        no target runs, to kernel_outside). With several targets running, each line says so
+        (the driver line cannot say whose it was)."""
         if self.kernel is None:
             return
         lines = self.kernel.read_new()
         if not lines:
             return
         slots = list(self.slots.values())
-        if len(slots) > 1:
-            names = ", ".join(s.label for s in slots[:self.SHOWN_RUNNING]) + \
-                (f" +{len(slots) - self.SHOWN_RUNNING}" if len(slots) > self.SHOWN_RUNNING else "")
-            note = f" (pagelock runner: {len(slots)} targets were running: {names})"
-            lines = [line + note for line in lines]
-        for s in slots:
-            for line in lines:
+        if not slots:
+            self.kernel_outside.extend(lines)
+            return
+        for line in lines:
+            owners = _owners(line, slots)
+            if not owners:  # a process the line names that no running target has: the machine's
+                self.kernel_outside.append(line + " (pagelock runner: no running target's process)")
+                continue
+            if len(owners) > 1:
+                names = ", ".join(s.label for s in owners[:self.SHOWN_RUNNING]) + \
+                    (f" +{len(owners) - self.SHOWN_RUNNING}" if len(owners) > self.SHOWN_RUNNING else "")
+                line += f" (pagelock runner: {len(owners)} targets were running: {names})"
+            for s in owners:
                 s.kernel_lines.setdefault(s.case or "", []).append(line)
 
     def end_launch(self, label=None):
@@ -177,11 +224,26 @@ class Progress:
             s.launch_start = None
             return s.kernel_lines
 
-    def tick(self, force=False):
-        """Called by the launch loops: reads the journals, prints the half-limit notices, and on
-        a terminal redraws the status line (at most once a second)."""
+    POLL_S = 0.05  # the journals and the kernel log: a line goes to the case running then
+
+    def poll(self):
+        """Reads every running target's journal, then the kernel log: a kernel line goes to the
+        case that was running when it was read, at most POLL_S after it was logged."""
         with self.lock:
             now = self.clock()
+            self.last_poll = now
+            for s in list(self.slots.values()):
+                s.read_journal(now)
+            self._poll_kernel()
+
+    def tick(self, force=False):
+        """Called by the launch loops: follows the journals and the kernel log (every POLL_S
+        while the kernel log is followed), prints the half-limit notices, and on a terminal
+        redraws the status line (at most once a second)."""
+        with self.lock:
+            now = self.clock()
+            if self.kernel is not None and now - self.last_poll >= self.POLL_S:
+                self.poll()
             if not force and now - self.last_draw < 1.0:
                 return
             self.last_draw = now

@@ -27,7 +27,8 @@ Bazel's runs and the bundle's. Nothing a binary finished is lost, however it end
   killed and reaped too;
 - nothing in the caller's environment changes which cases run: GTEST_* and TESTBRIDGE_* (and
   Bazel's shard variables) are cleared for the binaries and recorded in runner.json
-  (environment_cleared);
+  (environment_cleared); pagelock's and CUDA's variables and the library path the binaries
+  had are recorded too (environment: what qualify --repro sets again);
 - the cases come from one unfiltered --gtest_list_tests; a filter (--gtest_filter, qualify's
   retries and skips) is applied in Python and the cases go to the binary as exact names in
   chunks, so no filter is ever too long for one argument, and a name holding '-' or ':' runs
@@ -58,10 +59,18 @@ terminal's width, so it never wraps), one plain line per target otherwise; a not
 binary passes half its time limit. At the end, each failing case is listed on one line: status,
 target, case, a one-line reason and its test.log. With --jobs > 1, k counts finished
 targets and the terminal line names the running ones (up to 3, then "+n"). Driver-side evidence:
-new kernel log lines (NVRM, Xid, oom-kill, IOMMU; --kernel-log, default /dev/kmsg) are attached
-to the case that was running (property kernel_log); test.xml's pagelock_kernel_log says whether
-it was read. With several targets running, a line goes to the case running in each of them and
-says how many targets were running.
+new kernel log lines (NVRM, Xid, oom-kill, IOMMU, AER; --kernel-log, default /dev/kmsg, a file or
+FIFO too) are attached to the case that was running (property kernel_log); test.xml's
+pagelock_kernel_log says whether it was read. With several targets running, a line goes to the
+case running in each of them and says how many targets were running. The kernel's word fails
+the case (kmsg.py): an Xid, NVRM error, IOMMU fault or PCIe AER line FAILs the case it was logged
+in, and one logged while no case ran is recorded in runner.json (kernel_log_outside_cases) and
+fails the run (exit 3).
+Conflicting evidence about a case (two results, a result before its start, a result for a case
+the listing never named, the journal against the XML, an exit 0 or 1 that left listed cases
+unrun): the worse status stands and the conflict is named (reports/model.py).
+SIGKILL: every process the runner starts dies with it (PR_SET_PDEATHSIG), and the next runner on
+the same --out ends what they forked (leftovers.py).
 
 Exit codes (the meanings qualify, report.py and compare_runs.py share, reports/compare.py):
   0    CLEAN: every case passed, was not supported or was skipped
@@ -83,7 +92,8 @@ Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 #   journals  case journals, messages of any size, what one launch adds to the results
 #   target    one target: its launches, restarts, blamed cases, test.xml
 #   schedule  which targets run beside which (--jobs, `exclusive`)
-#   kmsg      the kernel log
+#   kmsg      the kernel log, and its word on the verdict
+#   leftovers what a killed run leaves, ended by the next run on the same --out
 #   progress  the progress line
 #   outdir    files under --out (atomic writes, test.log, folders never followed out of --out)
 #   summary   what is printed at the end; --json's object
@@ -93,27 +103,34 @@ Python API (tools/qualify.py uses it): run(RunConfig(...)) -> RunnerResult.
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.runner"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
 
 # What callers use (tools/qualify.py, the tests), under the names they always had.
-from reports.model import EXIT_POISONED, JOURNAL_NAME  # noqa: E402
-from tools.runner import cli  # noqa: E402
-from tools.runner.cases import (  # noqa: E402
+from reports.model import EXIT_POISONED, JOURNAL_NAME
+from tools.runner import cli
+from tools.runner.cases import (
     CaseFilter, Listing, binary_env, exact_pattern, first_chunk, list_binary, list_cases,
     max_cases_per_binary)
-from tools.runner.config import (  # noqa: E402
+from tools.runner.config import (
     EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_FAILURES, EXIT_INTERRUPTED, EXIT_NOTHING_SELECTED,
     EXIT_OUTPUT_ERROR, MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult, RunStatus,
     TargetResult, UsageError, check_time_scale)
-from tools.runner.journals import journal_lines, shorten_event  # noqa: E402
-from tools.runner.kmsg import KernelLog, check_kernel_log  # noqa: E402
-from tools.runner.manifest import (  # noqa: E402
+from tools.runner.journals import journal_lines, shorten_event
+from tools.runner.kmsg import KernelLog, check_kernel_log
+from tools.runner.manifest import (
     binary_path, check_binaries, load_manifest, read_regular_file, select_targets)
-from tools.runner.procs import kill_env_holders, kill_orphans, set_child_subreaper  # noqa: E402
-from tools.runner.progress import Progress  # noqa: E402
-from tools.runner.schedule import host_gpu_count, schedule_order  # noqa: E402
-from tools.runner.session import run  # noqa: E402
-from tools.runner.summary import failure_lines, one_line_reason, printable  # noqa: E402
+from tools.runner.procs import kill_env_holders, kill_orphans, set_child_subreaper
+from tools.runner.progress import Progress
+from tools.runner.schedule import host_gpu_count, schedule_order
+from tools.runner.session import run
+from tools.runner.summary import failure_lines, one_line_reason, printable
 
 select = select_targets  # the name tools/qualify.py uses
 

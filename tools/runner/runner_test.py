@@ -9,6 +9,15 @@ import threading
 import time
 import unittest
 
+if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
+    import os
+    import sys
+    _module = "tools.runner.runner_test"
+    _root = os.path.abspath(os.path.join(__file__, *[".."] * (_module.count(".") + 1)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_root, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
+                              "-m", _module, *sys.argv[1:]])
+
 from reports import model, testlogs
 from tools.runner import journals, runner, schedule
 
@@ -90,7 +99,10 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(rc, 3, self.output)
         hung = cases["FakeTest.HangsWhenAsked"]
         self.assertEqual(hung.status, "TIMEOUT")
-        self.assertEqual(hung.logs.get("kernel_log"), "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout")
+        self.assertEqual(hung.logs.get("kernel_log"),
+                         "[2.000000] NVRM: Xid (PCI:0000:3b:00): 109, Ctx Timeout  [Xid: fails the case]")
+        # The kernel's word (kmsg.py) against the binary's: the worse, TIMEOUT, stands, named.
+        self.assertIn("(the binary TIMEOUT, the kernel Xid); TIMEOUT stands", hung.conflicts[0])
         self.assertNotIn("kernel_log", cases["FakeTest.Passes"].logs)
         self.assertRegex(self.output, r"notice: //selftest:fake_gtest passed half its time limit \(\d+ of 4 s\); "
                                       r"case FakeTest.HangsWhenAsked has run \d+ s")

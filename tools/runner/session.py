@@ -11,11 +11,11 @@ import threading
 import time
 
 from reports import model
-from tools.runner import outdir
-from tools.runner.cases import binary_env, max_cases_per_binary
+from tools.runner import leftovers, outdir
+from tools.runner.cases import binary_env, max_cases_per_binary, recorded_environment
 from tools.runner.config import (MAX_JOBS, RUNNER_JSON, OutputError, RunConfig, RunnerResult,
-                                 RunStatus, UsageError, check_time_scale)
-from tools.runner.kmsg import KernelLog, check_kernel_log
+                                 RunStatus, UsageError, cannot_write, check_time_scale)
+from tools.runner.kmsg import Excuses, KernelLog, check_kernel_log
 from tools.runner.manifest import check_binaries, load_manifest, select_targets
 from tools.runner.procs import RunState, kill_orphans, set_child_subreaper, signame
 from tools.runner.progress import Progress, Quiet
@@ -48,7 +48,7 @@ def run(config: RunConfig) -> RunnerResult:
             signal.signal(s, h)
 
 
-def _checked(config, out):
+def _checked(config, out, state):
     """The configuration with its cap on cases resolved, the manifest and the selected targets.
     Where none is selected, the binaries and --out are not looked at. Raises UsageError or
     OutputError."""
@@ -62,13 +62,15 @@ def _checked(config, out):
                              config.labels)
     if targets:
         check_binaries(config.bundle, targets)
+        # A runner killed on this --out (SIGKILL) left them: ended, said, and in runner.json.
+        state.ended_leftovers = leftovers.end_leftovers(out) if os.path.isdir(out) else []
         outdir.prepare_out(out)
     return config, manifest, targets
 
 
 def _run(config, out, state):
     try:
-        config, manifest, targets = _checked(config, out)
+        config, manifest, targets = _checked(config, out, state)
     except UsageError as e:
         return RunnerResult(RunStatus.BAD_BUNDLE, [], out, config.seed, str(e))
     except OutputError as e:
@@ -84,11 +86,17 @@ def _run(config, out, state):
     _watch(config, state, len(targets))
     if config.gpus is None:
         config = dataclasses.replace(config, gpus=host_gpu_count())
+    ended = state.ended_leftovers
+    for pid, cmd in ended:
+        state.progress.line(f"ended process {pid} that a killed run left in {out}: {cmd}")
     record = _Record(out, targets, {
+        "ended_leftovers": [{"pid": pid, "command": cmd} for pid, cmd in ended],
         "format": 1, "bundle": manifest.get("info", {}), "seed": seed, "jobs": jobs,
         "gpus": config.gpus, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": dataclasses.asdict(config), "status": RunStatus.RUNNING, "targets": [],
-        "not_run": [], "environment_cleared": binary_env(config.env)[1]})
+        "not_run": [], "environment_cleared": binary_env(config.env)[1],
+        # what a reproducer of a case sets again (tools/qualification/repro.py)
+        "environment": recorded_environment(binary_env(config.env)[0])})
     return _run_targets(config, targets, out, seed, state, record)
 
 
@@ -110,20 +118,25 @@ def _watch(config, state, total):
 def _run_targets(config, targets, out, seed, state, record):
     results = []
     message = ""
+    live = None
     try:
         try:
             os.makedirs(out, exist_ok=True)
+            live = leftovers.LiveRecord(out)  # what the next run ends if this one is killed
         except OSError as e:
-            raise OutputError(f"cannot create {out}: {e.strerror or e}")
+            raise OutputError(cannot_write(out, e, "create"))
         record.write(RunStatus.RUNNING, results, message)
         run_all(config, targets, out, seed, state, results)
+        _kernel_after_the_last_target(config, state)
+        record.info["kernel_log_outside_cases"] = state.kernel_outside
         if state.signal:
             status = RunStatus.INTERRUPTED
             message = (f"interrupted by {signame(state.signal)}: results of {len(results)} of "
                        f"{len(targets)} target(s) written to {out}")
         else:
-            status = RunStatus.FAILURES if any(r.counts.get(s) for r in results
-                                               for s in model.FAILING) else RunStatus.CLEAN
+            unhealthy = any(k["kind"] and not k["excused"] for k in state.kernel_outside)
+            status = RunStatus.FAILURES if unhealthy or any(
+                r.counts.get(s) for r in results for s in model.FAILING) else RunStatus.CLEAN
         record.write(status, results, message)
     except OutputError as e:
         status, message = RunStatus.OUTPUT_ERROR, str(e)
@@ -131,11 +144,26 @@ def _run_targets(config, targets, out, seed, state, record):
     except UsageError as e:  # a binary that cannot be started
         status, message = RunStatus.BAD_BUNDLE, str(e)
         record.write_last(status, results, message)
+    finally:
+        if live is not None:
+            live.close()
     counts = {}
     for r in results:
         for k, v in r.counts.items():
             counts[k] = counts.get(k, 0) + v
-    return RunnerResult(status, results, out, seed, message, state.signal, counts)
+    return RunnerResult(status, results, out, seed, message, state.signal, counts,
+                        list(state.kernel_outside))
+
+
+def _kernel_after_the_last_target(config, state):
+    """The kernel lines read while no target ran (between targets, after the last one): to the
+    run level, with those the targets read while none of their cases ran."""
+    if state.kernel is None or state.progress is None:
+        return
+    state.progress.poll()
+    lines, state.progress.kernel_outside = state.progress.kernel_outside, []
+    if lines:
+        state.kernel_at_run_level(None, lines, Excuses(config.kernel_excused))
 
 
 class _Record:

@@ -53,14 +53,28 @@ def json_summary(r):
     counts, restarts and problems."""
     return json.dumps({"tool": "runner", "status": r.status, "exit_code": r.exit_code,
                        "message": r.message, "seed": r.seed, "out": r.out, "counts": r.counts,
+                       "kernel_log_outside_cases": r.kernel_outside,
                        "targets": [{"label": t.label, "counts": t.counts, "restarts": t.restarts,
                                     "problems": t.problems} for t in r.targets]})
 
 
+def kernel_lines(r):
+    """The kernel log lines that fail the run's health: logged while no case ran, of a counted
+    kind (an Xid, an NVRM error, an IOMMU fault, a PCIe AER line), excused by no entry."""
+    bad = [k for k in r.kernel_outside if k["kind"] and not k["excused"]]
+    if not bad:
+        return []
+    out = [f"runner: {len(bad)} kernel log line(s) reporting a fault while no case ran:"]
+    for k in bad[:FAILURES_PRINTED]:
+        out.append(f"  {k['kind']:<13} {k['target'] or '(between targets)'}: {printable(k['line'])[:300]}")
+    return out
+
+
 def human_summary(r):
-    """The lines that end a run on a terminal: the failures, the seed and folder, the counts
-    (every status of reports.model, in its order, then any other)."""
-    lines = failure_lines(r.targets)
+    """The lines that end a run on a terminal: the failures, the kernel's word outside any case,
+    the seed and folder, the counts (every status of reports.model, in its order, then any
+    other)."""
+    lines = failure_lines(r.targets) + kernel_lines(r)
     lines.append(f"runner: seed {r.seed}; results in {r.out}")
     counts = {s: r.counts.get(s, 0) for s in model.STATUSES}
     counts.update(r.counts)

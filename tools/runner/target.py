@@ -10,9 +10,9 @@ from reports import model, testlogs
 from tools.runner.cases import (CaseFilter, binary_env, exact_pattern, first_chunk, list_binary,
                                 max_cases_per_binary)
 from tools.runner.config import (FAILURES_LISTED_PER_TARGET, FILTER_MAX_CHARS, LIST_TIMEOUT_S,
-                                 OutputError, TargetResult)
+                                 OutputError, TargetResult, cannot_write)
 from tools.runner.journals import add_property, collect_launch
-from tools.runner.kmsg import KERNEL_LOG_MAX_LINES
+from tools.runner.kmsg import KERNEL_LOG_MAX_LINES, Excuses, counted_kind
 from tools.runner.manifest import binary_path
 from tools.runner.outdir import CappedLog, fresh_target_dir, make_attempt_dir, write_xml
 from tools.runner.procs import describe_exit, launch, signame
@@ -64,6 +64,8 @@ class _TargetRun:
         self.binary_problems = []  # (Status, sentence) for ends that no case can be blamed for
         self.kernel_between = []  # kernel log lines read while no case was running
         self.expected, self.expected_set = [], set()
+        self.cfg_excuses = Excuses(cfg.kernel_excused)  # `kernel` expectation entries
+        self.listing_whole = False  # the listing ended cleanly: a case it did not name is a phantom
 
     def run(self):
         cfg = self.cfg
@@ -76,8 +78,7 @@ class _TargetRun:
         finally:
             self.tlog.close()
         if self.tlog.error is not None:
-            raise OutputError(f"cannot write {self.tlog.path}: "
-                              f"{self.tlog.error.strerror or self.tlog.error}")
+            raise OutputError(cannot_write(self.tlog.path, self.tlog.error))
 
     def _list(self):
         """The cases to run: the listing, under the user's filter. A listing that failed is the
@@ -93,6 +94,7 @@ class _TargetRun:
             self.done["(binary).setup"] = testlogs.synthesize_case(
                 "(binary).setup", status,
                 f"listing the cases of {self.target['path']}: {setup_problem}")
+        self.listing_whole = not setup_problem
         selection = CaseFilter(self.user_filter, listing.cases)
         self.expected = selection.select(listing.cases)
         self.expected_set = set(self.expected)  # a set: `c not in` a list was quadratic
@@ -146,11 +148,12 @@ class _TargetRun:
         gargs = self._gtest_args(xml_path, gfilter)
         shown = " ".join(gargs) if len(gfilter) < 300 else f"--gtest_filter=<{len(batch)} cases>"
         tlog.write(f"=== pagelock runner: attempt {number} of {self.label}: {shown}\n")
-        prog.launch(journal, self.timeout_s, self.label)
+        prog.launch(journal, self.timeout_s, self.label, self.binary)
         cpu = {}
         rc, timed_out, secs, leftovers = launch([self.binary] + gargs, self.env, state,
                                                 self.timeout_s, self.cfg.kill_grace_s,
-                                                tlog.write, prog.tick, cpu)
+                                                tlog.write, prog.tick, cpu,
+                                                on_start=lambda pid: prog.session(self.label, pid))
         self.result.exit_code = rc
         klines = prog.end_launch(self.label)
         entry = {"attempt": number, "cases": len(batch), "returncode": rc,
@@ -168,28 +171,35 @@ class _TargetRun:
                            describe_exit(rc, timed_out, self.timeout_s, state.signal),
                            rc in (0, 1) and not timed_out and not state.signal and
                            report.xml_cases is not None)
-        if report.running and not attempt.normal:
-            self._blame(report.running, attempt, entry)
+        # A case that started and never ended is blamed for an end that was not normal, and for
+        # any end when a result of it came before its start (the early word never stands alone).
+        if report.running and (not attempt.normal or report.early is not None):
+            self._blame(report.running, attempt, entry, report.early)
         self._attach_kernel_lines(klines, number, entry)
         attempt.progressed = len(self.done) > before
         self._judge_exit(attempt, report, entry)
         self.result.launches.append(entry)
         return attempt
 
-    def _blame(self, running, attempt, entry):
-        """The case that was running when the binary ended badly gets that end as its result."""
+    def _blame(self, running, attempt, entry, early=None):
+        """The case that was running when the binary ended badly gets that end as its result
+        (with a result recorded before its start, the conflict rule keeps the worse of both)."""
         if self.state.signal:
             status, msg = Status.MISSING, f"{attempt.reason} while this case was running"
         else:
             status = Status.TIMEOUT if attempt.timed_out else Status.CRASH
             msg = f"{attempt.reason} while running this case"
-        self.done[running] = testlogs.synthesize_case(running, status, msg,
-                                                      log_tail=self.tlog.recent_text())
+        blamed = testlogs.synthesize_case(running, status, msg, log_tail=self.tlog.recent_text())
+        if early is not None:
+            blamed = testlogs.merge_records(early, blamed, model.CONFLICT_EARLY)
+        self.done[running] = blamed
         entry["blamed"] = running
 
     def _attach_kernel_lines(self, klines, number, entry):
         """Kernel lines go to test.log, and to the case that was running when they were read;
-        those read while none was running wait for the "(binary)" case."""
+        those read while none was running wait for the "(binary)" case and go to the run
+        level. The kernel's word (kmsg.py): a counted line no `kernel` entry excuses FAILs the
+        case it was logged in, by the conflict rule, and the run's health outside a case."""
         for kcase, lines in klines.items():
             lines = lines[-KERNEL_LOG_MAX_LINES:]
             self.tlog.write(f"=== pagelock runner: kernel log during attempt {number}"
@@ -198,9 +208,32 @@ class _TargetRun:
             target_el = self.done.get(kcase) if kcase else None
             if target_el is None:
                 self.kernel_between.extend(lines)
+                self.state.kernel_at_run_level(self.label, lines, self.cfg_excuses)
             else:
-                add_property(target_el, "kernel_log", "\n".join(lines))
+                self._kernel_word(kcase, target_el, lines)
             entry["kernel_log_lines"] = entry.get("kernel_log_lines", 0) + len(lines)
+
+    def _kernel_word(self, case, el, lines):
+        """Attaches the lines to the case, each counted one marked; the first counted line that
+        no entry excuses FAILs the case (reports/model.py's rule names the conflict)."""
+        case_id = f"{self.label[2:]}/{case}"
+        shown, counted = [], []
+        for line in lines:
+            kind = counted_kind(line)
+            why = self.cfg_excuses.why(case_id, line) if kind else None
+            if kind and not why:
+                counted.append((kind, line))
+            shown.append(line + (f"  [{kind}: excused by {why}]" if why else
+                                 f"  [{kind}: fails the case]" if kind else ""))
+        if counted:
+            kind, line = counted[0]
+            fault = testlogs.synthesize_case(
+                case, Status.FAIL, f"FAIL: the kernel logged {len(counted)} fault line(s) while "
+                f"this case ran, the first a {kind} line: {line}")
+            el = self.done[case] = testlogs.merge_records(
+                el, fault, model.CONFLICT_KERNEL,
+                said=f"the binary {testlogs.record_status(el)}, the kernel {kind}")
+        add_property(el, "kernel_log", "\n".join(shown))
 
     def _failed(self, case_id):
         return testlogs.case_from_element(self.label, self.done[case_id]).status in _FAILING
@@ -219,12 +252,19 @@ class _TargetRun:
                 problems.append((Status.FAIL, "the binary exited 75 (poisoned context) but "
                                  "no case of that launch failed"))
         elif not report.running and not signalled:
+            unrun = [c for c in attempt.batch if c not in self.done]
             if attempt.timed_out:
                 problems.append((Status.TIMEOUT, attempt.reason + " while no case was running"))
             elif rc < 0:
-                when = "after its last case" if all(c in self.done for c in attempt.batch) else \
-                    "between cases"
+                when = "between cases" if unrun else "after its last case"
                 problems.append((Status.CRASH, f"{attempt.reason} {when} (no case was running)"))
+            elif unrun:
+                # The exit status says the binary finished; the listing says it did not run
+                # every case it was given. The conflict rule: the worse word, CRASH, stands.
+                problems.append((Status.CRASH, model.conflict_note(
+                    model.CONFLICT_UNRUN,
+                    f"exit status {rc}, {len(unrun)} of the {len(attempt.batch)} listed case(s) it "
+                    f"was given never started, e.g. {printable(unrun[0])[:200]}", Status.CRASH)))
             elif rc not in (0, 1) or (rc == 1 and not ran_failed()):
                 problems.append((Status.FAIL, f"the binary exited with status {rc} although "
                                  "no case of that launch failed (Bazel counts it as a "
@@ -263,22 +303,36 @@ class _TargetRun:
             self.done[c] = testlogs.synthesize_case(c, Status.MISSING, f"never ran: {why}")
 
     def _binary_case(self):
-        """Cases the listing did not name are said; ends no case accounts for become the
-        target's own case "(binary).<name>", its status the worst of them."""
+        """Cases the listing did not name are said and, where the listing was whole, settled by
+        the conflict rule (a result for a case the binary says it does not have is no PASS);
+        ends no case accounts for become the target's own case "(binary).<name>", its status
+        the worst of them."""
         unlisted = [c for c in self.done
                     if c not in self.expected_set and not c.startswith("(binary)")]
-        if unlisted:  # the listing was short or changed: said, the results are kept
+        if unlisted:
             self.result.problems.append(f"{len(unlisted)} case(s) ran that the listing did not "
                                         f"name (was it cut short?), e.g. "
                                         f"{printable(unlisted[0])[:200]}")
+            if self.listing_whole:
+                for c in unlisted:
+                    phantom = testlogs.synthesize_case(
+                        c, Status.FAIL, "FAIL: the binary reported a result for a case its "
+                        "--gtest_list_tests did not name")
+                    self.done[c] = testlogs.merge_records(
+                        self.done[c], phantom, model.CONFLICT_UNLISTED,
+                        said=f"the binary {testlogs.record_status(self.done[c])}, "
+                             "its listing no such case")
         if self.binary_problems:
             worst = max((s for s, _ in self.binary_problems), key=lambda s: s.severity)
             text = "\n".join(f"{s}: {m}" for s, m in self.binary_problems)
             case_id = f"(binary).{self.label.split(':')[1]}"
             kernel = self.kernel_between[-KERNEL_LOG_MAX_LINES:]
+            props = {"kernel_log": "\n".join(kernel)} if kernel else {}
+            conflicts = [m for _, m in self.binary_problems if m.startswith("conflicting evidence")]
+            if conflicts:
+                props[model.CONFLICTS_PROP] = "\n".join(conflicts)
             self.done[case_id] = testlogs.synthesize_case(
-                case_id, worst, text, log_tail=self.tlog.recent_text(),
-                properties={"kernel_log": "\n".join(kernel)} if kernel else None)
+                case_id, worst, text, log_tail=self.tlog.recent_text(), properties=props or None)
             self.result.problems += [m for _, m in self.binary_problems]
         elif self.kernel_between:
             self.result.problems.append(f"{len(self.kernel_between)} kernel log line(s) while "

@@ -90,7 +90,7 @@ def outcome(name, run_seed):
         return "FAIL", f"fake.cc:1\nbytes differ for run seed {run_seed}", props
     if name == "Pinned.CopyRoundTrips":
         if env("FAKE_HANG", "") == "1":
-            with open(env("FAKE_PID_FILE", "/dev/null"), "w") as f:
+            with open(env("FAKE_PID_FILE", "/dev/null"), "w", encoding="utf-8") as f:
                 f.write(str(os.getpid()))
             time.sleep(120)
         props["pagelock.metric.h2d_pinned_GBps"] = ("nan" if env("FAKE_NAN", "") == "1" else "50.5") + " GB/s"
@@ -116,7 +116,7 @@ def main(argv):
                 print(f"  {c}")
         return 0
     print(f"pagelock: seed {run_seed} (replay with PAGELOCK_SEED={run_seed})")
-    journal = open(os.environ.get("PAGELOCK_JOURNAL", os.devnull), "w")
+    journal = open(os.environ.get("PAGELOCK_JOURNAL", os.devnull), "w", encoding="utf-8")
     results = []
     for n in names:
         journal.write(json.dumps({"event": "start", "case": n}) + "\n")
@@ -147,7 +147,7 @@ def main(argv):
                 xml.append(f"<skipped message={quoteattr(msg)}/>")
             xml.append("</testcase></testsuite>")
         xml.append("</testsuites>\n")
-        with open(out[4:], "w") as f:
+        with open(out[4:], "w", encoding="utf-8") as f:
             f.write("".join(xml))
     return 1 if failed else 0
 
