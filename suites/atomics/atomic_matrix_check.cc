@@ -244,10 +244,10 @@ std::string PatternName(AddressPattern p) {
   static const char* const kNames[] = {"one_address", "adjacent_words", "scattered"};
   return kNames[static_cast<int>(p)];
 }
-std::string MemoryName(AtomicMemory m) {
-  static const char* const kNames[] = {"HostAllocMapped", "RegisteredMalloc", "RegisteredMmap",
-                                       "DeviceMemory"};
-  return kNames[static_cast<int>(m)];
+std::string MemoryName(HostKind m) {
+  static const Spelling<HostKind> kCaseName(
+      HostKindName, {{HostKind::kHostAllocPortableMapped, "HostAllocMapped"}, {HostKind::kDevice, "DeviceMemory"}});
+  return kCaseName(m);
 }
 
 uint64_t AtomicInitialBits(AtomicOp op, AtomicType t, uint64_t n, uint64_t seed) {
@@ -273,57 +273,34 @@ WordVerdict JudgeWord(AtomicOp op, AtomicType t, uint64_t initial, uint64_t fina
   return Dispatch<JudgeF>(t, op, initial, final_bits, history, seed, wrap, t);
 }
 
-AtomicWords::AtomicWords(AtomicMemory m, size_t bytes, int device) : kind_(m), bytes_(bytes) {
-  cudaError_t e = cudaSuccess;
-  switch (m) {
-    case AtomicMemory::kHostAllocMapped:
-      e = cudaHostAlloc(&host_, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-      host_alloc_ = e == cudaSuccess;
-      if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev_, host_, 0);
-      break;
-    case AtomicMemory::kRegisteredMalloc:
-    case AtomicMemory::kRegisteredMmap: {
-      const Requirement r = RequireAttr(cudaDevAttrHostRegisterSupported, 1, device);
-      if (!r.met) {
-        unsupported_ = r.reason;
-        return;
-      }
-      region_ = HostRegion::Make(m == AtomicMemory::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
-                                                                      : HostMemoryKind::kAnonymousMmap,
-                                 bytes);
-      if (!region_->data()) {
-        unsupported_ = region_->unavailable();
-        return;
-      }
-      host_ = region_->data();
-      e = cudaHostRegister(host_, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-      registered_ = e == cudaSuccess;
-      if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev_, host_, 0);
-      break;
+AtomicWords::AtomicWords(HostKind m, size_t bytes, int device) : bytes_(bytes) {
+  if (IsRegistered(m)) {
+    const Requirement r = RequireAttr(cudaDevAttrHostRegisterSupported, 1, device);
+    if (!r.met) {
+      unsupported_ = r.reason;
+      return;
     }
-    case AtomicMemory::kDeviceMemory:
-      e = cudaMalloc(&dev_, bytes);
-      break;
   }
-  if (e != cudaSuccess) error_ = std::string("allocating ") + MemoryName(m) + ": " + cudaGetErrorName(e);
-}
-
-AtomicWords::~AtomicWords() {
-  if (registered_) (void)cudaHostUnregister(host_);
-  if (host_alloc_) (void)cudaFreeHost(host_);
-  if (kind_ == AtomicMemory::kDeviceMemory && dev_) (void)cudaFree(dev_);
+  KindFailure failure;
+  buf_ = KindBuffer::Make(m, bytes, &failure);  // registered kinds: Mapped | Portable
+  if (buf_) return;
+  if (failure.unavailable) {
+    unsupported_ = failure.why;
+  } else {
+    error_ = std::string("allocating ") + MemoryName(m) + ": " + cudaGetErrorName(failure.error);
+  }
 }
 
 cudaError_t AtomicWords::Write(AtomicType t, const std::vector<uint64_t>& words) {
   const unsigned b = AtomicTypeBytes(t);
   std::vector<unsigned char> raw(words.size() * b);
   for (size_t i = 0; i < words.size(); ++i) std::memcpy(raw.data() + i * b, &words[i], b);
-  if (host_) {
-    std::memcpy(host_, raw.data(), raw.size());
+  if (host()) {
+    std::memcpy(host(), raw.data(), raw.size());
     return cudaSuccess;
   }
   // copy-check: the words written here are the initial values the history check of every word starts from
-  cudaError_t e = cudaMemcpy(dev_, raw.data(), raw.size(), cudaMemcpyHostToDevice);
+  cudaError_t e = cudaMemcpy(device(), raw.data(), raw.size(), cudaMemcpyHostToDevice);
   // From a pageable source cudaMemcpy may return once the bytes are staged, before the DMA lands
   // (R76, S02), and the kernels run on non-blocking streams, which do not wait for the legacy
   // stream. Without this wait the DMA could land after the atomics and overwrite their results:
@@ -337,13 +314,13 @@ cudaError_t AtomicWords::Read(AtomicType t, std::vector<uint64_t>* words) const 
   const unsigned b = AtomicTypeBytes(t);
   const size_t n = bytes_ / b;
   words->assign(n, 0);
-  if (host_) {
-    for (size_t i = 0; i < n; ++i) (*words)[i] = LoadBits(t, static_cast<char*>(host_) + i * b);
+  if (host()) {
+    for (size_t i = 0; i < n; ++i) (*words)[i] = LoadBits(t, static_cast<char*>(host()) + i * b);
     return cudaSuccess;
   }
   std::vector<unsigned char> raw(bytes_);
   // copy-check: every word read back is judged by the history check (JudgeWord)
-  const cudaError_t e = cudaMemcpy(raw.data(), dev_, bytes_, cudaMemcpyDeviceToHost);
+  const cudaError_t e = cudaMemcpy(raw.data(), device(), bytes_, cudaMemcpyDeviceToHost);
   for (size_t i = 0; i < n; ++i) std::memcpy(&(*words)[i], raw.data() + i * b, b);
   return e;
 }

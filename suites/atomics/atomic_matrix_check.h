@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/host_memory.h"
+#include "fixtures/host_kinds.h"
+#include "fixtures/kind_buffer.h"
 #include "kernels/atomics/atomic_matrix.h"
 
 namespace pagelock {
@@ -67,22 +68,26 @@ struct WordVerdict {
 WordVerdict JudgeWord(AtomicOp op, AtomicType t, uint64_t initial, uint64_t final_bits,
                       const std::vector<Contribution>& history, uint64_t seed, uint32_t wrap);
 
-// Memory the matrix runs on.
-enum class AtomicMemory { kHostAllocMapped, kRegisteredMalloc, kRegisteredMmap, kDeviceMemory };
-std::string MemoryName(AtomicMemory m);  // "HostAllocMapped", ...
+// The memory kinds the matrix runs on (fixtures/host_kinds.h): cudaHostAlloc Mapped|Portable
+// (kHostAllocPortableMapped: the multi-GPU cases use it from every device), page-aligned heap and
+// anonymous mmap registered Mapped|Portable, and device memory.
+// Their names in the case ids: "HostAllocMapped" (the Mapped|Portable allocation, named so before
+// the kit's names), "RegisteredMalloc", "RegisteredMmap", "DeviceMemory".
+std::string MemoryName(HostKind m);
 
-// Words of one memory kind: host alias (null for device memory) and the device pointer. The
-// destructor releases everything. For kDeviceMemory the words live on `device`.
+// Words of one memory kind: host alias (null for device memory) and the device pointer, held by
+// a KindBuffer (released by the kit's owners). For device memory the words live on the current
+// device.
 class AtomicWords {
  public:
-  // Empty unsupported() and error() on success; unsupported() names a missing capability.
-  AtomicWords(AtomicMemory m, size_t bytes, int device = 0);
-  ~AtomicWords();
+  // Empty unsupported() and error() on success; unsupported() names a missing capability of
+  // `device` or memory the host cannot provide.
+  AtomicWords(HostKind m, size_t bytes, int device = 0);
   AtomicWords(const AtomicWords&) = delete;
   AtomicWords& operator=(const AtomicWords&) = delete;
 
-  void* host() const { return host_; }
-  void* device() const { return dev_; }
+  void* host() const { return buf_ ? buf_->host() : nullptr; }
+  void* device() const { return buf_ ? buf_->dev() : nullptr; }
   size_t bytes() const { return bytes_; }
   const std::string& error() const { return error_; }
   const std::string& unsupported() const { return unsupported_; }
@@ -91,13 +96,8 @@ class AtomicWords {
   cudaError_t Read(AtomicType t, std::vector<uint64_t>* words) const;
 
  private:
-  AtomicMemory kind_;
   size_t bytes_;
-  void* host_ = nullptr;
-  void* dev_ = nullptr;
-  bool registered_ = false;
-  bool host_alloc_ = false;
-  std::unique_ptr<HostRegion> region_;
+  std::unique_ptr<KindBuffer> buf_;
   std::string error_, unsupported_;
 };
 

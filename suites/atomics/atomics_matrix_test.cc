@@ -18,7 +18,7 @@
 namespace pagelock {
 namespace {
 
-using Param = std::tuple<OpType, AtomicMemory>;
+using Param = std::tuple<OpType, HostKind>;
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return OpTypeName(std::get<0>(info.param)) + "On" + MemoryName(std::get<1>(info.param));
@@ -63,8 +63,8 @@ TEST_P(OneGpuAtomicsTest, EveryScopeAndPatternIsExact) {
 std::vector<Param> OneGpuParams() {
   std::vector<Param> out;
   for (const OpType& ot : DefinedOpTypes())
-    for (AtomicMemory m : {AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc,
-                           AtomicMemory::kRegisteredMmap, AtomicMemory::kDeviceMemory})
+    for (HostKind m : {HostKind::kHostAllocPortableMapped, HostKind::kRegisteredMalloc,
+                           HostKind::kRegisteredMmap, HostKind::kDevice})
       out.emplace_back(ot, m);
   return out;
 }
@@ -111,14 +111,14 @@ TEST_P(HostRaceAtomicsTest, SystemScopeRacingHostThreadsIsExactWhereNative) {
 std::vector<Param> HostRaceParams() {
   std::vector<Param> out;
   for (const OpType& ot : DefinedOpTypes())
-    for (AtomicMemory m : {AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc,
-                           AtomicMemory::kRegisteredMmap})
+    for (HostKind m : {HostKind::kHostAllocPortableMapped, HostKind::kRegisteredMalloc,
+                           HostKind::kRegisteredMmap})
       out.emplace_back(ot, m);
   return out;
 }
 INSTANTIATE_TEST_SUITE_P(Matrix, HostRaceAtomicsTest, ::testing::ValuesIn(HostRaceParams()), ParamName);
 
-class ByteGranularityTest : public GpuTest, public ::testing::WithParamInterface<AtomicMemory> {};
+class ByteGranularityTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {};
 
 // The host and every GPU store interleaved bytes of one buffer at once (owner = i mod agents),
 // 20 rounds each; afterwards every byte holds its owner's last value: single-byte stores stay
@@ -163,8 +163,8 @@ TEST_P(ByteGranularityTest, InterleavedByteStoresFromTheHostAndEveryGpuAllLand) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Memory, ByteGranularityTest,
-                         ::testing::Values(AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc),
-                         [](const ::testing::TestParamInfo<AtomicMemory>& info) { return MemoryName(info.param); });
+                         ::testing::Values(HostKind::kHostAllocPortableMapped, HostKind::kRegisteredMalloc),
+                         [](const ::testing::TestParamInfo<HostKind>& info) { return MemoryName(info.param); });
 
 }  // namespace
 }  // namespace pagelock

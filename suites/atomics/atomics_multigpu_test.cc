@@ -14,7 +14,7 @@
 namespace pagelock {
 namespace {
 
-using Param = std::tuple<OpType, AtomicMemory>;
+using Param = std::tuple<OpType, HostKind>;
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return OpTypeName(std::get<0>(info.param)) + "On" + MemoryName(std::get<1>(info.param));
@@ -73,7 +73,7 @@ TEST_P(MultiGpuAtomicsTest, SystemScopeFromEveryGpuIsExactWhereNative) {
 std::vector<Param> Params() {
   std::vector<Param> out;
   for (const OpType& ot : DefinedOpTypes())
-    for (AtomicMemory m : {AtomicMemory::kHostAllocMapped, AtomicMemory::kRegisteredMalloc})
+    for (HostKind m : {HostKind::kHostAllocPortableMapped, HostKind::kRegisteredMalloc})
       out.emplace_back(ot, m);
   return out;
 }

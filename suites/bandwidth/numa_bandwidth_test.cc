@@ -150,7 +150,7 @@ class NumaBandwidthTest : public GpuTest {
     EXPECT_EQ(bind.error(), "");
     if (!bind.error().empty()) return nullptr;
     auto pin = std::make_unique<NodePin>();
-    pin->region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kBytes);
+    pin->region = HostRegion::Make(HostKind::kRegisteredMmap, kBytes);
     EXPECT_NE(pin->region->data(), nullptr) << pin->region->unavailable();
     if (!pin->region->data()) return nullptr;
     std::vector<int> pages;

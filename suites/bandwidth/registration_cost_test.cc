@@ -27,6 +27,7 @@
 
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/resources.h"
 #include "fixtures/settings.h"
@@ -46,8 +47,9 @@ const std::vector<size_t> kSizes = {64 * kMiB};
 #endif
 constexpr int kReps = 3;
 
-enum class Pages { k4KiB, kTransparentHuge };
-std::string PagesName(Pages p) { return p == Pages::k4KiB ? "4KiB" : "THP"; }
+// The page kinds registered: an anonymous mmap advised MADV_NOHUGEPAGE (kRegisteredMmap, "4KiB"
+// in the case ids and figures) or MADV_HUGEPAGE (kRegisteredTransparentHuge, "THP").
+std::string PagesName(HostKind p) { return p == HostKind::kRegisteredMmap ? "4KiB" : "THP"; }
 
 std::string SizeName(size_t n) {
   return n >= kGiB ? std::to_string(n / kGiB) + "GiB" : std::to_string(n / kMiB) + "MiB";
@@ -64,7 +66,7 @@ std::string FirstLine(const std::string& path) {
 // every page faulted in. Unmapped on destruction.
 class Mapping {
  public:
-  Mapping(size_t size, Pages pages) : size_(size) {
+  Mapping(size_t size, HostKind pages) : size_(size) {
     raw_size_ = size + kHuge;
     raw_ = mmap(nullptr, raw_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw_ == MAP_FAILED) {
@@ -73,8 +75,8 @@ class Mapping {
       return;
     }
     data_ = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw_) + kHuge - 1) & ~(kHuge - 1));
-    if (madvise(data_, size_, pages == Pages::k4KiB ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) != 0) {
-      error_ = std::string("madvise(") + (pages == Pages::k4KiB ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE") +
+    if (madvise(data_, size_, pages == HostKind::kRegisteredMmap ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) != 0) {
+      error_ = std::string("madvise(") + (pages == HostKind::kRegisteredMmap ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE") +
                "): " + std::strerror(errno);
       return;
     }
@@ -99,7 +101,7 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-class RegistrationCostTest : public GpuTest, public ::testing::WithParamInterface<Pages> {
+class RegistrationCostTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
@@ -137,7 +139,7 @@ class RegistrationCostTest : public GpuTest, public ::testing::WithParamInterfac
 // TIMEOUT), as in the field report of a 10 GB unregister stuck in the kernel.
 TEST_P(RegistrationCostTest, RegisterAndUnregisterThroughputIsRecordedBySize) {
   PAGELOCK_RULE("C23,R26");
-  const Pages pages = GetParam();
+  const HostKind pages = GetParam();
   double max_gib = settings::DefaultNumber("PAGELOCK_REGISTRATION_COST_MAX_GIB");
   if (const char* v = settings::Text("PAGELOCK_REGISTRATION_COST_MAX_GIB"); v && *v) {
     char* end = nullptr;
@@ -168,7 +170,7 @@ TEST_P(RegistrationCostTest, RegisterAndUnregisterThroughputIsRecordedBySize) {
       continue;
     }
     Mapping m(size, pages);
-    if (!m.data() && pages == Pages::kTransparentHuge) PAGELOCK_NOT_SUPPORTED(m.error());  // no THP here
+    if (!m.data() && pages == HostKind::kRegisteredTransparentHuge) PAGELOCK_NOT_SUPPORTED(m.error());  // no THP here
     ASSERT_NE(m.data(), nullptr) << m.error();
     std::vector<double> reg_s, unreg_s;
     for (int r = 0; r < kReps && !HasFatalFailure(); ++r) {
@@ -202,7 +204,7 @@ TEST_P(RegistrationCostTest, RegisterAndUnregisterThroughputIsRecordedBySize) {
   if (measured == 0) PAGELOCK_NOT_SUPPORTED("no size fits under the memory floor or the cap (see observed.*_skipped)");
 }
 
-INSTANTIATE_TEST_SUITE_P(PageKinds, RegistrationCostTest, ::testing::Values(Pages::k4KiB, Pages::kTransparentHuge),
+INSTANTIATE_TEST_SUITE_P(PageKinds, RegistrationCostTest, ::testing::Values(HostKind::kRegisteredMmap, HostKind::kRegisteredTransparentHuge),
                          [](const auto& info) { return PagesName(info.param); });
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/platform_gates.h"
 #include "fixtures/resources.h"
@@ -46,22 +47,20 @@ constexpr int kCycles = 24;
 constexpr int kSameSizeAttempts = 16;  // the "try harder" pass when no address came back
 constexpr size_t kMaxBytes = size_t{8} << 20;
 
-enum class Route { kHostAlloc, kMallocHost, kCuMemHostAlloc, kCuMemAllocHost, kRegisterMalloc, kRegisterMmap, kCuRegisterMalloc };
+// A pin route and, for a registration, what it registers: malloc'd memory, or an anonymous mmap.
+struct ReuseRoute {
+  PinRoute route;
+  bool mmap = false;
+};
 
-const char* RouteName(Route r) {
-  switch (r) {
-    case Route::kHostAlloc: return "cudaHostAlloc";
-    case Route::kMallocHost: return "cudaMallocHost";
-    case Route::kCuMemHostAlloc: return "cuMemHostAlloc";
-    case Route::kCuMemAllocHost: return "cuMemAllocHost";
-    case Route::kRegisterMalloc: return "cudaHostRegister_malloc";
-    case Route::kRegisterMmap: return "cudaHostRegister_mmap";
-    case Route::kCuRegisterMalloc: return "cuMemHostRegister_malloc";
-  }
-  return "?";
+// "cudaHostAlloc", ...; a registration adds what it registers: "cudaHostRegister_malloc".
+std::string RouteName(const ReuseRoute& r) {
+  if (!IsRegisterRoute(r.route)) return PinRouteName(r.route);
+  return std::string(PinRouteName(r.route)) + (r.mmap ? "_mmap" : "_malloc");
 }
-bool Registered(Route r) { return r == Route::kRegisterMalloc || r == Route::kRegisterMmap || r == Route::kCuRegisterMalloc; }
-bool Runtime(Route r) { return r == Route::kHostAlloc || r == Route::kMallocHost || r == Route::kRegisterMalloc || r == Route::kRegisterMmap; }
+void PrintTo(const ReuseRoute& r, std::ostream* os) { *os << RouteName(r); }
+bool Registered(const ReuseRoute& r) { return IsRegisterRoute(r.route); }
+bool Runtime(const ReuseRoute& r) { return !IsDriverRoute(r.route); }
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
@@ -88,7 +87,7 @@ struct Previous {
   int cycle = 0;
 };
 
-class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInterface<Route> {
+class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInterface<ReuseRoute> {
  protected:
   void SetUp() override {
     DriverApiGpuTest::SetUp();
@@ -106,29 +105,29 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
     *b = Block{};
     b->n = n;
     b->flags = flags;
-    switch (GetParam()) {
-      case Route::kHostAlloc: return Rt("cudaHostAlloc", cudaHostAlloc(&b->p, n, flags));
-      case Route::kMallocHost: return Rt("cudaMallocHost", cudaMallocHost(&b->p, n));
-      case Route::kCuMemHostAlloc: return Cu("cuMemHostAlloc", d.cuMemHostAlloc(&b->p, n, flags));
-      case Route::kCuMemAllocHost: return Cu("cuMemAllocHost", d.cuMemAllocHost(&b->p, n));
-      case Route::kRegisterMalloc:
-      case Route::kCuRegisterMalloc:
-        b->backing = std::malloc(n);
-        if (!b->backing) return "malloc failed";
-        b->backing_len = n;
+    switch (GetParam().route) {
+      case PinRoute::kHostAlloc: return Rt("cudaHostAlloc", cudaHostAlloc(&b->p, n, flags));
+      case PinRoute::kMallocHost: return Rt("cudaMallocHost", cudaMallocHost(&b->p, n));
+      case PinRoute::kCuMemHostAlloc: return Cu("cuMemHostAlloc", d.cuMemHostAlloc(&b->p, n, flags));
+      case PinRoute::kCuMemAllocHost: return Cu("cuMemAllocHost", d.cuMemAllocHost(&b->p, n));
+      case PinRoute::kHostRegister:
+      case PinRoute::kCuMemHostRegister:
+        if (GetParam().mmap) {
+          b->backing_len = RoundUp(n, PageSize());
+          b->backing = mmap(nullptr, b->backing_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+          if (b->backing == MAP_FAILED) {
+            b->backing = nullptr;
+            return "mmap failed";
+          }
+        } else {
+          b->backing = std::malloc(n);
+          if (!b->backing) return "malloc failed";
+          b->backing_len = n;
+        }
         b->p = b->backing;
-        if (GetParam() == Route::kCuRegisterMalloc) {
+        if (GetParam().route == PinRoute::kCuMemHostRegister) {
           return Cu("cuMemHostRegister", d.cuMemHostRegister(b->p, n, flags));
         }
-        return Rt("cudaHostRegister", cudaHostRegister(b->p, n, flags));
-      case Route::kRegisterMmap:
-        b->backing_len = RoundUp(n, PageSize());
-        b->backing = mmap(nullptr, b->backing_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (b->backing == MAP_FAILED) {
-          b->backing = nullptr;
-          return "mmap failed";
-        }
-        b->p = b->backing;
         return Rt("cudaHostRegister", cudaHostRegister(b->p, n, flags));
     }
     return "unknown route";
@@ -137,20 +136,19 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
   // Frees or unregisters (then frees or unmaps the backing memory); "" or the failing call.
   std::string Release(Block* b) {
     std::string e;
-    switch (GetParam()) {
-      case Route::kHostAlloc:
-      case Route::kMallocHost: e = Rt("cudaFreeHost", cudaFreeHost(b->p)); break;
-      case Route::kCuMemHostAlloc:
-      case Route::kCuMemAllocHost: e = Cu("cuMemFreeHost", d.cuMemFreeHost(b->p)); break;
-      case Route::kRegisterMalloc:
-      case Route::kRegisterMmap: e = Rt("cudaHostUnregister", cudaHostUnregister(b->p)); break;
-      case Route::kCuRegisterMalloc: e = Cu("cuMemHostUnregister", d.cuMemHostUnregister(b->p)); break;
+    switch (GetParam().route) {
+      case PinRoute::kHostAlloc:
+      case PinRoute::kMallocHost: e = Rt("cudaFreeHost", cudaFreeHost(b->p)); break;
+      case PinRoute::kCuMemHostAlloc:
+      case PinRoute::kCuMemAllocHost: e = Cu("cuMemFreeHost", d.cuMemFreeHost(b->p)); break;
+      case PinRoute::kHostRegister: e = Rt("cudaHostUnregister", cudaHostUnregister(b->p)); break;
+      case PinRoute::kCuMemHostRegister: e = Cu("cuMemHostUnregister", d.cuMemHostUnregister(b->p)); break;
     }
     FreeBacking(b);
     return e;
   }
   void FreeBacking(Block* b) {
-    if (b->backing && GetParam() == Route::kRegisterMmap) munmap(b->backing, b->backing_len);
+    if (b->backing && GetParam().mmap) munmap(b->backing, b->backing_len);
     else if (b->backing) std::free(b->backing);
     b->backing = nullptr;
   }
@@ -342,7 +340,7 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
       unsigned got = 0;
       if (Runtime(GetParam())) {
         const cudaError_t e = cudaHostGetFlags(&got, p);
-        if (GetParam() == Route::kMallocHost && e != cudaSuccess) {
+        if (GetParam().route == PinRoute::kMallocHost && e != cudaSuccess) {
           // 'will fail if the input pointer does not reside in an address range allocated by
           // cudaHostAlloc()': cudaMallocHost memory may or may not count as such.
           EXPECT_EQ(e, cudaErrorInvalidValue) << DescribeCuda(e);
@@ -411,7 +409,7 @@ TEST_P(AddressReuseTest, EveryIdentityQueryDescribesTheBlockNowAtTheAddress) {
   // Flags: every combination the route has, in an order from the seed, over and over, so a
   // reused address usually gets other flags than the block before it.
   std::vector<unsigned> flag_cycle = {0};
-  if (GetParam() == Route::kHostAlloc || GetParam() == Route::kCuMemHostAlloc) flag_cycle = AllHostAllocFlagCombinations();
+  if (GetParam().route == PinRoute::kHostAlloc || GetParam().route == PinRoute::kCuMemHostAlloc) flag_cycle = AllHostAllocFlagCombinations();
   if (Registered(GetParam())) flag_cycle = {0, cudaHostRegisterPortable, cudaHostRegisterMapped, cudaHostRegisterPortable | cudaHostRegisterMapped};
   std::shuffle(flag_cycle.begin(), flag_cycle.end(), rng);
   Budget("cycles", kCycles, "cycles");
@@ -449,10 +447,12 @@ TEST_P(AddressReuseTest, EveryIdentityQueryDescribesTheBlockNowAtTheAddress) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryRoute, AddressReuseTest,
-                         ::testing::Values(Route::kHostAlloc, Route::kMallocHost, Route::kCuMemHostAlloc,
-                                           Route::kCuMemAllocHost, Route::kRegisterMalloc, Route::kRegisterMmap,
-                                           Route::kCuRegisterMalloc),
-                         [](const ::testing::TestParamInfo<Route>& info) { return std::string(RouteName(info.param)); });
+                         ::testing::Values(ReuseRoute{PinRoute::kHostAlloc}, ReuseRoute{PinRoute::kMallocHost},
+                                           ReuseRoute{PinRoute::kCuMemHostAlloc}, ReuseRoute{PinRoute::kCuMemAllocHost},
+                                           ReuseRoute{PinRoute::kHostRegister, false},
+                                           ReuseRoute{PinRoute::kHostRegister, true},
+                                           ReuseRoute{PinRoute::kCuMemHostRegister, false}),
+                         [](const ::testing::TestParamInfo<ReuseRoute>& info) { return RouteName(info.param); });
 
 }  // namespace
 }  // namespace pagelock

@@ -98,9 +98,9 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
     if (e == cudaSuccess) b.pinned = PinnedBuffer::Adopt(b.host, kSize);
     if (e == cudaSuccess) buffers.push_back(std::move(b));
   }
-  for (HostMemoryKind kind : RegistrableKinds()) {
+  for (HostKind kind : RegistrableKinds()) {
     Buffer b;
-    b.name = KindName(kind);
+    b.name = SourceName(kind);
     b.region = HostRegion::Make(kind, kSize);
     if (!b.region->data()) {
       report.Set("unavailable_" + b.name, b.region->unavailable());
@@ -194,7 +194,7 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
   close(result[0]);
 
   // Registrations made after the fork still work.
-  auto later = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
+  auto later = HostRegion::Make(HostKind::kRegisteredMmap, kSize);
   cudaError_t e = later->data() ? cudaHostRegister(later->data(), kSize, cudaHostRegisterMapped)
                                 : cudaErrorMemoryAllocation;
   void* dev = nullptr;

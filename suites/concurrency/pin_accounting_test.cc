@@ -33,11 +33,12 @@
 #include "fixtures/child_process.h"
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
-#include "fixtures/resources.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/link_health.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
+#include "fixtures/storm.h"
 
 namespace pagelock {
 namespace {
@@ -120,7 +121,7 @@ class PinAccountingTest : public GpuTest {
     ASSERT_CUDA_OK(cudaFree(nullptr));  // the context's own pins are not the case's
     // Warm-up: whatever the driver pins or allocates once, on first use, is not the case's.
     if (RequireAttr(cudaDevAttrHostRegisterSupported, 1).met) {
-      auto warm = HostRegion::Make(HostMemoryKind::kAnonymousMmap, 1 << 20);
+      auto warm = HostRegion::Make(HostKind::kRegisteredMmap, 1 << 20);
       ASSERT_NE(warm->data(), nullptr) << warm->unavailable();
       ASSERT_CUDA_OK(cudaHostRegister(warm->data(), warm->size(), 0));
       ASSERT_CUDA_OK(cudaHostUnregister(warm->data()));
@@ -156,33 +157,33 @@ TEST_F(PinAccountingTest, RegisterUnregisterCyclesOverEveryKindReturnThePinBalan
   int64_t moved_total = 0, pages_total = 0;
   int kinds = 0;
   std::string blind, inexact;  // kinds the counters did not see; why a read was not exact
-  for (HostMemoryKind kind : RegistrableKinds()) {
+  for (HostKind kind : RegistrableKinds()) {
     auto region = HostRegion::Make(kind, size);
     if (!region->data()) {
-      Observe("unavailable_" + KindName(kind), region->unavailable());
+      Observe("unavailable_" + SourceName(kind), region->unavailable());
       continue;
     }
     const int64_t pages = SpannedPages(region->data(), region->size());
     for (int i = 0; i < cycles; ++i) {
       const PinCounters before = i == 0 ? ReadPinCounters() : PinCounters{};
-      ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), 0)) << KindName(kind) << " cycle " << i;
+      ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), 0)) << SourceName(kind) << " cycle " << i;
       if (i == 0) {
         const PinCounters holding = ReadPinCounters();
         const int64_t moved = holding.balance() - before.balance();
-        Observe("pins_seen_while_registered_pages_" + KindName(kind), static_cast<long long>(moved));
-        Observe("registered_pages_" + KindName(kind), static_cast<long long>(pages));
+        Observe("pins_seen_while_registered_pages_" + SourceName(kind), static_cast<long long>(moved));
+        Observe("registered_pages_" + SourceName(kind), static_cast<long long>(pages));
         const std::string problem = PinExactnessProblem(before, holding);
         if (!problem.empty()) {
           inexact = problem;
         } else if (2 * moved < pages) {
-          blind += (blind.empty() ? "" : ", ") + KindName(kind) + " " + std::to_string(moved) + " of " +
+          blind += (blind.empty() ? "" : ", ") + SourceName(kind) + " " + std::to_string(moved) + " of " +
                    std::to_string(pages) + " pages";
         }
         moved_total += moved;
         pages_total += pages;
         ++kinds;
       }
-      ASSERT_CUDA_OK(cudaHostUnregister(region->data())) << KindName(kind) << " cycle " << i;
+      ASSERT_CUDA_OK(cudaHostUnregister(region->data())) << SourceName(kind) << " cycle " << i;
       ++total;
     }
   }
@@ -308,7 +309,7 @@ PAGELOCK_SCENARIO(ExitHoldingPins) {
   if (PinExactnessProblem(before_init, after_init).empty()) {
     report.Set("context_pinned_pages", static_cast<long long>(after_init.balance() - before_init.balance()));
   }
-  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, hold);
+  auto region = HostRegion::Make(HostKind::kRegisteredMmap, hold);
   report.Error("register", region->data() ? cudaHostRegister(region->data(), hold, 0) : cudaErrorMemoryAllocation);
   const PinCounters after_register = ReadPinCounters();
   report.Set("register_pinned_pages", static_cast<long long>(after_register.balance() - after_init.balance()));

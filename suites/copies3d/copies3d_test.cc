@@ -26,21 +26,20 @@
 #include <tuple>
 #include <vector>
 
+#include "fixtures/byte_model.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
+#include "fixtures/kind_buffer.h"
 #include "fixtures/resources.h"
-#include "suites/hostkinds/host_kinds.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::Box;
-using kinds::CountModelMismatches;
-using kinds::HostBuffer;
-using kinds::HostKind;
-using kinds::HostKindName;
-using kinds::Layout;
-using kinds::ModelCopy;
-using kinds::Pos;
+using pitched::Box;
+using pitched::CountModelMismatches;
+using pitched::Layout;
+using pitched::ModelCopy;
+using pitched::Pos;
 
 constexpr unsigned char kGuard = 0xA5;
 
@@ -70,9 +69,9 @@ Pos DestPos() { return {5, 0, 1}; }
 
 cudaPitchedPtr HostPitched(unsigned char* p, const Layout& l) { return make_cudaPitchedPtr(p, l.pitch, l.pitch, l.rows); }
 
-std::unique_ptr<HostBuffer> MakeHost(HostKind kind, size_t bytes) {
+std::unique_ptr<KindBuffer> MakeHost(HostKind kind, size_t bytes) {
   std::string why;
-  auto b = HostBuffer::Make(kind, bytes, &why);
+  auto b = KindBuffer::Make(kind, bytes, &why);
   EXPECT_NE(b, nullptr) << HostKindName(kind) << ": " << why;
   return b;
 }
@@ -88,12 +87,12 @@ class Copy3DTest : public GpuTest, public ::testing::WithParamInterface<std::tup
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (kinds::IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   }
   Api api() const { return std::get<0>(GetParam()); }
   Via via() const { return std::get<1>(GetParam()); }
   HostKind kind() const { return std::get<2>(GetParam()); }
-  unsigned char* Pointer(const HostBuffer& b) const { return via() == Via::kHostPointer ? b.host() : b.dev(); }
+  unsigned char* Pointer(const KindBuffer& b) const { return via() == Via::kHostPointer ? b.host() : b.dev(); }
   cudaMemcpyKind Kind(cudaMemcpyKind explicit_kind) const {
     return via() == Via::kHostPointer ? explicit_kind : cudaMemcpyDefault;
   }
@@ -109,7 +108,7 @@ TEST_P(Copy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingElse) {
     const Layout sl = SourceLayout(b);
     auto src = MakeHost(kind(), sl.bytes());
     ASSERT_NE(src, nullptr);
-    const std::vector<unsigned char> src_model = kinds::PatternBytes(sl.bytes(), seed);
+    const std::vector<unsigned char> src_model = pitched::PatternBytes(sl.bytes(), seed);
     std::memcpy(src->host(), src_model.data(), sl.bytes());
     DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
     ASSERT_CUDA_OK(dev.status());
@@ -147,7 +146,7 @@ TEST_P(Copy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingElse) {
     DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
     ASSERT_CUDA_OK(dev.status());
     const Layout sl{dev.get().pitch, b.h, b.d};
-    const std::vector<unsigned char> dev_model = kinds::PatternBytes(sl.bytes(), seed);
+    const std::vector<unsigned char> dev_model = pitched::PatternBytes(sl.bytes(), seed);
     // The device object is written by a linear copy, so only the 3D copy under test is 3D.
     ASSERT_CUDA_OK(cudaMemcpy(dev.get().ptr, dev_model.data(), sl.bytes(), cudaMemcpyHostToDevice));  // copy-check: the 3D copy's result below depends on it
     // A legacy-stream memset or pageable copy of device memory can still be running when it
@@ -181,7 +180,7 @@ std::string Copy3DName(const ::testing::TestParamInfo<std::tuple<Api, Via, HostK
 INSTANTIATE_TEST_SUITE_P(EveryHostKind, Copy3DTest,
                          ::testing::Combine(::testing::Values(Api::kSync, Api::kAsync),
                                             ::testing::Values(Via::kHostPointer, Via::kDeviceAlias),
-                                            ::testing::ValuesIn(kinds::AllHostKinds())),
+                                            ::testing::ValuesIn(AllocatedAndRegisteredKinds())),
                          Copy3DName);
 
 // ---- CUDA arrays (32-bit elements, so element and byte units differ) -------------------------
@@ -193,7 +192,7 @@ class ArrayCopyTest : public GpuTest, public ::testing::WithParamInterface<std::
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (kinds::IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   }
   Api api() const { return std::get<0>(GetParam()); }
   HostKind kind() const { return std::get<1>(GetParam()); }
@@ -211,8 +210,8 @@ const std::vector<ArrayShape>& ArrayShapes() {
 }
 
 // A host buffer holding `seed`'s pattern over a layout; returns the model of its bytes.
-std::vector<unsigned char> FillHost(const HostBuffer& b, const Layout& l, uint32_t seed) {
-  std::vector<unsigned char> m = kinds::PatternBytes(l.bytes(), seed);
+std::vector<unsigned char> FillHost(const KindBuffer& b, const Layout& l, uint32_t seed) {
+  std::vector<unsigned char> m = pitched::PatternBytes(l.bytes(), seed);
   std::memcpy(b.host(), m.data(), l.bytes());
   return m;
 }
@@ -418,7 +417,7 @@ std::string ArrayName(const ::testing::TestParamInfo<std::tuple<Api, HostKind>>&
 
 INSTANTIATE_TEST_SUITE_P(EveryHostKind, ArrayCopyTest,
                          ::testing::Combine(::testing::Values(Api::kSync, Api::kAsync),
-                                            ::testing::ValuesIn(kinds::AllHostKinds())),
+                                            ::testing::ValuesIn(AllocatedAndRegisteredKinds())),
                          ArrayName);
 
 // ---- The driver's cuMemcpy3D(Async) --------------------------------------------------------
@@ -434,7 +433,7 @@ class DriverCopy3DTest : public DriverApiGpuTest, public ::testing::WithParamInt
   void SetUp() override {
     DriverApiGpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (kinds::IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (IsRegistered(kind())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   }
   Api api() const { return std::get<0>(GetParam()); }
   HostKind kind() const { return std::get<1>(GetParam()); }
@@ -481,7 +480,7 @@ TEST_P(DriverCopy3DTest, HostToPitchedDeviceWritesEveryByteOfTheBoxAndNothingEls
     const Layout sl = SourceLayout(b);
     auto src = MakeHost(kind(), sl.bytes());
     ASSERT_NE(src, nullptr);
-    const std::vector<unsigned char> src_model = kinds::PatternBytes(sl.bytes(), seed);
+    const std::vector<unsigned char> src_model = pitched::PatternBytes(sl.bytes(), seed);
     std::memcpy(src->host(), src_model.data(), sl.bytes());
     DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
     ASSERT_CUDA_OK(dev.status());
@@ -516,7 +515,7 @@ TEST_P(DriverCopy3DTest, PitchedDeviceToHostWritesEveryByteOfTheBoxAndNothingEls
     DevicePitched dev(make_cudaExtent(b.w, b.h, b.d));
     ASSERT_CUDA_OK(dev.status());
     const Layout sl{dev.get().pitch, b.h, b.d};
-    const std::vector<unsigned char> dev_model = kinds::PatternBytes(sl.bytes(), seed);
+    const std::vector<unsigned char> dev_model = pitched::PatternBytes(sl.bytes(), seed);
     ASSERT_CUDA_OK(cudaMemcpy(dev.get().ptr, dev_model.data(), sl.bytes(), cudaMemcpyHostToDevice));  // copy-check: the 3D copy's result below depends on it
     // A legacy-stream memset or pageable copy of device memory can still be running when it
     // returns, and the non-blocking stream below does not wait for it.

@@ -53,7 +53,9 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/kind_buffer.h"
 #include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
@@ -63,43 +65,25 @@ namespace {
 constexpr size_t kKiB = size_t{1} << 10;
 constexpr size_t kMiB = size_t{1} << 20;
 
-// The kinds of mapped page-locked host memory whose alias is queried.
-enum class AliasKind {
-  kHostAllocMapped,
-  kHostAllocMappedPortable,
-  kHostAllocMappedWriteCombined,
-  kMallocHost,          // mapped through unified addressing (cudaDevAttrUnifiedAddressing=1)
-  kRegisteredHeap,      // page-aligned heap, a page of it unregistered on each side
-  kRegisteredMmap,      // anonymous mmap, likewise
-  kRegisteredFile,      // MAP_SHARED memfd (shmem file) mapping, likewise
-  kRegisteredHugeTlb,   // MAP_HUGETLB mapping, registered from its (huge-page aligned) start
-};
-
-const std::vector<AliasKind>& AllAliasKinds() {
-  static const std::vector<AliasKind> v = {
-      AliasKind::kHostAllocMapped, AliasKind::kHostAllocMappedPortable, AliasKind::kHostAllocMappedWriteCombined,
-      AliasKind::kMallocHost,      AliasKind::kRegisteredHeap,          AliasKind::kRegisteredMmap,
-      AliasKind::kRegisteredFile,  AliasKind::kRegisteredHugeTlb};
+// The kinds of mapped page-locked host memory whose alias is queried: cudaHostAlloc Mapped,
+// Mapped|Portable and Mapped|WriteCombined, cudaMallocHost (mapped through unified addressing,
+// cudaDevAttrUnifiedAddressing=1), and cudaHostRegister(Mapped) of page-aligned heap, anonymous
+// mmap and a MAP_SHARED memfd (shmem file) mapping, each with a page of it unregistered on each
+// side, and of a MAP_HUGETLB mapping, registered from its (huge-page aligned) start.
+const std::vector<HostKind>& AliasKinds() {
+  static const std::vector<HostKind> v = {
+      HostKind::kHostAllocMapped,    HostKind::kHostAllocPortableMapped, HostKind::kHostAllocMappedWriteCombined,
+      HostKind::kMallocHost,         HostKind::kRegisteredMalloc,        HostKind::kRegisteredMmap,
+      HostKind::kRegisteredMemfd,    HostKind::kRegisteredHugeTlb};
   return v;
 }
 
-std::string AliasKindName(AliasKind k) {
-  switch (k) {
-    case AliasKind::kHostAllocMapped: return "HostAllocMapped";
-    case AliasKind::kHostAllocMappedPortable: return "HostAllocMappedPortable";
-    case AliasKind::kHostAllocMappedWriteCombined: return "HostAllocMappedWriteCombined";
-    case AliasKind::kMallocHost: return "MallocHost";
-    case AliasKind::kRegisteredHeap: return "RegisteredHeap";
-    case AliasKind::kRegisteredMmap: return "RegisteredMmap";
-    case AliasKind::kRegisteredFile: return "RegisteredFileMapping";
-    case AliasKind::kRegisteredHugeTlb: return "RegisteredHugeTlb";
-  }
-  return "Unknown";
-}
-
-bool IsRegistered(AliasKind k) {
-  return k == AliasKind::kRegisteredHeap || k == AliasKind::kRegisteredMmap || k == AliasKind::kRegisteredFile ||
-         k == AliasKind::kRegisteredHugeTlb;
+// The kinds' names in this family's case ids, which predate the kit's names.
+std::string AliasKindName(HostKind k) {
+  static const Spelling<HostKind> kCaseName(HostKindName, {{HostKind::kHostAllocPortableMapped, "HostAllocMappedPortable"},
+                                                           {HostKind::kRegisteredMalloc, "RegisteredHeap"},
+                                                           {HostKind::kRegisteredMemfd, "RegisteredFileMapping"}});
+  return kCaseName(k);
 }
 
 // Size classes: one page, a page past 64 KiB, a page past 2 MiB, and 6 MiB + 12345 (no page
@@ -134,13 +118,13 @@ size_t SizeClassBytes(SizeClass s) {
 }
 
 struct Subject {
-  AliasKind kind;
+  HostKind kind;
   SizeClass size;
 };
 
 std::vector<Subject> Subjects() {
   std::vector<Subject> v;
-  for (AliasKind k : AllAliasKinds()) {
+  for (HostKind k : AliasKinds()) {
     for (SizeClass s : AllSizeClasses()) v.push_back(Subject{k, s});
   }
   return v;
@@ -149,80 +133,15 @@ std::vector<Subject> Subjects() {
 std::string SubjectName(const Subject& s) { return AliasKindName(s.kind) + "_" + SizeClassName(s.size); }
 void PrintTo(const Subject& s, std::ostream* os) { *os << SubjectName(s); }
 
-// The buffer under test, released at the end of scope (a failing release fails the case).
-class AliasedBuffer {
- public:
-  // Null with *why set: *unavailable when the host cannot provide the memory (NotSupported),
-  // otherwise the CUDA call that failed.
-  static std::unique_ptr<AliasedBuffer> Make(AliasKind kind, size_t bytes, std::string* why, bool* unavailable) {
-    std::unique_ptr<AliasedBuffer> b(new AliasedBuffer());
-    *unavailable = false;
-    void* p = nullptr;
-    cudaError_t e = cudaSuccess;
-    std::string call;
-    switch (kind) {
-      case AliasKind::kHostAllocMapped:
-        call = "cudaHostAlloc(Mapped)";
-        e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped);
-        break;
-      case AliasKind::kHostAllocMappedPortable:
-        call = "cudaHostAlloc(Mapped|Portable)";
-        e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-        break;
-      case AliasKind::kHostAllocMappedWriteCombined:
-        call = "cudaHostAlloc(Mapped|WriteCombined)";
-        e = cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocWriteCombined);
-        break;
-      case AliasKind::kMallocHost:
-        call = "cudaMallocHost";
-        e = cudaMallocHost(&p, bytes);
-        break;
-      default: {
-        const HostMemoryKind hk = kind == AliasKind::kRegisteredHeap   ? HostMemoryKind::kHeapPageAligned
-                                  : kind == AliasKind::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
-                                  : kind == AliasKind::kRegisteredFile ? HostMemoryKind::kShmemFileMmap
-                                                                       : HostMemoryKind::kHugeTlb;
-        // A huge-page mapping is registered from its start, which is huge-page aligned, so offset
-        // 2 MiB is a huge-page boundary of the host memory too. The other kinds keep a page of
-        // the same mapping unregistered before the registration and at least one after it.
-        const bool huge = hk == HostMemoryKind::kHugeTlb;
-        b->region_ = HostRegion::Make(hk, huge ? bytes : bytes + 3 * PageSize());
-        if (!b->region_ || !b->region_->data()) {
-          *unavailable = true;
-          *why = KindName(hk) + " unavailable: " + (b->region_ ? b->region_->unavailable() : "no region");
-          return nullptr;
-        }
-        p = static_cast<unsigned char*>(b->region_->data()) + (huge ? 0 : PageSize());
-        call = "cudaHostRegister(" + KindName(hk) + ", Mapped)";
-        e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
-        break;
-      }
-    }
-    if (e != cudaSuccess) {
-      *why = call + ": " + ErrName(e);
-      (void)cudaGetLastError();
-      return nullptr;
-    }
-    b->host_ = static_cast<unsigned char*>(p);
-    b->bytes_ = bytes;
-    if (IsRegistered(kind)) {
-      b->registered_ = HostRegistration::Adopt(p, bytes);
-    } else {
-      b->pinned_ = PinnedBuffer::Adopt(p, bytes);
-    }
-    return b;
-  }
-  unsigned char* host() const { return host_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  AliasedBuffer() = default;
-  unsigned char* host_ = nullptr;
-  size_t bytes_ = 0;
-  std::unique_ptr<HostRegion> region_;  // declared first: released after the registration
-  HostRegistration registered_;
-  PinnedBuffer pinned_;
-};
+// The buffer under test, released at the end of scope (a failing release fails the case):
+// registered Mapped (only), with guard pages; no device alias asked (the case asks itself).
+std::unique_ptr<KindBuffer> MakeAliased(HostKind kind, size_t bytes, KindFailure* failure) {
+  KindOptions o;
+  o.register_flags = cudaHostRegisterMapped;
+  o.guard_pages = true;
+  o.device_alias = false;
+  return KindBuffer::Make(kind, bytes, failure, o);
+}
 
 struct Offset {
   std::string name;
@@ -298,7 +217,7 @@ class InteriorAliasTest : public DriverApiGpuTest, public ::testing::WithParamIn
     // cudaMallocHost has no Mapped flag: its memory is mapped only through unified addressing
     // ("All host memory allocated through all devices using cudaMallocHost() and cudaHostAlloc()
     // is always directly accessible from all devices that support unified addressing").
-    if (GetParam().kind == AliasKind::kMallocHost) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
+    if (GetParam().kind == HostKind::kMallocHost) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrUnifiedAddressing, 1));
   }
 };
 
@@ -306,11 +225,10 @@ TEST_P(InteriorAliasTest, EveryInteriorByteMapsToTheBaseAliasPlusItsOffsetAndThe
   PAGELOCK_RULE("R53,R96");
   const Subject s = GetParam();
   const size_t bytes = SizeClassBytes(s.size);
-  std::string why;
-  bool unavailable = false;
-  auto buf = AliasedBuffer::Make(s.kind, bytes, &why, &unavailable);
-  if (!buf && unavailable) PAGELOCK_NOT_SUPPORTED(why);
-  ASSERT_NE(buf, nullptr) << AliasKindName(s.kind) << ", " << bytes << " bytes: " << why;
+  KindFailure failure;
+  auto buf = MakeAliased(s.kind, bytes, &failure);
+  if (!buf && failure.unavailable) PAGELOCK_NOT_SUPPORTED(failure.why);
+  ASSERT_NE(buf, nullptr) << AliasKindName(s.kind) << ", " << bytes << " bytes: " << failure.why;
   unsigned char* const host = buf->host();
 
   char* base = nullptr;  // the runtime's alias of the base

@@ -17,6 +17,7 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 
 namespace pagelock {
 namespace {
@@ -267,13 +268,13 @@ TEST_F(DriverApiTest, PointerAttributeOfUnknownMemoryReturnsInvalidValue) {
 // copy of b. Keys of a route: "route.<name>.<what>".
 constexpr size_t kRouteSize = size_t{64} << 10;  // more than a page; seven routes (six Portable) stay cheap
 
-enum class PinCall { kHostAlloc, kAllocHost, kRegisterHeap, kRegisterMmap };
-
 struct CrossRoute {
-  PinCall call;
+  PinRoute route;  // cuMemHostAlloc, cuMemAllocHost or cuMemHostRegister
   unsigned flags;  // CU_MEMHOSTALLOC_* for the allocations, CU_MEMHOSTREGISTER_* for registrations
   std::string name;
-  bool registered() const { return call == PinCall::kRegisterHeap || call == PinCall::kRegisterMmap; }
+  // What a registration registers: page-aligned heap (kRegisteredMalloc) or an anonymous mmap.
+  HostKind memory = HostKind::kRegisteredMalloc;
+  bool registered() const { return IsRegisterRoute(route); }
   bool write_combined() const { return !registered() && (flags & CU_MEMHOSTALLOC_WRITECOMBINED); }
   std::string key(const std::string& what) const { return "route." + name + "." + what; }
 };
@@ -287,12 +288,14 @@ std::vector<CrossRoute> CrossContextRoutes(bool portable) {
   const unsigned alloc_portable = portable ? CU_MEMHOSTALLOC_PORTABLE : 0;
   for (unsigned f : {0u, unsigned{CU_MEMHOSTALLOC_DEVICEMAP}, unsigned{CU_MEMHOSTALLOC_WRITECOMBINED},
                      unsigned{CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED}}) {
-    v.push_back({PinCall::kHostAlloc, f | alloc_portable, "cuMemHostAlloc_" + HostAllocFlagsName(f | alloc_portable)});
+    v.push_back({PinRoute::kCuMemHostAlloc, f | alloc_portable, "cuMemHostAlloc_" + HostAllocFlagsName(f | alloc_portable)});
   }
-  if (!portable) v.push_back({PinCall::kAllocHost, 0, "cuMemAllocHost"});
+  if (!portable) v.push_back({PinRoute::kCuMemAllocHost, 0, "cuMemAllocHost"});
   const unsigned reg = CU_MEMHOSTREGISTER_DEVICEMAP | (portable ? CU_MEMHOSTREGISTER_PORTABLE : 0);
-  v.push_back({PinCall::kRegisterHeap, reg, "cuMemHostRegister_heap_" + HostRegisterFlagsName(reg)});
-  v.push_back({PinCall::kRegisterMmap, reg, "cuMemHostRegister_mmap_" + HostRegisterFlagsName(reg)});
+  v.push_back({PinRoute::kCuMemHostRegister, reg, "cuMemHostRegister_heap_" + HostRegisterFlagsName(reg),
+               HostKind::kRegisteredMalloc});
+  v.push_back({PinRoute::kCuMemHostRegister, reg, "cuMemHostRegister_mmap_" + HostRegisterFlagsName(reg),
+               HostKind::kRegisteredMmap});
   return v;
 }
 
@@ -322,22 +325,20 @@ using MemcpyDtoDFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
 // While a is current: pin route i, fill it from the host, ask its device pointer in a.
 void PinRouteInA(const DriverApi& d, const CrossRoute& c, size_t i, RouteBlock* blk, ScenarioReport& report) {
   CUresult r = CUDA_SUCCESS;
-  switch (c.call) {
-    case PinCall::kHostAlloc: r = d.cuMemHostAlloc(&blk->p, kRouteSize, c.flags); break;
-    case PinCall::kAllocHost: r = d.cuMemAllocHost(&blk->p, kRouteSize); break;
-    case PinCall::kRegisterHeap:
-      blk->heap = std::aligned_alloc(4096, kRouteSize);
-      if (!blk->heap) return report.Set(c.key("pin"), "aligned_alloc failed");
-      blk->p = blk->heap;
-      r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
-      break;
-    case PinCall::kRegisterMmap: {
-      void* m = mmap(nullptr, kRouteSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return report.Set(c.key("pin"), "mmap failed");
-      blk->mapped = blk->p = m;
-      r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
-      break;
-    }
+  if (c.route == PinRoute::kCuMemHostAlloc) {
+    r = d.cuMemHostAlloc(&blk->p, kRouteSize, c.flags);
+  } else if (c.route == PinRoute::kCuMemAllocHost) {
+    r = d.cuMemAllocHost(&blk->p, kRouteSize);
+  } else if (c.memory == HostKind::kRegisteredMalloc) {
+    blk->heap = std::aligned_alloc(4096, kRouteSize);
+    if (!blk->heap) return report.Set(c.key("pin"), "aligned_alloc failed");
+    blk->p = blk->heap;
+    r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
+  } else {
+    void* m = mmap(nullptr, kRouteSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return report.Set(c.key("pin"), "mmap failed");
+    blk->mapped = blk->p = m;
+    r = d.cuMemHostRegister(blk->p, kRouteSize, c.flags);
   }
   report.Cu(c.key("pin"), r);
   if (r != CUDA_SUCCESS) return;

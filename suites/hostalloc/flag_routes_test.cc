@@ -26,6 +26,7 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 
 namespace pagelock {
 namespace {
@@ -34,28 +35,15 @@ namespace {
 // shows), large enough to be more than a page.
 constexpr size_t kSize = size_t{64} << 10;
 
-enum class Route { kHostAlloc, kMallocHost, kCuMemHostAlloc, kCuMemAllocHost, kHostRegister, kCuMemHostRegister };
-
-const char* RouteName(Route r) {
-  switch (r) {
-    case Route::kHostAlloc: return "cudaHostAlloc";
-    case Route::kMallocHost: return "cudaMallocHost";
-    case Route::kCuMemHostAlloc: return "cuMemHostAlloc";
-    case Route::kCuMemAllocHost: return "cuMemAllocHost";
-    case Route::kHostRegister: return "cudaHostRegister";
-    case Route::kCuMemHostRegister: return "cuMemHostRegister";
-  }
-  return "?";
-}
-bool Registered(Route r) { return r == Route::kHostRegister || r == Route::kCuMemHostRegister; }
-bool Runtime(Route r) { return r == Route::kHostAlloc || r == Route::kMallocHost || r == Route::kHostRegister; }
+bool Registered(PinRoute r) { return IsRegisterRoute(r); }
+bool Runtime(PinRoute r) { return !IsDriverRoute(r); }
 
 struct FlagCase {
-  Route route;
+  PinRoute route;
   unsigned flags;  // runtime and driver flag values are equal (R01)
 };
 std::string CaseName(const FlagCase& c) {
-  return std::string(RouteName(c.route)) + "_" +
+  return std::string(PinRouteName(c.route)) + "_" +
          (Registered(c.route) ? HostRegisterFlagsName(c.flags) : HostAllocFlagsName(c.flags));
 }
 
@@ -63,14 +51,14 @@ std::string CaseName(const FlagCase& c) {
 // IoMemory is for device memory windows (R44), not host RAM: left out.
 std::vector<FlagCase> Matrix(bool read_only) {
   std::vector<FlagCase> m;
-  for (unsigned f : AllHostAllocFlagCombinations()) m.push_back({Route::kHostAlloc, f});
-  m.push_back({Route::kMallocHost, 0});
-  for (unsigned f : AllHostAllocFlagCombinations()) m.push_back({Route::kCuMemHostAlloc, f});
-  m.push_back({Route::kCuMemAllocHost, 0});
+  for (unsigned f : AllHostAllocFlagCombinations()) m.push_back({PinRoute::kHostAlloc, f});
+  m.push_back({PinRoute::kMallocHost, 0});
+  for (unsigned f : AllHostAllocFlagCombinations()) m.push_back({PinRoute::kCuMemHostAlloc, f});
+  m.push_back({PinRoute::kCuMemAllocHost, 0});
   std::vector<unsigned> reg = {0, cudaHostRegisterPortable, cudaHostRegisterMapped,
                                cudaHostRegisterPortable | cudaHostRegisterMapped};
   if (read_only) reg.push_back(cudaHostRegisterReadOnly | cudaHostRegisterMapped);
-  for (Route r : {Route::kHostRegister, Route::kCuMemHostRegister}) {
+  for (PinRoute r : {PinRoute::kHostRegister, PinRoute::kCuMemHostRegister}) {
     for (unsigned f : reg) m.push_back({r, f});
   }
   return m;
@@ -95,12 +83,12 @@ Answer Ask(const DriverApi& d, const FlagCase& c) {
     p = mem;
   }
   switch (c.route) {
-    case Route::kHostAlloc: a.make = ErrName(cudaHostAlloc(&p, kSize, c.flags)); break;
-    case Route::kMallocHost: a.make = ErrName(cudaMallocHost(&p, kSize)); break;
-    case Route::kCuMemHostAlloc: a.make = CuName(d.cuMemHostAlloc(&p, kSize, c.flags)); break;
-    case Route::kCuMemAllocHost: a.make = CuName(d.cuMemAllocHost(&p, kSize)); break;
-    case Route::kHostRegister: a.make = ErrName(cudaHostRegister(p, kSize, c.flags)); break;
-    case Route::kCuMemHostRegister: a.make = CuName(d.cuMemHostRegister(p, kSize, c.flags)); break;
+    case PinRoute::kHostAlloc: a.make = ErrName(cudaHostAlloc(&p, kSize, c.flags)); break;
+    case PinRoute::kMallocHost: a.make = ErrName(cudaMallocHost(&p, kSize)); break;
+    case PinRoute::kCuMemHostAlloc: a.make = CuName(d.cuMemHostAlloc(&p, kSize, c.flags)); break;
+    case PinRoute::kCuMemAllocHost: a.make = CuName(d.cuMemAllocHost(&p, kSize)); break;
+    case PinRoute::kHostRegister: a.make = ErrName(cudaHostRegister(p, kSize, c.flags)); break;
+    case PinRoute::kCuMemHostRegister: a.make = CuName(d.cuMemHostRegister(p, kSize, c.flags)); break;
   }
   (void)cudaGetLastError();
   if (a.make == "cudaSuccess" || a.make == "CUDA_SUCCESS") {
@@ -108,12 +96,12 @@ Answer Ask(const DriverApi& d, const FlagCase& c) {
     a.query = Runtime(c.route) ? ErrName(cudaHostGetFlags(&a.word, p)) : CuName(d.cuMemHostGetFlags(&a.word, p));
     (void)cudaGetLastError();
     switch (c.route) {
-      case Route::kHostAlloc:
-      case Route::kMallocHost: a.release = ErrName(cudaFreeHost(p)); break;
-      case Route::kCuMemHostAlloc:
-      case Route::kCuMemAllocHost: a.release = CuName(d.cuMemFreeHost(p)); break;
-      case Route::kHostRegister: a.release = ErrName(cudaHostUnregister(p)); break;
-      case Route::kCuMemHostRegister: a.release = CuName(d.cuMemHostUnregister(p)); break;
+      case PinRoute::kHostAlloc:
+      case PinRoute::kMallocHost: a.release = ErrName(cudaFreeHost(p)); break;
+      case PinRoute::kCuMemHostAlloc:
+      case PinRoute::kCuMemAllocHost: a.release = CuName(d.cuMemFreeHost(p)); break;
+      case PinRoute::kHostRegister: a.release = ErrName(cudaHostUnregister(p)); break;
+      case PinRoute::kCuMemHostRegister: a.release = CuName(d.cuMemHostUnregister(p)); break;
     }
     (void)cudaGetLastError();
   }
@@ -134,7 +122,7 @@ struct Judge {
 
   void operator()(const FlagCase& c, const Answer& a, const std::string& key) {
     SCOPED_TRACE(key);
-    ASSERT_TRUE(Ok(a.make)) << RouteName(c.route) << " with flags " << Hex(c.flags) << ": " << a.make;
+    ASSERT_TRUE(Ok(a.make)) << PinRouteName(c.route) << " with flags " << Hex(c.flags) << ": " << a.make;
     EXPECT_TRUE(Ok(a.release)) << a.release;
     if (Registered(c.route)) {
       if (Ok(a.query) && excuse_r58) {  // r58: the query succeeds on registered memory
@@ -145,14 +133,14 @@ struct Judge {
         return;
       }
       Observe(key + "_query", a.query);
-      if (c.route == Route::kHostRegister) {
+      if (c.route == PinRoute::kHostRegister) {
         EXPECT_EQ(a.query, "cudaErrorInvalidValue") << "cudaHostGetFlags of registered memory (R58)";
       } else {
         EXPECT_FALSE(Ok(a.query)) << "cuMemHostGetFlags succeeded on registered memory (R58), word " << Hex(a.word);
       }
       return;
     }
-    if (c.route == Route::kMallocHost && a.query == "cudaErrorInvalidValue") {
+    if (c.route == PinRoute::kMallocHost && a.query == "cudaErrorInvalidValue") {
       // 'will fail if the input pointer does not reside in an address range allocated by
       // cudaHostAlloc()': whether cudaMallocHost's range counts is not said. Recorded.
       Observe(key + "_query", a.query);

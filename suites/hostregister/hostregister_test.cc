@@ -91,7 +91,7 @@ TEST_F(HostRegisterGateTest, AtsSystemsRegisterAndAllocateWithoutPinning) {
 
 class HostRegisterMatrixTest
     : public HostRegisterTest,
-      public ::testing::WithParamInterface<std::tuple<HostMemoryKind, unsigned>> {};
+      public ::testing::WithParamInterface<std::tuple<HostKind, unsigned>> {};
 
 TEST_P(HostRegisterMatrixTest, RegisteredMemoryRoundTripsThroughTheDevicePointer) {
   PAGELOCK_RULE("R26,R28,R29,R33,R42,R45");
@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(RegistrableKinds()),
                        ::testing::Values(0u, kP, kM, kP | kM, kRO, kP | kRO, kM | kRO, kP | kM | kRO)),
     [](const auto& info) {
-      return KindName(std::get<0>(info.param)) + "_" + HostRegisterFlagsName(std::get<1>(info.param));
+      return SourceName(std::get<0>(info.param)) + "_" + HostRegisterFlagsName(std::get<1>(info.param));
     });
 
 TEST_F(HostRegisterTest, StackMemoryRoundTrips) {
@@ -154,7 +154,7 @@ TEST_F(HostRegisterTest, DeviceWritesToAnUnalignedSubRangeLeaveTheBytesAroundItU
   // cudaHostGetDevicePointer()", which needs a device that can map host memory (R55).
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 1));
   const size_t page = PageSize(), span = 4 * page;
-  auto region = HostRegion::Make(HostMemoryKind::kHeapPageAligned, span);
+  auto region = HostRegion::Make(HostKind::kRegisteredMalloc, span);
   if (!region->data()) {
     PAGELOCK_NOT_SUPPORTED(region->unavailable());
   }
@@ -183,7 +183,7 @@ TEST_F(HostRegisterTest, DeviceWritesToAnUnalignedSubRangeLeaveTheBytesAroundItU
 TEST_F(HostRegisterTest, ReadOnlyMappingRegistersWithTheReadOnlyFlag) {
   PAGELOCK_RULE("R42");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterReadOnlySupported, 1));
-  auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredReadOnlyMmap, kSize);
   ASSERT_NE(region->data(), nullptr) << region->unavailable();
   ASSERT_CUDA_OK(cudaHostRegister(region->data(), region->size(), kRO));
   ExpectRoundTrip(region->data(), region->size(), false, kReadOnlyPatternSeed);
@@ -193,7 +193,7 @@ TEST_F(HostRegisterTest, ReadOnlyMappingRegistersWithTheReadOnlyFlag) {
 TEST_F(HostRegisterTest, ReadOnlyMappingWithoutTheReadOnlyFlagFails) {
   PAGELOCK_RULE("R43");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrPageableMemoryAccessUsesHostPageTables, 0));
-  auto region = HostRegion::Make(HostMemoryKind::kReadOnlyMmap, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredReadOnlyMmap, kSize);
   ASSERT_NE(region->data(), nullptr) << region->unavailable();
   // 13.0 cudaHostRegister: ReadOnly "is required in order to register memory mapped to the CPU
   // as read-only"; no code is given, so any failure passes and the code is recorded.
@@ -219,7 +219,7 @@ TEST_P(HostRegisterOverlapTest, OverlappingRegistrationReturnsAlreadyRegistered)
   PAGELOCK_RULE("R30,R31");
   const auto [name, start_pages, end_pages] = GetParam();
   const size_t page = PageSize();
-  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, 16 * page);
+  auto region = HostRegion::Make(HostKind::kRegisteredMmap, 16 * page);
   char* base = static_cast<char*>(region->data());
   char* first = base + 4 * page;  // the existing registration covers pages [4, 12)
   ASSERT_CUDA_OK(cudaHostRegister(first, 8 * page, 0));
@@ -243,7 +243,7 @@ TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
   // Whether overlap is judged per byte or per page is not documented (R32 was seen on one
   // driver): the second registration's answer is recorded, either is accepted, and only what
   // follows from it is asserted (a registration that succeeded unregisters).
-  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, PageSize());
+  auto region = HostRegion::Make(HostKind::kRegisteredMmap, PageSize());
   char* p = static_cast<char*>(region->data());
   ASSERT_CUDA_OK(cudaHostRegister(p, 256, 0));
   const cudaError_t second = cudaHostRegister(p + 1024, 256, 0);
@@ -260,7 +260,7 @@ TEST_F(HostRegisterTest, DisjointBytesOfOnePageCanBeRegisteredTwice) {
 // (files on disk filesystems; tmpfs/shmem are exempt), so the driver cannot pin them.
 TEST_F(HostRegisterTest, WritableDiskFileMappingFollowsTheKernelPinningRule) {
   PAGELOCK_RULE("P02");
-  auto region = HostRegion::Make(HostMemoryKind::kDiskFileMmap, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredDiskFile, kSize);
   if (!region->data()) {
     PAGELOCK_NOT_SUPPORTED(region->unavailable());
   }
@@ -417,7 +417,7 @@ INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
 
 TEST_F(HostRegisterTest, IoMemoryFlagOnOrdinaryMemoryIsRejected) {
   PAGELOCK_RULE("R44");
-  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredMmap, kSize);
   // The flag's text (13.0 CU_MEMHOSTREGISTER_IOMEMORY): "It may return CUDA_ERROR_NOT_PERMITTED
   // if run as an unprivileged user, CUDA_ERROR_NOT_SUPPORTED on older Linux kernel versions";
   // r580 answers InvalidValue for ordinary RAM, as root and not. Any of the three passes.
@@ -465,7 +465,7 @@ TEST_F(HostRegisterTest, IoMemoryFlagOnADesignatedPciBarSucceeds) {
 
 // A GPU write into a read-only registration must fault; the fault is sticky, so a child runs it.
 PAGELOCK_SCENARIO(WriteToReadOnlyRegistration) {
-  auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredMmap, kSize);
   report.Error("register", cudaHostRegister(region->data(), region->size(), kRO));
   void* dev = nullptr;
   report.Error("device_pointer", cudaHostGetDevicePointer(&dev, region->data(), 0));

@@ -37,17 +37,13 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/platform_gates.h"
 #include "fixtures/resources.h"
-#include "suites/hostkinds/host_kinds.h"
 #include "suites/interior/subjects.h"
 
 namespace pagelock {
 namespace {
 
-using interior::Subject;
 using interior::SubjectName;
 using interior::Subjects;
-
-
 
 // The interior bytes a cache looks up: first, middle (a random one, not page aligned) and last.
 std::vector<size_t> InteriorOffsets(size_t bytes) {
@@ -106,11 +102,11 @@ class InteriorPointerTest : public interior::SubjectTest {
   size_t BufferBytes() const override { return 3 * PageSize() + 100; }
   // The answers cuMemGetAddressRange may give for the buffer's own bytes (kAddressRangeDoc).
   std::vector<CUresult> AddressRangeAnswers() const {
-    if (GetParam().device) return {CUDA_SUCCESS};
+    if (GetParam() == HostKind::kDevice) return {CUDA_SUCCESS};
     return {CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_INVALID_VALUE};
   }
   void ExpectRangeHoldsTheBuffer(const char* key, CUdeviceptr base, size_t size) {
-    ExpectRangeHolds(key, base, size, Dptr(buf_->ptr()), buf_->bytes());
+    ExpectRangeHolds(key, base, size, Dptr(buf_->ptr()), buf_->size());
   }
 };
 
@@ -119,7 +115,7 @@ TEST_P(InteriorPointerTest, AddressRangeFromTheFirstAMiddleAndTheLastByteIsOneRa
   CUresult r0 = CUDA_SUCCESS;
   CUdeviceptr base0 = 0;
   size_t size0 = 0;
-  for (size_t off : InteriorOffsets(buf_->bytes())) {
+  for (size_t off : InteriorOffsets(buf_->size())) {
     SCOPED_TRACE("byte " + std::to_string(off));
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -156,7 +152,7 @@ TEST_P(InteriorPointerTest, AddressRangeFromTheFirstAMiddleAndTheLastByteIsOneRa
   };
   if (base0 != Dptr(buf_->ptr())) expect_same_range_from("first", base0);
   CUdeviceptr last = 0;
-  if (LastByte(base0, size0, &last) && last != Dptr(buf_->ptr() + buf_->bytes() - 1)) {
+  if (LastByte(base0, size0, &last) && last != Dptr(buf_->ptr() + buf_->size() - 1)) {
     expect_same_range_from("last", last);
   }
 }
@@ -173,16 +169,16 @@ TEST_P(InteriorPointerTest, RangeAttributesFromTheFirstAMiddleAndTheLastByteAreO
   CUresult r0 = CUDA_SUCCESS;
   CUdeviceptr start0 = 0;
   size_t size0 = 0;
-  for (size_t off : InteriorOffsets(buf_->bytes())) {
+  for (size_t off : InteriorOffsets(buf_->size())) {
     SCOPED_TRACE("byte " + std::to_string(off));
     CUdeviceptr start = 0;
     size_t size = 0;
     CUresult r = d.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, Dptr(buf_->ptr() + off));
     const CUresult size_r = d.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, Dptr(buf_->ptr() + off));
     if (r == CUDA_SUCCESS) r = size_r;
-    ASSERT_NE(gates::RangeAttributeVerdict(buf_->registered(), r), gates::Verdict::kFail)
+    ASSERT_NE(gates::RangeAttributeVerdict(IsRegistered(buf_->kind()), r), gates::Verdict::kFail)
         << "RANGE_START_ADDR / RANGE_SIZE: " << DescribeCu(r)
-        << (buf_->registered() ? " (a registration may answer CUDA_ERROR_INVALID_VALUE)" : " for an allocation");
+        << (IsRegistered(buf_->kind()) ? " (a registration may answer CUDA_ERROR_INVALID_VALUE)" : " for an allocation");
     if (off == 0) {
       r0 = r;
       start0 = start;
@@ -225,12 +221,12 @@ TEST_P(InteriorPointerTest, RangeAttributesFromTheFirstAMiddleAndTheLastByteAreO
 
 TEST_P(InteriorPointerTest, PointerAttributesOfAnyInteriorByteNameItsOwnHostAndDeviceAddress) {
   PAGELOCK_RULE("R96");
-  for (size_t off : InteriorOffsets(buf_->bytes())) {
+  for (size_t off : InteriorOffsets(buf_->size())) {
     SCOPED_TRACE("byte " + std::to_string(off));
     cudaPointerAttributes a{};
     ASSERT_CUDA_OK(cudaPointerGetAttributes(&a, buf_->ptr() + off));
     EXPECT_EQ(a.device, 0);
-    if (GetParam().device) {
+    if (GetParam() == HostKind::kDevice) {
       EXPECT_EQ(a.type, cudaMemoryTypeDevice);
       EXPECT_EQ(a.devicePointer, buf_->ptr() + off);
     } else {
@@ -247,11 +243,11 @@ TEST_P(InteriorPointerTest, PointerAttributesOfAnyInteriorByteNameItsOwnHostAndD
 // caught: attribute_device_pointer_ignores_offset (the block start's alias for every byte).
 TEST_P(InteriorPointerTest, DriverPointerAttributesOfAnyInteriorByteNameItsOwnAliases) {
   PAGELOCK_RULE("R96");
-  for (size_t off : InteriorOffsets(buf_->bytes())) {
+  for (size_t off : InteriorOffsets(buf_->size())) {
     SCOPED_TRACE("byte " + std::to_string(off));
     CUdeviceptr dev = 0;
     ASSERT_CU_OK(d.cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, Dptr(buf_->ptr() + off)));
-    if (GetParam().device) {
+    if (GetParam() == HostKind::kDevice) {
       EXPECT_EQ(dev, Dptr(buf_->ptr() + off)) << "the device pointer of a device byte is itself";
       continue;
     }
@@ -277,7 +273,7 @@ TEST_P(InteriorPointerTest, DriverPointerAttributesOfAnyInteriorByteNameItsOwnAl
 TEST_P(InteriorPointerTest, TheBytesJustOutsideTheReportedRangeAreNotReportedInsideIt) {
   PAGELOCK_RULE("R94");
   const CUdeviceptr ptr = Dptr(buf_->ptr());
-  const CUdeviceptr end = ptr + buf_->bytes();
+  const CUdeviceptr end = ptr + buf_->size();
   CUdeviceptr own_base = 0;
   size_t own_size = 0;
   const CUresult own = d.cuMemGetAddressRange(&own_base, &own_size, ptr);
@@ -285,7 +281,7 @@ TEST_P(InteriorPointerTest, TheBytesJustOutsideTheReportedRangeAreNotReportedIns
   const bool known = own == CUDA_SUCCESS;
   // What a byte outside may not name: the buffer's range, or, where it has none, its bytes.
   const CUdeviceptr keep_base = known ? own_base : ptr;
-  const size_t keep_size = known ? own_size : buf_->bytes();
+  const size_t keep_size = known ? own_size : buf_->size();
 
   struct Probe {
     const char* key;
@@ -305,7 +301,7 @@ TEST_P(InteriorPointerTest, TheBytesJustOutsideTheReportedRangeAreNotReportedIns
   add("past_end", end, false);
   CUdeviceptr last = 0;
   if (known && LastByte(own_base, own_size, &last) && last + 1 != 0) add("past_reported_range", last + 1, false);
-  if (buf_->registered()) {
+  if (IsRegistered(buf_->kind())) {
     const CUdeviceptr page = PageSize();
     add("before_start", ptr - 1, true);
     add("past_last_page", (end + page - 1) / page * page, true);
@@ -347,7 +343,7 @@ TEST_P(InteriorPointerTest, TheBytesJustOutsideTheReportedRangeAreNotReportedIns
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, InteriorPointerTest, ::testing::ValuesIn(Subjects()),
-                         [](const ::testing::TestParamInfo<Subject>& info) { return SubjectName(info.param); });
+                         [](const ::testing::TestParamInfo<HostKind>& info) { return SubjectName(info.param); });
 
 }  // namespace
 }  // namespace pagelock

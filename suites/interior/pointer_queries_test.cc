@@ -46,16 +46,13 @@
 #include "fixtures/platform_gates.h"
 #include "fixtures/profile.h"
 #include "fixtures/resources.h"
-#include "suites/hostkinds/host_kinds.h"
 #include "suites/interior/subjects.h"
 
 namespace pagelock {
 namespace {
 
-using interior::Subject;
 using interior::SubjectName;
 using interior::Subjects;
-
 CUdeviceptr Dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // ---- What is asked -------------------------------------------------------------------------
@@ -356,11 +353,11 @@ class PointerQueriesTest : public interior::SubjectTest {
 TEST_P(PointerQueriesTest, PluralSingularAndRuntimeQueriesTellTheSameStoryAboutEveryNearbyByte) {
   PAGELOCK_RULE("R151");
   const CUdeviceptr start = Dptr(buf_->ptr());
-  for (const Probe& probe : NearbyBytes(start, buf_->bytes())) ExpectOneStory(d, probe, start);
+  for (const Probe& probe : NearbyBytes(start, buf_->size())) ExpectOneStory(d, probe, start);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, PointerQueriesTest, ::testing::ValuesIn(Subjects()),
-                         [](const ::testing::TestParamInfo<Subject>& info) { return SubjectName(info.param); });
+                         [](const ::testing::TestParamInfo<HostKind>& info) { return SubjectName(info.param); });
 
 // The header's text, literally, for one byte no context knows (a heap byte nobody registered):
 // "the attributes are assigned default NULL values and CUDA_SUCCESS is returned". Every slot of
@@ -421,7 +418,7 @@ enum class Shape {
   kEndingOneBeforeAPageEnd,  // page offset 7 to 1 byte before the end of the next page
 };
 struct SubPage {
-  HostMemoryKind region;
+  HostKind region;
   Shape shape;
 };
 size_t ShapeOffset(Shape s) { return s == Shape::kInsideOnePage ? 100 : s == Shape::kAcrossAPageBoundary ? 1 : 7; }
@@ -430,7 +427,7 @@ size_t ShapeBytes(Shape s) {
   return s == Shape::kInsideOnePage ? 200 : s == Shape::kAcrossAPageBoundary ? page + 5 : 2 * page - 1 - 7;
 }
 std::string SubPageName(const SubPage& s) {
-  const std::string region = s.region == HostMemoryKind::kHeapPageAligned ? "Heap" : "Mmap";
+  const std::string region = s.region == HostKind::kRegisteredMalloc ? "Heap" : "Mmap";
   const std::string shape = s.shape == Shape::kInsideOnePage          ? "InsideOnePage"
                             : s.shape == Shape::kAcrossAPageBoundary ? "AcrossAPageBoundary"
                                                                       : "EndingOneByteBeforeAPageEnd";
@@ -438,7 +435,7 @@ std::string SubPageName(const SubPage& s) {
 }
 std::vector<SubPage> SubPages() {
   std::vector<SubPage> v;
-  for (HostMemoryKind k : {HostMemoryKind::kHeapPageAligned, HostMemoryKind::kAnonymousMmap})
+  for (HostKind k : {HostKind::kRegisteredMalloc, HostKind::kRegisteredMmap})
     for (Shape s : {Shape::kInsideOnePage, Shape::kAcrossAPageBoundary, Shape::kEndingOneBeforeAPageEnd})
       v.push_back(SubPage{k, s});
   return v;
@@ -461,7 +458,7 @@ TEST_P(SubPageRegistrationQueriesTest, PluralSingularAndRuntimeQueriesTellTheSam
   // the next page (the probes outside land in this mapping, on no one's registration).
   auto region = HostRegion::Make(sp.region, 4 * PageSize());
   if (!region || !region->data())
-    PAGELOCK_NOT_SUPPORTED(KindName(sp.region) + " unavailable: " + (region ? region->unavailable() : "no region"));
+    PAGELOCK_NOT_SUPPORTED(SourceName(sp.region) + " unavailable: " + (region ? region->unavailable() : "no region"));
   unsigned char* p = static_cast<unsigned char*>(region->data()) + PageSize() + ShapeOffset(sp.shape);
   const size_t bytes = ShapeBytes(sp.shape);
   ASSERT_CUDA_OK(cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));

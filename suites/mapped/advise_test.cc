@@ -56,17 +56,17 @@ const Hint kHints[] = {
 };
 
 struct Param {
-  MappedKind kind;
+  HostKind kind;
   Hint hint;
 };
 
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(MappedKindName(info.param.kind)) + "_" + info.param.hint.name;
+  return HostKindName(info.param.kind) + "_" + info.param.hint.name;
 }
 
 std::vector<Param> Params() {
   std::vector<Param> v;
-  for (MappedKind k : {MappedKind::kHostAllocMapped, MappedKind::kRegisteredMmap}) {
+  for (HostKind k : {HostKind::kHostAllocMapped, HostKind::kRegisteredMmap}) {
     for (const Hint& h : kHints) v.push_back({k, h});
   }
   return v;
@@ -119,7 +119,7 @@ TEST_P(AdviseTest, HintOnPinnedMemoryGivesADocumentedResultAndLeavesTheBytesInta
   const Hint& h = GetParam().hint;
   PAGELOCK_MAKE_MAPPED(m, GetParam().kind, kBytes);
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  HostFillPattern(m.host, kBytes, seed);
+  HostFillPattern(m.host(), kBytes, seed);
   Observe("pageable_memory_access", device().Attr(cudaDevAttrPageableMemoryAccess));
   Observe("uses_host_page_tables", device().Attr(cudaDevAttrPageableMemoryAccessUsesHostPageTables));
   const std::string call = h.prefetch ? "cudaMemPrefetchAsync" : "cudaMemAdvise";
@@ -128,19 +128,19 @@ TEST_P(AdviseTest, HintOnPinnedMemoryGivesADocumentedResultAndLeavesTheBytesInta
              "cudaDevAttrPageableMemoryAccess=" + std::to_string(device().Attr(cudaDevAttrPageableMemoryAccess)) +
       " (a requirement on the caller, no code stated; the call is a performance hint)"
       "; returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDevice, for any hint and location";
-  EXPECT_DOCUMENTED_ONE_OF(std::string("hint_") + h.name + "_on_" + MappedKindName(GetParam().kind),
-                           Apply(h, m.host, kBytes, stream()), Documented(), doc);
+  EXPECT_DOCUMENTED_ONE_OF(std::string("hint_") + h.name + "_on_" + HostKindName(GetParam().kind),
+                           Apply(h, m.host(), kBytes, stream()), Documented(), doc);
   EXPECT_CUDA_OK(cudaStreamSynchronize(stream()));  // a prefetch, if one was queued, is done
-  EXPECT_EQ(HostCountPatternMismatches(m.host, kBytes, seed), 0u) << "bytes the host reads after the hint";
+  EXPECT_EQ(HostCountPatternMismatches(m.host(), kBytes, seed), 0u) << "bytes the host reads after the hint";
   DeviceBuffer bad = DeviceBuffer::Managed(sizeof(unsigned long long));
   ASSERT_CUDA_OK(bad.status());
   *bad.as<unsigned long long>() = 0;
-  ASSERT_CUDA_OK(LaunchCountPatternMismatches(m.dev, kBytes, seed, bad.as<unsigned long long>(), stream()));
+  ASSERT_CUDA_OK(LaunchCountPatternMismatches(m.dev(), kBytes, seed, bad.as<unsigned long long>(), stream()));
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
   EXPECT_EQ(*bad.as<unsigned long long>(), 0u) << "bytes the device reads through its alias after the hint";
-  ASSERT_CUDA_OK(LaunchInvertBytes(m.dev, kBytes, stream()));
+  ASSERT_CUDA_OK(LaunchInvertBytes(m.dev(), kBytes, stream()));
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
-  EXPECT_EQ(HostCountPatternMismatches(m.host, kBytes, seed, 0xff), 0u)
+  EXPECT_EQ(HostCountPatternMismatches(m.host(), kBytes, seed, 0xff), 0u)
       << "bytes the host reads after the device inverted them";
   // A refused hint is an ordinary error: the launches above ran, and nothing stays sticky.
   EXPECT_CUDA_OK(cudaDeviceSynchronize()) << "a sticky error after the hint";

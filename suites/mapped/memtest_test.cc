@@ -25,8 +25,8 @@
 namespace pagelock {
 namespace {
 
-size_t BytesFor(MappedKind k) {
-  return k == MappedKind::kHostAllocMappedWriteCombined ? size_t{1} << 20 : size_t{4} << 20;
+size_t BytesFor(HostKind k) {
+  return k == HostKind::kHostAllocMappedWriteCombined ? size_t{1} << 20 : size_t{4} << 20;
 }
 
 std::string Hex(uint32_t v) { return ::pagelock::Hex(v, 8); }
@@ -46,7 +46,7 @@ std::string Hex(uint32_t v) { return ::pagelock::Hex(v, 8); }
 // launched: a full fence drains them.
 void DrainHostWrites() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-class MemtestTest : public GpuTest, public ::testing::WithParamInterface<MappedKind> {
+class MemtestTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
@@ -72,14 +72,14 @@ class MemtestTest : public GpuTest, public ::testing::WithParamInterface<MappedK
   }
 
   cudaStream_t stream() const { return stream_.get(); }
-  static size_t Words(const MappedMemory& m) { return m.size / 4; }
+  static size_t Words(const KindBuffer& m) { return m.size() / 4; }
 
  private:
   OwnedStream stream_;
   DeviceBuffer result_;
 };
 
-std::string Name(const ::testing::TestParamInfo<MappedKind>& info) { return MappedKindName(info.param); }
+std::string Name(const ::testing::TestParamInfo<HostKind>& info) { return HostKindName(info.param); }
 
 constexpr MemtestPattern kWalking[] = {MemtestPattern::kWalkingOnes, MemtestPattern::kWalkingZeros};
 const char* WalkingName(MemtestPattern p) {
@@ -94,9 +94,9 @@ TEST_P(MemtestTest, WalkingBitsWrittenByTheDeviceAreReadByTheHost) {
   PAGELOCK_MAKE_MAPPED(m, GetParam(), BytesFor(GetParam()));
   const uint32_t shift = static_cast<uint32_t>(CaseSeed() % 32);
   for (MemtestPattern p : kWalking) {
-    ASSERT_CUDA_OK(LaunchMemtestFill(m.dev, Words(m), p, shift, 0, stream()));
+    ASSERT_CUDA_OK(LaunchMemtestFill(m.dev(), Words(m), p, shift, 0, stream()));
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
-    EXPECT_TRUE(Matches(WalkingName(p), HostMemtestCheck(m.host, Words(m), p, shift, 0), p, shift, 0));
+    EXPECT_TRUE(Matches(WalkingName(p), HostMemtestCheck(m.host(), Words(m), p, shift, 0), p, shift, 0));
   }
   EXPECT_CUDA_OK(m.Free());
 }
@@ -108,9 +108,9 @@ TEST_P(MemtestTest, WalkingBitsWrittenByTheHostAreReadByTheDevice) {
   PAGELOCK_MAKE_MAPPED(m, GetParam(), BytesFor(GetParam()));
   const uint32_t shift = static_cast<uint32_t>(CaseSeed() % 32);
   for (MemtestPattern p : kWalking) {
-    HostMemtestFill(m.host, Words(m), p, shift, 0);
+    HostMemtestFill(m.host(), Words(m), p, shift, 0);
     const MemtestResult r = OnDevice([&](MemtestResult* out) {
-      return LaunchMemtestCheck(m.dev, Words(m), p, shift, 0, out, stream());
+      return LaunchMemtestCheck(m.dev(), Words(m), p, shift, 0, out, stream());
     });
     EXPECT_TRUE(Matches(WalkingName(p), r, p, shift, 0));
   }
@@ -131,16 +131,16 @@ TEST_P(MemtestTest, MovingInversionsStartedByTheDevicePassEveryStep) {
   for (int k = 0; k < 2; ++k) {
     const uint32_t p = InversionWord(k);
     SCOPED_TRACE("pattern " + Hex(p));
-    ASSERT_CUDA_OK(LaunchMemtestFill(m.dev, Words(m), c, p, 0, stream()));
+    ASSERT_CUDA_OK(LaunchMemtestFill(m.dev(), Words(m), c, p, 0, stream()));
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
     EXPECT_TRUE(Matches("host, ascending, after the device wrote p",
-                        HostMemtestInvert(m.host, Words(m), p, /*descending=*/false), c, p, 0));
+                        HostMemtestInvert(m.host(), Words(m), p, /*descending=*/false), c, p, 0));
     const MemtestResult down = OnDevice([&](MemtestResult* out) {
-      return LaunchMemtestInvert(m.dev, Words(m), ~p, /*descending=*/true, out, stream());
+      return LaunchMemtestInvert(m.dev(), Words(m), ~p, /*descending=*/true, out, stream());
     });
     EXPECT_TRUE(Matches("device, descending, after the host wrote ~p", down, c, ~p, 0));
     EXPECT_TRUE(Matches("host, final check, after the device wrote p",
-                        HostMemtestCheck(m.host, Words(m), c, p, 0), c, p, 0));
+                        HostMemtestCheck(m.host(), Words(m), c, p, 0), c, p, 0));
   }
   EXPECT_CUDA_OK(m.Free());
 }
@@ -153,15 +153,15 @@ TEST_P(MemtestTest, MovingInversionsStartedByTheHostPassEveryStep) {
   for (int k = 0; k < 2; ++k) {
     const uint32_t p = InversionWord(k);
     SCOPED_TRACE("pattern " + Hex(p));
-    HostMemtestFill(m.host, Words(m), c, p, 0);
+    HostMemtestFill(m.host(), Words(m), c, p, 0);
     const MemtestResult up = OnDevice([&](MemtestResult* out) {
-      return LaunchMemtestInvert(m.dev, Words(m), p, /*descending=*/false, out, stream());
+      return LaunchMemtestInvert(m.dev(), Words(m), p, /*descending=*/false, out, stream());
     });
     EXPECT_TRUE(Matches("device, ascending, after the host wrote p", up, c, p, 0));
     EXPECT_TRUE(Matches("host, descending, after the device wrote ~p",
-                        HostMemtestInvert(m.host, Words(m), ~p, /*descending=*/true), c, ~p, 0));
+                        HostMemtestInvert(m.host(), Words(m), ~p, /*descending=*/true), c, ~p, 0));
     const MemtestResult last = OnDevice([&](MemtestResult* out) {
-      return LaunchMemtestCheck(m.dev, Words(m), c, p, 0, out, stream());
+      return LaunchMemtestCheck(m.dev(), Words(m), c, p, 0, out, stream());
     });
     EXPECT_TRUE(Matches("device, final check, after the host wrote p", last, c, p, 0));
   }
@@ -175,10 +175,10 @@ TEST_P(MemtestTest, AddressInAddressWrittenByTheDeviceIsReadByTheHost) {
   PAGELOCK_RULE("R140");
   PAGELOCK_MAKE_MAPPED(m, GetParam(), BytesFor(GetParam()));
   const MemtestPattern a = MemtestPattern::kAddress;
-  const uint64_t base = reinterpret_cast<uintptr_t>(m.dev);
-  ASSERT_CUDA_OK(LaunchMemtestFill(m.dev, Words(m), a, 0, base, stream()));
+  const uint64_t base = reinterpret_cast<uintptr_t>(m.dev());
+  ASSERT_CUDA_OK(LaunchMemtestFill(m.dev(), Words(m), a, 0, base, stream()));
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
-  EXPECT_TRUE(Matches("host check of device addresses", HostMemtestCheck(m.host, Words(m), a, 0, base),
+  EXPECT_TRUE(Matches("host check of device addresses", HostMemtestCheck(m.host(), Words(m), a, 0, base),
                       a, 0, base));
   EXPECT_CUDA_OK(m.Free());
 }
@@ -189,19 +189,19 @@ TEST_P(MemtestTest, AddressInAddressWrittenByTheHostIsReadByTheDevice) {
   PAGELOCK_RULE("R140");
   PAGELOCK_MAKE_MAPPED(m, GetParam(), BytesFor(GetParam()));
   const MemtestPattern a = MemtestPattern::kAddress;
-  const uint64_t base = reinterpret_cast<uintptr_t>(m.host);
-  HostMemtestFill(m.host, Words(m), a, 0, base);
+  const uint64_t base = reinterpret_cast<uintptr_t>(m.host());
+  HostMemtestFill(m.host(), Words(m), a, 0, base);
   const MemtestResult r = OnDevice([&](MemtestResult* out) {
-    return LaunchMemtestCheck(m.dev, Words(m), a, 0, base, out, stream());
+    return LaunchMemtestCheck(m.dev(), Words(m), a, 0, base, out, stream());
   });
   EXPECT_TRUE(Matches("device check of host addresses", r, a, 0, base));
   EXPECT_CUDA_OK(m.Free());
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, MemtestTest,
-                         ::testing::Values(MappedKind::kHostAllocMapped,
-                                           MappedKind::kHostAllocMappedWriteCombined,
-                                           MappedKind::kRegisteredMmap),
+                         ::testing::Values(HostKind::kHostAllocMapped,
+                                           HostKind::kHostAllocMappedWriteCombined,
+                                           HostKind::kRegisteredMmap),
                          Name);
 
 }  // namespace

@@ -29,7 +29,7 @@ namespace {
 
 constexpr size_t kNodes = 2048;
 
-class PointerStructuresEveryGpuTest : public GpuTest, public ::testing::WithParamInterface<MappedKind> {
+class PointerStructuresEveryGpuTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   PointerStructuresEveryGpuTest() : GpuTest(/*devices=*/2) {}
   void SetUp() override {
@@ -38,20 +38,20 @@ class PointerStructuresEveryGpuTest : public GpuTest, public ::testing::WithPara
     gpus_ = static_cast<int>(Probe().devices.size());
     for (int d = 0; d < gpus_; ++d) {
       PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 1, d));
-      if (GetParam() == MappedKind::kRegisteredMmap) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1, d));
+      if (GetParam() == HostKind::kRegisteredMmap) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1, d));
     }
     const size_t bytes = kNodes * sizeof(ListNode);
     // Portable: every GPU reaches the buffer through its own device pointer.
-    if (GetParam() == MappedKind::kRegisteredMmap) {
+    if (GetParam() == HostKind::kRegisteredMmap) {
       std::string why;
-      reg_ = HostRegistration::Make(HostMemoryKind::kAnonymousMmap, bytes,
+      reg_ = HostRegistration::Make(HostKind::kRegisteredMmap, bytes,
                                     cudaHostRegisterMapped | cudaHostRegisterPortable, &why);
       if (!reg_.region()) PAGELOCK_NOT_SUPPORTED(why);
       ASSERT_CUDA_OK(reg_.status());
       host_ = reg_.host();
     } else {
       const unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable |
-                             (GetParam() == MappedKind::kHostAllocMappedWriteCombined ? cudaHostAllocWriteCombined : 0);
+                             (GetParam() == HostKind::kHostAllocMappedWriteCombined ? cudaHostAllocWriteCombined : 0);
       pinned_ = PinnedBuffer(bytes, flags);
       ASSERT_CUDA_OK(pinned_.status());
       host_ = pinned_.host();
@@ -208,9 +208,9 @@ TEST_P(PointerStructuresEveryGpuTest, EveryCreatorAndVerifierPairAgreesOnTheList
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, PointerStructuresEveryGpuTest,
-                         ::testing::Values(MappedKind::kHostAllocMapped, MappedKind::kHostAllocMappedWriteCombined,
-                                           MappedKind::kRegisteredMmap),
-                         [](const auto& info) { return std::string(MappedKindName(info.param)); });
+                         ::testing::Values(HostKind::kHostAllocMapped, HostKind::kHostAllocMappedWriteCombined,
+                                           HostKind::kRegisteredMmap),
+                         [](const auto& info) { return HostKindName(info.param); });
 
 }  // namespace
 }  // namespace pagelock

@@ -28,7 +28,7 @@ namespace {
 // milliseconds.
 constexpr size_t kNodes = 4096;
 
-class PointerStructuresTest : public GpuTest, public ::testing::WithParamInterface<MappedKind> {
+class PointerStructuresTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
@@ -53,24 +53,24 @@ class PointerStructuresTest : public GpuTest, public ::testing::WithParamInterfa
   // not write-combined, R14; registered memory where every device has
   // cudaDevAttrCanUseHostPointerForRegisteredMem=1, R45), else the cudaHostGetDevicePointer
   // alias. Which one it was is recorded.
-  uint64_t LinkBase(const MappedMemory& m) const {
+  uint64_t LinkBase(const KindBuffer& m) const {
     bool host_usable = Probe().devices[0].Attr(cudaDevAttrUnifiedAddressing) == 1;
-    if (GetParam() == MappedKind::kHostAllocMappedWriteCombined) host_usable = false;  // R15
-    if (GetParam() == MappedKind::kRegisteredMmap) {
+    if (GetParam() == HostKind::kHostAllocMappedWriteCombined) host_usable = false;  // R15
+    if (GetParam() == HostKind::kRegisteredMmap) {
       for (const DeviceInfo& d : Probe().devices) {
         host_usable = host_usable && d.Attr(cudaDevAttrCanUseHostPointerForRegisteredMem) == 1;
       }
     }
     Observe("list_links", host_usable ? "host pointers" : "device aliases");
-    Observe("device_alias_is_host_pointer", m.dev == m.host);
-    return reinterpret_cast<uintptr_t>(host_usable ? m.host : m.dev);
+    Observe("device_alias_is_host_pointer", m.dev() == m.host());
+    return reinterpret_cast<uintptr_t>(host_usable ? m.host() : m.dev());
   }
 
  private:
   OwnedStream stream_;
 };
 
-std::string Name(const ::testing::TestParamInfo<MappedKind>& info) { return MappedKindName(info.param); }
+std::string Name(const ::testing::TestParamInfo<HostKind>& info) { return HostKindName(info.param); }
 
 // A device alias that is not linear over the buffer (a node's offset from the alias lands on
 // another page), a host pointer that the device cannot follow where the documentation says it
@@ -82,7 +82,7 @@ TEST_P(PointerStructuresTest, AListTheHostLinkedIsWalkedByTheDevice) {
   const uint64_t link_base = LinkBase(m);
   const uint64_t seed = CaseSeed();
   const std::vector<uint32_t> order = Permutation();
-  auto* nodes = static_cast<ListNode*>(m.host);
+  auto* nodes = reinterpret_cast<ListNode*>(m.host());
   uint64_t want_sum = 0;
   for (size_t k = 0; k < kNodes; ++k) {
     ListNode& n = nodes[order[k]];
@@ -131,15 +131,15 @@ TEST_P(PointerStructuresTest, AListTheDeviceLinkedIsWalkedByTheHost) {
   ASSERT_CUDA_OK(LaunchBuildList(reinterpret_cast<ListNode*>(link_base), dev_order.as<uint32_t>(), kNodes, seed,
                                  stream()));
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream()));
-  const uint64_t dev_end = link_base + m.size;
-  const auto* host = static_cast<const unsigned char*>(m.host);
+  const uint64_t dev_end = link_base + m.size();
+  const unsigned char* host = m.host();
   uint64_t link = link_base + uint64_t{order[0]} * sizeof(ListNode);
   size_t steps = 0;
   // Bounded: at most one step more than the list has.
   for (; link != 0 && steps <= kNodes; ++steps) {
     ASSERT_TRUE(link >= link_base && link + sizeof(ListNode) <= dev_end && (link - link_base) % sizeof(ListNode) == 0)
         << "step " << steps << ": link 0x" << std::hex << link << " is not a node of the buffer (device address 0x"
-        << link_base << ", " << std::dec << m.size << " bytes)";
+        << link_base << ", " << std::dec << m.size() << " bytes)";
     const auto* n = reinterpret_cast<const volatile ListNode*>(host + (link - link_base));
     ASSERT_LT(steps, kNodes) << "the list the device built does not end after " << kNodes << " nodes";
     ASSERT_EQ(n->index, order[steps]) << "step " << steps << ": node index";
@@ -151,9 +151,9 @@ TEST_P(PointerStructuresTest, AListTheDeviceLinkedIsWalkedByTheHost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, PointerStructuresTest,
-                         ::testing::Values(MappedKind::kHostAllocMapped,
-                                           MappedKind::kHostAllocMappedWriteCombined,
-                                           MappedKind::kRegisteredMmap),
+                         ::testing::Values(HostKind::kHostAllocMapped,
+                                           HostKind::kHostAllocMappedWriteCombined,
+                                           HostKind::kRegisteredMmap),
                          Name);
 
 }  // namespace

@@ -45,22 +45,21 @@
 #include <tuple>
 #include <vector>
 
+#include "fixtures/byte_model.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/kind_buffer.h"
 #include "fixtures/resources.h"
-#include "suites/hostkinds/host_kinds.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::Box;
-using kinds::CountModelMismatches;
-using kinds::HostBuffer;
-using kinds::HostKind;
-using kinds::HostKindName;
-using kinds::Layout;
-using kinds::ModelFill;
-using kinds::Pos;
+using pitched::Box;
+using pitched::CountModelMismatches;
+using pitched::Layout;
+using pitched::ModelFill;
+using pitched::Pos;
 
 constexpr unsigned char kGuard = 0xA5;
 // Bytes after the object that are filled with the guard and checked too.
@@ -122,7 +121,7 @@ struct Target {
 std::string TargetName(const Target& t) { return t.device ? "DeviceMemory" : "Mapped" + HostKindName(t.kind); }
 std::vector<Target> Targets() {
   std::vector<Target> v = {Target{}};
-  for (HostKind k : kinds::AllHostKinds()) v.push_back(Target{false, k});
+  for (HostKind k : AllocatedAndRegisteredKinds()) v.push_back(Target{false, k});
   return v;
 }
 
@@ -190,7 +189,7 @@ class MemsetTest : public DriverApiGpuTest, public ::testing::WithParamInterface
   void SetUp() override {
     DriverApiGpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (!target().device && kinds::IsRegistered(target().kind))
+    if (!target().device && IsRegistered(target().kind))
       PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   }
   Api api() const { return std::get<0>(GetParam()); }
@@ -249,7 +248,7 @@ void MemsetTest::CheckEveryByte() {
   size_t capacity = 0;
   for (const Shape& s : shapes) capacity = std::max(capacity, LayoutFor(api(), s).bytes() + kTail);
   // One object per case, big enough for every shape; each shape starts from a fresh guard fill.
-  std::unique_ptr<HostBuffer> host;
+  std::unique_ptr<KindBuffer> host;
   DeviceBuffer device;
   unsigned char* base = nullptr;  // what the memset is given
   if (target().device) {
@@ -258,7 +257,7 @@ void MemsetTest::CheckEveryByte() {
     base = device.get();
   } else {
     std::string why;
-    host = HostBuffer::Make(target().kind, capacity, &why);
+    host = KindBuffer::Make(target().kind, capacity, &why);
     ASSERT_NE(host, nullptr) << why;
     base = host->dev();
   }
@@ -267,7 +266,7 @@ void MemsetTest::CheckEveryByte() {
     const Box& b = s.box;
     SCOPED_TRACE(std::to_string(s.count) + " elements (" + std::to_string(b.w) + " bytes) x " + std::to_string(b.h) +
                  " rows x " + std::to_string(b.d) + " slices");
-    const uint32_t value = kinds::ElementValue(CaseRng()(), kGuard);
+    const uint32_t value = pitched::ElementValue(CaseRng()(), kGuard);
     const Layout l = LayoutFor(api(), s);
     const Pos at = PosFor(api(), s);
     const size_t n = l.bytes() + kTail;
@@ -297,7 +296,7 @@ void MemsetTest::CheckEveryByte() {
     // The host reads mapped memory where it is cached; device memory, and write-combined memory
     // beyond 64 KiB (uncached host reads, R16), are read back by a copy whose bytes are compared.
     const void* actual = host ? static_cast<const void*>(host->host()) : nullptr;
-    if (!host || (kinds::IsWriteCombined(target().kind) && n > (size_t{64} << 10))) {
+    if (!host || (IsWriteCombined(target().kind) && n > (size_t{64} << 10))) {
       got.assign(n, 0);
       ASSERT_CUDA_OK(cudaMemcpy(got.data(), base, n, cudaMemcpyDefault));  // copy-check: next lines
       actual = got.data();

@@ -241,10 +241,10 @@ RC_GTEST_PROP(GeneratorTest, SizesStayInRange, (ByteSize s)) {
 // bytes), and its whole region and window can be written and read back. (heap_unaligned once
 // wrapped sizes <= 20 to ~2^64 bytes: the fill ran off the heap, SIGSEGV on the H200 run.)
 RC_GTEST_PROP(GeneratorTest, EveryRegionAndWindowOfEveryKindIsInsideItsMemory,
-              (HostMemoryKind kind, uint32_t seed)) {
+              (RegistrableKind kind, uint32_t seed)) {
   PAGELOCK_RULE("M03");
   const size_t want = *gen::BoundarySize(size_t{1} << 20);
-  auto region = HostRegion::Make(kind, want);
+  auto region = HostRegion::Make(kind.kind, want);
   RC_ASSERT(static_cast<bool>(region->data() != nullptr));
   RC_ASSERT(region->size() >= 1u);
   RC_ASSERT(region->size() <= std::max<size_t>(want, 100));

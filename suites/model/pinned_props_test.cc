@@ -44,11 +44,11 @@ size_t DeviceMismatches(const void* dev, size_t n, uint32_t seed) {
 }
 
 RC_GTEST_FIXTURE_PROP(PinnedProperty, RegisteredSubRangesRoundTripThroughTheDevicePointer,
-                      (HostMemoryKind kind, HostRegisterFlags flags, uint32_t seed)) {
+                      (RegistrableKind kind, HostRegisterFlags flags, uint32_t seed)) {
   if (!ready() || !Require(RequireAttr(cudaDevAttrHostRegisterSupported, 1))) return;
   PAGELOCK_RULE("R26,R28,R29,R53,R77");
   const size_t want = *gen::BoundarySize(size_t{1} << 20);
-  auto region = HostRegion::Make(kind, want);
+  auto region = HostRegion::Make(kind.kind, want);
   RC_ASSERT(static_cast<bool>(region->data() != nullptr));
   auto* base = static_cast<unsigned char*>(region->data());
   const Window w = *gen::WindowIn(region->size());
@@ -84,7 +84,7 @@ cudaStream_t MakeStream(StreamKind k, cudaStream_t* owned) {
   switch (k) {
     case StreamKind::kLegacyDefault: return cudaStreamLegacy;
     case StreamKind::kPerThreadDefault: return cudaStreamPerThread;
-    case StreamKind::kCreated: RC_ASSERT(cudaStreamCreate(owned) == cudaSuccess); return *owned;
+    case StreamKind::kBlocking: RC_ASSERT(cudaStreamCreate(owned) == cudaSuccess); return *owned;
     default: RC_ASSERT(cudaStreamCreateWithFlags(owned, cudaStreamNonBlocking) == cudaSuccess); return *owned;
   }
 }

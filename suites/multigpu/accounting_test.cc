@@ -78,7 +78,7 @@ class MultiGpuAccountingTest : public GpuTest {
       ASSERT_CUDA_OK(cudaHostAlloc(&p, 1 << 20, cudaHostAllocMapped));
       ASSERT_CUDA_OK(cudaFreeHost(p));
       if (RequireAttr(cudaDevAttrHostRegisterSupported, 1, d).met) {
-        auto warm = HostRegion::Make(HostMemoryKind::kAnonymousMmap, 1 << 20);
+        auto warm = HostRegion::Make(HostKind::kRegisteredMmap, 1 << 20);
         ASSERT_NE(warm->data(), nullptr) << warm->unavailable();
         ASSERT_CUDA_OK(cudaHostRegister(warm->data(), warm->size(), cudaHostRegisterMapped));
         ASSERT_CUDA_OK(cudaHostUnregister(warm->data()));
@@ -129,7 +129,7 @@ TEST_F(MultiGpuAccountingTest, EachGpusPinningStressReturnsThePinBalanceAndMemAv
       unsigned char* host = nullptr;
       if (i % 2 == 1 && can_register) {
         std::string why;
-        registered.push_back(HostRegistration::Make(HostMemoryKind::kAnonymousMmap, kChunk, cudaHostRegisterMapped, &why));
+        registered.push_back(HostRegistration::Make(HostKind::kRegisteredMmap, kChunk, cudaHostRegisterMapped, &why));
         ASSERT_CUDA_OK(registered.back().status()) << gpu << "chunk " << i;
         ASSERT_NE(registered.back().host(), nullptr) << why;
         host = registered.back().host();

@@ -28,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fixtures/host_kinds.h"
 #include "fixtures/io_uring.h"
 #include "fixtures/page_sources.h"
 #include "fixtures/resources.h"
@@ -40,29 +41,27 @@ namespace {
 
 constexpr size_t kBytes = size_t{1} << 20;
 
-enum class Kind { kHostAllocDefault, kHostAllocMapped, kHostAllocWriteCombined, kRegistered };
-
-std::string KindName(Kind k) {
-  switch (k) {
-    case Kind::kHostAllocDefault: return "hostalloc_default";
-    case Kind::kHostAllocMapped: return "hostalloc_mapped";
-    case Kind::kHostAllocWriteCombined: return "hostalloc_write_combined";
-    case Kind::kRegistered: return "registered";
-  }
-  return "?";
+// The kinds: cudaHostAlloc Default, Mapped and Mapped|WriteCombined, and an anonymous mmap
+// registered Mapped. Their names in this family's case ids, which predate the kit's names:
+std::string KindName(HostKind k) {
+  static const Spelling<HostKind> kCaseName(HostKindName, {{HostKind::kHostAllocDefault, "hostalloc_default"},
+                                                           {HostKind::kHostAllocMapped, "hostalloc_mapped"},
+                                                           {HostKind::kHostAllocMappedWriteCombined, "hostalloc_write_combined"},
+                                                           {HostKind::kRegisteredMmap, "registered"}});
+  return kCaseName(k);
 }
 
 // The CUDA-pinned buffer of one kind; Release() ends CUDA's pin (cudaFreeHost: the memory goes;
 // cudaHostUnregister: the anonymous mapping stays until the end of the case).
 class CudaPinned {
  public:
-  explicit CudaPinned(Kind k) : kind_(k) {}
+  explicit CudaPinned(HostKind k) : kind_(k) {}
   ~CudaPinned() {
     Release();
     if (map_) munmap(map_, kBytes);
   }
   cudaError_t Make() {
-    if (kind_ == Kind::kRegistered) {
+    if (IsRegistered(kind_)) {
       void* m = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
       map_ = static_cast<unsigned char*>(m);
@@ -71,11 +70,8 @@ class CudaPinned {
       if (e == cudaSuccess) reg_ = HostRegistration::Adopt(map_, kBytes);
       return e;
     }
-    const unsigned flags = kind_ == Kind::kHostAllocDefault ? cudaHostAllocDefault
-                           : kind_ == Kind::kHostAllocMapped ? cudaHostAllocMapped
-                                                              : cudaHostAllocWriteCombined | cudaHostAllocMapped;
     void* p = nullptr;
-    const cudaError_t e = cudaHostAlloc(&p, kBytes, flags);
+    const cudaError_t e = cudaHostAlloc(&p, kBytes, HostAllocFlagsOf(kind_));
     if (e == cudaSuccess) alloc_ = PinnedBuffer::Adopt(p, kBytes);
     return e;
   }
@@ -88,7 +84,7 @@ class CudaPinned {
   bool MemoryOutlivesRelease() const { return map_ != nullptr; }
 
  private:
-  Kind kind_;
+  HostKind kind_;
   unsigned char* map_ = nullptr;
   HostRegistration reg_;
   PinnedBuffer alloc_;
@@ -116,7 +112,7 @@ std::string ErrnoName(int e) {
   }
 }
 
-class SecondPinTest : public PageStatesTest, public ::testing::WithParamInterface<Kind> {
+class SecondPinTest : public PageStatesTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   // The device writes the pattern of `seed` into the buffer through its alias.
   void DeviceWrites(unsigned char* host, uint32_t seed) {
@@ -157,7 +153,7 @@ TEST_P(SecondPinTest, ODirectReadsAndWritesThroughCudaPinnedMemoryAreExact) {
     if (PinExactnessProblem(before, after).empty()) {
       Observe("odirect_write_pins_acquired_pages", static_cast<long long>(after.acquired - before.acquired));
     }
-    if (w < 0 && GetParam() != Kind::kRegistered) {
+    if (w < 0 && GetParam() != HostKind::kRegisteredMmap) {
       // The kernel refused to pin the driver's mapping: the documented answer for memory outside
       // any pinnable VMA; recorded, and the buffer must be untouched and CUDA's pin intact.
       EXPECT_DOCUMENTED_ONE_OF("odirect_write", ErrnoName(werr), (std::vector<std::string>{"EFAULT", "EOPNOTSUPP"}),
@@ -188,14 +184,14 @@ TEST_P(SecondPinTest, ODirectReadsAndWritesThroughCudaPinnedMemoryAreExact) {
 
 enum class Order { kCudaFirst, kRingFirst };
 
-class FixedBufferTest : public PageStatesTest, public ::testing::WithParamInterface<std::tuple<Kind, Order>> {};
+class FixedBufferTest : public PageStatesTest, public ::testing::WithParamInterface<std::tuple<HostKind, Order>> {};
 
 // io_uring fixed buffers over CUDA-pinned memory: both pins at once, I/O through the ring in
 // both directions, then one pin released (CUDA's or the ring's) while the other still works,
 // then the other: the pin balance returns.
 TEST_P(FixedBufferTest, IoUringFixedBuffersOverCudaPinnedMemoryWorkAndReleaseInEitherOrder) {
   PAGELOCK_RULE("V06");
-  const Kind kind = std::get<0>(GetParam());
+  const HostKind kind = std::get<0>(GetParam());
   const Order order = std::get<1>(GetParam());
   std::string why;
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
@@ -216,7 +212,7 @@ TEST_P(FixedBufferTest, IoUringFixedBuffersOverCudaPinnedMemoryWorkAndReleaseInE
     ASSERT_CUDA_OK(e);
     ASSERT_CUDA_OK(DeviceFill(dev, kBytes, seed));
     const int reg = ring->RegisterBuffers({iovec{buf.host(), kBytes}});
-    if (reg != 0 && kind != Kind::kRegistered) {
+    if (reg != 0 && kind != HostKind::kRegisteredMmap) {
       EXPECT_DOCUMENTED_ONE_OF("io_uring_register_buffers", ErrnoName(-reg),
                                (std::vector<std::string>{"EFAULT", "EOPNOTSUPP"}),
                                "io_uring_register(2) IORING_REGISTER_BUFFERS");
@@ -266,18 +262,18 @@ TEST_P(FixedBufferTest, IoUringFixedBuffersOverCudaPinnedMemoryWorkAndReleaseInE
 }
 
 #ifdef PAGELOCK_STRESS_TIER
-const auto kKinds = ::testing::Values(Kind::kRegistered, Kind::kHostAllocDefault, Kind::kHostAllocMapped,
-                                      Kind::kHostAllocWriteCombined);
+const auto kKinds = ::testing::Values(HostKind::kRegisteredMmap, HostKind::kHostAllocDefault, HostKind::kHostAllocMapped,
+                                      HostKind::kHostAllocMappedWriteCombined);
 #else
-const auto kKinds = ::testing::Values(Kind::kRegistered);
+const auto kKinds = ::testing::Values(HostKind::kRegisteredMmap);
 #endif
 
 INSTANTIATE_TEST_SUITE_P(EachKind, SecondPinTest, kKinds,
-                         [](const ::testing::TestParamInfo<Kind>& i) { return KindName(i.param); });
+                         [](const ::testing::TestParamInfo<HostKind>& i) { return KindName(i.param); });
 
 INSTANTIATE_TEST_SUITE_P(EachKindAndOrder, FixedBufferTest,
                          ::testing::Combine(kKinds, ::testing::Values(Order::kCudaFirst, Order::kRingFirst)),
-                         [](const ::testing::TestParamInfo<std::tuple<Kind, Order>>& i) {
+                         [](const ::testing::TestParamInfo<std::tuple<HostKind, Order>>& i) {
                            return KindName(std::get<0>(i.param)) +
                                   (std::get<1>(i.param) == Order::kCudaFirst ? "_cuda_first" : "_ring_first");
                          });

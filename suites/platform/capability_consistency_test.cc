@@ -62,7 +62,7 @@ TEST_F(CapabilityConsistencyTest, HostRegisterSupportedAgreesWithARegistration) 
   PAGELOCK_RULE("R105");
   const int attr = device().Attr(cudaDevAttrHostRegisterSupported);
   Observe("host_register_supported", attr);
-  auto region = HostRegion::Make(HostMemoryKind::kHeapPageAligned, kSize);
+  auto region = HostRegion::Make(HostKind::kRegisteredMalloc, kSize);
   ASSERT_NE(region->data(), nullptr) << region->unavailable();
   const cudaError_t e = cudaHostRegister(region->data(), kSize, cudaHostRegisterMapped);
   if (attr == 1) {

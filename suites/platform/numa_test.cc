@@ -112,7 +112,7 @@ TEST_F(NumaTest, RegisteredPagesStayResidentOnEveryNodeTheyWereFirstTouchedOn) {
     // between the first touch and the registration.
     numa::ThreadBind bind(node);
     ASSERT_EQ(bind.error(), "");
-    auto region = HostRegion::Make(HostMemoryKind::kAnonymousMmap, kBytes);  // the first touch
+    auto region = HostRegion::Make(HostKind::kRegisteredMmap, kBytes);  // the first touch
     ASSERT_NE(region->data(), nullptr) << region->unavailable();
     std::vector<int> before, after;
     std::string why;

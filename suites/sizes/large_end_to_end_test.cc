@@ -61,7 +61,7 @@ TEST_F(LargeEndToEndTest, AGibibyteAllocationAndRegistrationRoundTripEveryByteTh
   // Each pin: success, or a clean cudaErrorMemoryAllocation (R06; no per-call minimum is
   // documented), recorded as observation "pin_cudaHostAlloc" / "pin_cudaHostRegister".
   PinnedBuffer alloc(kSize, cudaHostAllocMapped);
-  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostAlloc", alloc.status(), sizes::PinRoute::kHostAlloc,
+  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostAlloc", alloc.status(), PinRoute::kHostAlloc,
                                      "cudaHostAlloc(Mapped) of 1 GiB")) {
     return;
   }
@@ -72,7 +72,7 @@ TEST_F(LargeEndToEndTest, AGibibyteAllocationAndRegistrationRoundTripEveryByteTh
   Mapping map(kSize, /*huge_aligned=*/true);
   ASSERT_NE(map.data(), nullptr) << "mmap of 1 GiB failed";
   HostRegistration reg(map.data(), kSize, cudaHostRegisterMapped);
-  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostRegister", reg.status(), sizes::PinRoute::kHostRegister,
+  if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostRegister", reg.status(), PinRoute::kHostRegister,
                                      "cudaHostRegister(Mapped) of a 1 GiB anonymous mmap")) {
     return;
   }

@@ -20,6 +20,7 @@
 
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/resources.h"
 #include "kernels/sizes/size_kernels.h"
@@ -37,18 +38,23 @@ constexpr size_t kFourGiB = size_t{4} << 30;
 constexpr size_t kGuard = 64;
 constexpr unsigned char kGuardByte = 0x5A;
 
-enum class Route { kHostAlloc, kHostRegister };
-const char* RouteName(Route r) { return r == Route::kHostAlloc ? "cudaHostAllocMapped" : "cudaHostRegisterMapped"; }
+// The routes: cudaHostAlloc(Mapped), or cudaHostRegister(Mapped) of an anonymous mmap. Their
+// names in this family's case ids, which predate the kit's names:
+std::string RouteName(PinRoute r) {
+  static const Spelling<PinRoute> kCaseName(PinRouteName, {{PinRoute::kHostAlloc, "cudaHostAllocMapped"},
+                                                           {PinRoute::kHostRegister, "cudaHostRegisterMapped"}});
+  return kCaseName(r);
+}
 
 size_t Size() { return kFourGiB + PageSize(); }
 
-class Past4GiBTest : public GpuTest, public ::testing::WithParamInterface<Route> {
+class Past4GiBTest : public GpuTest, public ::testing::WithParamInterface<PinRoute> {
  protected:
   // Pins Size() bytes by the route (NotSupported where the host or device cannot hold the
   // case); host_ and dev_ are its two addresses. Where the driver refused the pin (cleanly: a
   // WARN; else a failure) not_pinned_ is set and the case stops.
   void Pin(size_t device_bytes) {
-    if (GetParam() == Route::kHostRegister) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (GetParam() == PinRoute::kHostRegister) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
     PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 1));
     const std::string host_short = sizes::HostMemoryShortfall(Size(), static_cast<size_t>(DefaultFloorBytes()));
     if (!host_short.empty()) PAGELOCK_NOT_SUPPORTED(host_short);
@@ -61,9 +67,9 @@ class Past4GiBTest : public GpuTest, public ::testing::WithParamInterface<Route>
     // Success, or a clean cudaErrorMemoryAllocation (R06; no per-call minimum is documented):
     // the result is recorded as observation "pin".
     not_pinned_ = true;
-    if (GetParam() == Route::kHostAlloc) {
+    if (GetParam() == PinRoute::kHostAlloc) {
       alloc_ = PinnedBuffer(Size(), cudaHostAllocMapped);
-      if (!sizes::PinnedOrRefusedCleanly("pin", alloc_.status(), sizes::PinRoute::kHostAlloc,
+      if (!sizes::PinnedOrRefusedCleanly("pin", alloc_.status(), PinRoute::kHostAlloc,
                                          "cudaHostAlloc(Mapped) of 4 GiB + 1 page")) {
         return;
       }
@@ -72,7 +78,7 @@ class Past4GiBTest : public GpuTest, public ::testing::WithParamInterface<Route>
       map_ = std::make_unique<Mapping>(Size());
       ASSERT_NE(map_->data(), nullptr) << "mmap of 4 GiB + 1 page failed";
       reg_ = HostRegistration(map_->data(), Size(), cudaHostRegisterMapped);
-      if (!sizes::PinnedOrRefusedCleanly("pin", reg_.status(), sizes::PinRoute::kHostRegister,
+      if (!sizes::PinnedOrRefusedCleanly("pin", reg_.status(), PinRoute::kHostRegister,
                                          "cudaHostRegister(Mapped) of 4 GiB + 1 page")) {
         return;
       }
@@ -230,8 +236,8 @@ TEST_P(Past4GiBTest, CopiesAtOffsetsPast4GiBDeliverTheWindowAndNothingElse) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Routes, Past4GiBTest, ::testing::Values(Route::kHostAlloc, Route::kHostRegister),
-                         [](const ::testing::TestParamInfo<Route>& i) { return std::string(RouteName(i.param)); });
+INSTANTIATE_TEST_SUITE_P(Routes, Past4GiBTest, ::testing::Values(PinRoute::kHostAlloc, PinRoute::kHostRegister),
+                         [](const ::testing::TestParamInfo<PinRoute>& i) { return std::string(RouteName(i.param)); });
 
 }  // namespace
 }  // namespace pagelock

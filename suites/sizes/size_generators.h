@@ -1,9 +1,9 @@
 // RapidCheck generators of the size property (fixtures/generators.h stays as it is):
 //   LogSize    1 byte to 4 GiB, log-uniform (as many cases under 4 KiB as between 1 and 4 GiB);
 //              it shrinks towards 1 byte
-//   SizeRoute  how the memory is had: cudaHostAlloc with any of its 8 flag combinations,
-//              cudaMallocHost, or cudaHostRegister of an anonymous mmap with any of its
-//              Portable/Mapped combinations
+//   SizeRoute  how the memory is had (a PinRoute and its flags): cudaHostAlloc with any of its 8
+//              flag combinations, cudaMallocHost, or cudaHostRegister of an anonymous mmap with
+//              any of its Portable/Mapped combinations
 // Both show themselves readably, so a shrunk counterexample can be read and replayed.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <ostream>
 
 #include "fixtures/flags.h"
+#include "fixtures/host_kinds.h"
 
 namespace pagelock {
 namespace sizes {
@@ -25,23 +26,25 @@ struct LogSize {
   size_t bytes = 1;
 };
 
-enum class RouteKind { kHostAlloc, kMallocHost, kRegisteredMmap };
+// A route (fixtures/host_kinds.h): cudaHostAlloc, cudaMallocHost, or cudaHostRegister of an
+// anonymous mmap; with its flags.
 struct SizeRoute {
-  RouteKind kind = RouteKind::kMallocHost;
+  PinRoute route = PinRoute::kMallocHost;
   unsigned flags = 0;  // cudaHostAlloc flags, or cudaHostRegister flags
   bool mapped() const {
-    return (kind == RouteKind::kHostAlloc && (flags & cudaHostAllocMapped)) ||
-           (kind == RouteKind::kRegisteredMmap && (flags & cudaHostRegisterMapped));
+    return (route == PinRoute::kHostAlloc && (flags & cudaHostAllocMapped)) ||
+           (route == PinRoute::kHostRegister && (flags & cudaHostRegisterMapped));
   }
-  bool write_combined() const { return kind == RouteKind::kHostAlloc && (flags & cudaHostAllocWriteCombined); }
+  bool write_combined() const { return route == PinRoute::kHostAlloc && (flags & cudaHostAllocWriteCombined); }
 };
 
 inline void showValue(const LogSize& s, std::ostream& os) { os << "LogSize{" << s.bytes << "}"; }
 inline void showValue(const SizeRoute& r, std::ostream& os) {
-  switch (r.kind) {
-    case RouteKind::kHostAlloc: os << "cudaHostAlloc{" << HostAllocFlagsName(r.flags) << "}"; break;
-    case RouteKind::kMallocHost: os << "cudaMallocHost{}"; break;
-    case RouteKind::kRegisteredMmap: os << "cudaHostRegister(mmap){" << HostRegisterFlagsName(r.flags) << "}"; break;
+  switch (r.route) {
+    case PinRoute::kHostAlloc: os << "cudaHostAlloc{" << HostAllocFlagsName(r.flags) << "}"; break;
+    case PinRoute::kMallocHost: os << "cudaMallocHost{}"; break;
+    case PinRoute::kHostRegister: os << "cudaHostRegister(mmap){" << HostRegisterFlagsName(r.flags) << "}"; break;
+    default: os << PinRouteName(r.route) << "{}"; break;
   }
 }
 
@@ -75,12 +78,12 @@ struct Arbitrary<pagelock::sizes::LogSize> {
 template <>
 struct Arbitrary<pagelock::sizes::SizeRoute> {
   static Gen<pagelock::sizes::SizeRoute> arbitrary() {
-    using pagelock::sizes::RouteKind;
+    using pagelock::PinRoute;
     using pagelock::sizes::SizeRoute;
     return gen::oneOf(
-        gen::map(gen::inRange(0u, 8u), [](unsigned f) { return SizeRoute{RouteKind::kHostAlloc, f}; }),
-        gen::just(SizeRoute{RouteKind::kMallocHost, 0}),
-        gen::map(gen::inRange(0u, 4u), [](unsigned f) { return SizeRoute{RouteKind::kRegisteredMmap, f}; }));
+        gen::map(gen::inRange(0u, 8u), [](unsigned f) { return SizeRoute{PinRoute::kHostAlloc, f}; }),
+        gen::just(SizeRoute{PinRoute::kMallocHost, 0}),
+        gen::map(gen::inRange(0u, 4u), [](unsigned f) { return SizeRoute{PinRoute::kHostRegister, f}; }));
   }
 };
 

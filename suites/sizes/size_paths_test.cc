@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/resources.h"
 #include "kernels/sizes/size_kernels.h"
@@ -34,18 +35,16 @@ constexpr size_t kBuffer = 8 * kMiB;
 constexpr size_t kGuard = 64;
 constexpr unsigned char kGuardByte = 0xA5;
 
-enum class Source { kPinned, kPageable, kRegistered };
+// The sources (fixtures/host_kinds.h): cudaMallocHost, and a 2 MiB aligned anonymous mapping with
+// transparent huge pages asked for, pageable or registered (cudaHostRegisterDefault).
 enum class Api { kMemcpy, kMemcpyAsyncNonBlocking };
 
-const char* SourceName(Source s) {
-  switch (s) {
-    case Source::kPinned: return "Pinned";
-    case Source::kPageable: return "Pageable";
-    case Source::kRegistered: return "Registered";
-  }
-  return "?";
-}
-const char* ApiName(Api a) { return a == Api::kMemcpy ? "Memcpy" : "MemcpyAsyncNonBlocking"; }
+// The sources' names in this family's case ids, which predate the kit's names.
+std::string SourceCaseName(HostKind s) {
+  static const Spelling<HostKind> kCaseName(HostKindName, {{HostKind::kMallocHost, "Pinned"},
+                                                           {HostKind::kRegisteredMmap, "Registered"}});
+  return kCaseName(s);
+}const char* ApiName(Api a) { return a == Api::kMemcpy ? "Memcpy" : "MemcpyAsyncNonBlocking"; }
 
 // Where a window sits: `delta` bytes from the start of the buffer's usable part, or from the
 // first 4 KiB or 2 MiB boundary of the host address after it.
@@ -84,9 +83,9 @@ size_t Offset(const Window& w, const unsigned char* host) {
   return static_cast<size_t>(at - reinterpret_cast<uintptr_t>(host)) + w.delta;
 }
 
-class SizePathsTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Source, Api>> {
+class SizePathsTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<HostKind, Api>> {
  protected:
-  Source source() const { return std::get<0>(GetParam()); }
+  HostKind source() const { return std::get<0>(GetParam()); }
   Api api() const { return std::get<1>(GetParam()); }
 
   // The copy under test, completed before it returns.
@@ -105,12 +104,12 @@ class SizePathsTest : public GpuTest, public ::testing::WithParamInterface<std::
 TEST_P(SizePathsTest, CopiesAtPathThresholdsAndPageBoundariesDeliverEveryByteAndNothingElse) {
   PAGELOCK_RULE("R112,R76,S01");
   PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrCanMapHostMemory, 1));  // the mismatch counters are mapped
-  if (source() == Source::kRegistered) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (source() == HostKind::kRegisteredMmap) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   PinnedBuffer pinned;
   std::unique_ptr<Mapping> map;
   HostRegistration reg;
   unsigned char* host = nullptr;
-  if (source() == Source::kPinned) {
+  if (source() == HostKind::kMallocHost) {
     pinned = PinnedBuffer::MallocHost(kBuffer);
     ASSERT_CUDA_OK(pinned.status());
     host = pinned.host();
@@ -118,7 +117,7 @@ TEST_P(SizePathsTest, CopiesAtPathThresholdsAndPageBoundariesDeliverEveryByteAnd
     map = std::make_unique<Mapping>(kBuffer, /*huge_aligned=*/true);
     ASSERT_NE(map->data(), nullptr) << "mmap failed";
     host = map->data();
-    if (source() == Source::kRegistered) {
+    if (source() == HostKind::kRegisteredMmap) {
       reg = HostRegistration(host, kBuffer, cudaHostRegisterDefault);
       ASSERT_CUDA_OK(reg.status());
     }
@@ -137,7 +136,7 @@ TEST_P(SizePathsTest, CopiesAtPathThresholdsAndPageBoundariesDeliverEveryByteAnd
     ASSERT_LE(off + w.n + kGuard, kBuffer) << w.name;
     ASSERT_GE(off, kGuard) << w.name;
     const std::string what = std::string(w.name) + " (offset " + std::to_string(off) + ", " + std::to_string(w.n) +
-                             " bytes, " + SourceName(source()) + ", " + ApiName(api()) + ")";
+                             " bytes, " + SourceCaseName(source()) + ", " + ApiName(api()) + ")";
     const uint64_t seed = CaseRng()();
 
     // Host to device: the host fills the window, the device's window and guards start as guards.
@@ -171,10 +170,10 @@ TEST_P(SizePathsTest, CopiesAtPathThresholdsAndPageBoundariesDeliverEveryByteAnd
 
 INSTANTIATE_TEST_SUITE_P(
     SourcesAndApis, SizePathsTest,
-    ::testing::Combine(::testing::Values(Source::kPinned, Source::kPageable, Source::kRegistered),
+    ::testing::Combine(::testing::Values(HostKind::kMallocHost, HostKind::kPageable, HostKind::kRegisteredMmap),
                        ::testing::Values(Api::kMemcpy, Api::kMemcpyAsyncNonBlocking)),
-    [](const ::testing::TestParamInfo<std::tuple<Source, Api>>& i) {
-      return std::string(SourceName(std::get<0>(i.param))) + "_" + ApiName(std::get<1>(i.param));
+    [](const ::testing::TestParamInfo<std::tuple<HostKind, Api>>& i) {
+      return SourceCaseName(std::get<0>(i.param)) + "_" + ApiName(std::get<1>(i.param));
     });
 
 }  // namespace

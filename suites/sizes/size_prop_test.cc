@@ -30,7 +30,6 @@ namespace pagelock {
 namespace {
 
 using sizes::LogSize;
-using sizes::RouteKind;
 using sizes::SizeRoute;
 
 constexpr size_t kGuard = 64;
@@ -81,7 +80,7 @@ RC_GTEST_FIXTURE_PROP(SizesProperty, AnySizeAndRouteCarriesEveryByteOfAnyWindowB
   RC_CLASSIFY(n > (size_t{1} << 30), "over 1 GiB");
   RC_CLASSIFY(route.mapped(), "mapped");
   if (!Require(RequireAttr(cudaDevAttrCanMapHostMemory, 1))) return;  // the mismatch counters are mapped
-  if (route.kind == RouteKind::kRegisteredMmap && !Require(RequireAttr(cudaDevAttrHostRegisterSupported, 1))) return;
+  if (route.route == PinRoute::kHostRegister && !Require(RequireAttr(cudaDevAttrHostRegisterSupported, 1))) return;
   if (!MayRun(n)) return;
 
   // The memory, by the route; released (unregistered first) when an RC_ASSERT throws, too.
@@ -90,7 +89,7 @@ RC_GTEST_FIXTURE_PROP(SizesProperty, AnySizeAndRouteCarriesEveryByteOfAnyWindowB
   HostRegistration reg;
   unsigned char* host = nullptr;
   if (!Require(RequireAttr(cudaDevAttrCanMapHostMemory, 1))) return;  // the mismatch counters are mapped
-  if (route.kind == RouteKind::kRegisteredMmap) {
+  if (route.route == PinRoute::kHostRegister) {
     map = std::make_unique<sizes::Mapping>(n);
     RC_ASSERT(map->data() != nullptr);
     RC_ASSERT(cudaHostRegister(map->data(), n, route.flags) == cudaSuccess);
@@ -98,7 +97,7 @@ RC_GTEST_FIXTURE_PROP(SizesProperty, AnySizeAndRouteCarriesEveryByteOfAnyWindowB
     host = map->data();
   } else {
     void* p = nullptr;
-    RC_ASSERT((route.kind == RouteKind::kMallocHost ? cudaMallocHost(&p, n) : cudaHostAlloc(&p, n, route.flags)) ==
+    RC_ASSERT((route.route == PinRoute::kMallocHost ? cudaMallocHost(&p, n) : cudaHostAlloc(&p, n, route.flags)) ==
               cudaSuccess);
     pinned = PinnedBuffer::Adopt(p, n);
     host = static_cast<unsigned char*>(p);

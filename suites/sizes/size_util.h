@@ -12,6 +12,7 @@
 #include <string>
 
 #include "fixtures/cuda_check.h"
+#include "fixtures/host_kinds.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
@@ -116,10 +117,9 @@ inline std::string DeviceMemoryShortfall(size_t bytes) {
          " MiB) is below the " + std::to_string(bytes >> 20) + " MiB this case copies into";
 }
 
-// The two ways the size suites pin: cudaHostAlloc, or cudaHostRegister of an anonymous mmap.
-enum class PinRoute { kHostAlloc, kHostRegister };
-
-// Judges one large pin (a size MemAvailable holds) as the documentation allows. cudaHostAlloc
+// Judges one large pin (a size MemAvailable holds) as the documentation allows. The size suites
+// pin by two routes (fixtures/host_kinds.h): PinRoute::kHostAlloc (cudaHostAlloc), or
+// PinRoute::kHostRegister (cudaHostRegister of an anonymous mmap). cudaHostAlloc
 // and cudaHostRegister (cuda_runtime_api.h, 13.0) both list "::cudaErrorMemoryAllocation" among
 // their results, and no size that one call must pin is documented (R06: memory that cannot be
 // pinned is an allocation error; R47: r580 refuses one call of 2^39 bytes whatever RAM is free).
@@ -129,7 +129,7 @@ enum class PinRoute { kHostAlloc, kHostRegister };
 // it is then a WARN naming `what` (the case's byte checks cannot run). Any other error, or a
 // refusal that leaves an error behind (sticky), fails the case. True where the pin succeeded.
 inline bool PinnedOrRefusedCleanly(const std::string& key, cudaError_t e, PinRoute route, const std::string& what) {
-  const std::string call = route == PinRoute::kHostAlloc ? "cudaHostAlloc" : "cudaHostRegister";
+  const std::string call = PinRouteName(route);
   // Records `key` and clears the thread's last error (read once: the refusal itself).
   const ::testing::AssertionResult documented = CheckDocumentedOneOf(
       key, e, {cudaSuccess, cudaErrorMemoryAllocation},

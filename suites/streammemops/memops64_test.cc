@@ -47,17 +47,15 @@
 #include "fixtures/bounded_wait.h"
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/host_kinds.h"
+#include "fixtures/kind_buffer.h"
 #include "fixtures/seed.h"
 #include "fixtures/time_scale.h"
-#include "suites/hostkinds/host_kinds.h"
 #include "suites/streammemops/wait_values.h"
 
 namespace pagelock {
 namespace {
 
-using kinds::HostBuffer;
-using kinds::HostKind;
-using kinds::HostKindName;
 
 using memops64::kOps;
 using memops64::Op;
@@ -76,12 +74,12 @@ constexpr double kReleaseBoundS = 10;
 
 std::string Hex(uint64_t v) { return ::pagelock::Hex(v, 16); }
 
-uint64_t* HostWord(const HostBuffer& b, size_t off) { return reinterpret_cast<uint64_t*>(b.host() + off); }
-CUdeviceptr DevWord(const HostBuffer& b, size_t off) { return reinterpret_cast<CUdeviceptr>(b.dev() + off); }
+uint64_t* HostWord(const KindBuffer& b, size_t off) { return reinterpret_cast<uint64_t*>(b.host() + off); }
+CUdeviceptr DevWord(const KindBuffer& b, size_t off) { return reinterpret_cast<CUdeviceptr>(b.dev() + off); }
 
 // The wait, a 64-bit write behind it and an event; a host thread satisfies the wait after a
 // delay. False when the stream could not be drained (the caller then stops and leaks).
-bool RunWait(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf, cudaStream_t s, Op op, bool flush,
+bool RunWait(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf, cudaStream_t s, Op op, bool flush,
              uint64_t random) {
   const std::string k = VariantName(op, flush) + ".";
   uint64_t* word = HostWord(buf, kWordOff);
@@ -123,7 +121,7 @@ bool RunWait(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf, 
 // An EQ wait on `waiter` that cuStreamWriteValue64 on `writer` should release; the writer then
 // writes a marker of its own, which lands whoever released the wait (the host's rescue stores
 // the awaited value itself, so the word alone would not show the writer's 64-bit write).
-bool RunWriter(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf, cudaStream_t waiter,
+bool RunWriter(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf, cudaStream_t waiter,
                cudaStream_t writer, uint64_t random) {
   const std::string k = "Writer.";
   uint64_t* word = HostWord(buf, kWriterWordOff);
@@ -170,7 +168,7 @@ bool RunWriter(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf
 // One cuStreamBatchMemOp: a 64-bit GEQ wait, then a 64-bit and a 32-bit write behind it in the
 // same batch ("The operations are enqueued in the order they appear in the array"). A driver
 // that runs a batch's writes before its wait, or writes 64-bit values as 32-bit ones, fails.
-bool RunBatch(ScenarioReport& report, const DriverApi& d, const HostBuffer& buf, cudaStream_t s, uint64_t random) {
+bool RunBatch(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf, cudaStream_t s, uint64_t random) {
   const std::string k = "Batch.";
   uint64_t* word = HostWord(buf, kBatchWordOff);
   uint64_t* done = HostWord(buf, kBatchDoneOff);
@@ -233,7 +231,7 @@ PAGELOCK_SCENARIO(MemOps64) {
   in >> kind >> seed >> flush_ok >> nor_ok;
   report.Error("init", cudaFree(nullptr));  // the primary context, current for the cu* calls
   std::string why;
-  auto buf = HostBuffer::Make(static_cast<HostKind>(kind), kBytes, &why);
+  auto buf = KindBuffer::Make(static_cast<HostKind>(kind), kBytes, &why);
   report.Set("make", buf ? "ok" : why);
   if (!buf) return;
   cudaStream_t s = nullptr, other = nullptr;
@@ -290,7 +288,7 @@ const HostKind kKinds[] = {HostKind::kHostAllocMapped, HostKind::kRegisteredMall
 class MemOps64Base : public DriverApiGpuTest {
  protected:
   void Require(HostKind kind) {
-    if (kinds::IsRegistered(kind)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (IsRegistered(kind)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
     PAGELOCK_REQUIRE(RequireDriverAttr(d, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
                                        "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS"));
   }
@@ -392,7 +390,7 @@ TEST_P(WriteValue64Test, FromAnotherStreamWritesAll64BitsAndAnEqualWaitHoldsUnti
   EXPECT_EQ(r.Get("free"), "cudaSuccess");
 }
 
-INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, WriteValue64Test, ::testing::ValuesIn(kKinds), kinds::HostKindParamName());
+INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, WriteValue64Test, ::testing::ValuesIn(kKinds), HostKindParamName());
 
 using BatchMemOpTest = WriteValue64Test;
 
@@ -413,7 +411,7 @@ TEST_P(BatchMemOpTest, WritesBehindAWaitInOneBatchLandOnlyOnceItIsSatisfiedAtThe
   EXPECT_EQ(r.Get("Batch.event_destroy"), "cudaSuccess");
 }
 
-INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, BatchMemOpTest, ::testing::ValuesIn(kKinds), kinds::HostKindParamName());
+INSTANTIATE_TEST_SUITE_P(PinnedAndRegistered, BatchMemOpTest, ::testing::ValuesIn(kKinds), HostKindParamName());
 
 }  // namespace
 }  // namespace pagelock

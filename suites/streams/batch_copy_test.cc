@@ -45,9 +45,7 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
-using streams::StreamKind;
+using streams::MemName;
 
 enum class Api { kRuntime, kDriver, kDriverFailIdx };
 enum class Order { kStream = 1, kDuringApiCall = 2, kAny = 3 };  // the enums' documented values
@@ -59,8 +57,8 @@ constexpr size_t kFailUnset = SIZE_MAX - 1;
 
 // One copy of a batch: where it reads and writes, and the seed of its source's bytes.
 struct Copy {
-  Buffer* src = nullptr;
-  Buffer* dst = nullptr;
+  KindBuffer* src = nullptr;
+  KindBuffer* dst = nullptr;
   size_t src_off = 0, dst_off = 0, size = 0;
   uint32_t seed = 0;
 };
@@ -166,24 +164,32 @@ class BatchCopyTest : public DriverApiGpuTest {
   }
 #endif  // PAGELOCK_BATCH_COPY
 
+  // Pools are made in the order of streams::HostMems(), device memory last.
+  struct InMatrixOrder {
+    static size_t Rank(HostKind k) {
+      const auto& v = streams::HostMems();
+      return static_cast<size_t>(std::find(v.begin(), v.end(), k) - v.begin());
+    }
+    bool operator()(HostKind a, HostKind b) const { return Rank(a) < Rank(b); }
+  };
   // A buffer of `kind` holding every window planned in it: Plan() the windows first, then Make().
   struct Pool {
-    Mem kind;
+    HostKind kind;
     size_t used = 0;
-    std::unique_ptr<Buffer> buf;
+    std::unique_ptr<KindBuffer> buf;
   };
   // Reserves `n` bytes (with guards either side, at an odd offset) in the pool of `kind`.
-  size_t Plan(std::map<Mem, Pool>* pools, Mem kind, size_t n) {
+  size_t Plan(std::map<HostKind, Pool, InMatrixOrder>* pools, HostKind kind, size_t n) {
     Pool& p = (*pools)[kind];
     p.kind = kind;
     const size_t off = p.used + kGuard + 1 + (p.used / 7) % 13;
     p.used = off + n + kGuard;
     return off;
   }
-  void Make(std::map<Mem, Pool>* pools) {
+  void Make(std::map<HostKind, Pool, InMatrixOrder>* pools) {
     for (auto& [kind, p] : *pools) {
       std::string why;
-      p.buf = Buffer::Make(kind, p.used, &why);
+      p.buf = KindBuffer::Make(kind, p.used, &why);
       ASSERT_NE(p.buf, nullptr) << why;
       ASSERT_CUDA_OK(checker_.FillByte(*p.buf, 0, p.used, kPoison));
     }
@@ -229,16 +235,16 @@ std::string OrderName(Order o) {
 const std::vector<size_t> kSizes = {1, 3, 4095, 4097, 65537, (size_t{1} << 20) + 13};
 
 // Every host kind and device memory both ways, device to device, and host to host.
-std::vector<std::pair<Mem, Mem>> Pairs() {
-  std::vector<std::pair<Mem, Mem>> v;
-  for (Mem m : streams::HostMems()) {
-    v.push_back({m, Mem::kDevice});
-    v.push_back({Mem::kDevice, m});
+std::vector<std::pair<HostKind, HostKind>> Pairs() {
+  std::vector<std::pair<HostKind, HostKind>> v;
+  for (HostKind m : streams::HostMems()) {
+    v.push_back({m, HostKind::kDevice});
+    v.push_back({HostKind::kDevice, m});
   }
-  v.push_back({Mem::kDevice, Mem::kDevice});
-  v.push_back({Mem::kPinned, Mem::kPageable});
-  v.push_back({Mem::kPageable, Mem::kPinned});
-  v.push_back({Mem::kRegisteredMmap, Mem::kPinnedMapped});
+  v.push_back({HostKind::kDevice, HostKind::kDevice});
+  v.push_back({HostKind::kHostAllocDefault, HostKind::kPageable});
+  v.push_back({HostKind::kPageable, HostKind::kHostAllocDefault});
+  v.push_back({HostKind::kRegisteredMmap, HostKind::kHostAllocMapped});
   return v;
 }
 
@@ -258,12 +264,12 @@ TEST_P(MixedBatchTest, EveryCopyOfAMixedBatchDeliversItsBytes) {
   const Api api = std::get<0>(GetParam());
   const Order order = std::get<1>(GetParam());
   if (!Usable(api)) return;
-  streams::Stream stream(std::get<2>(GetParam()));
+  KindStream stream(std::get<2>(GetParam()));
   ASSERT_CUDA_OK(stream.status());
-  std::map<Mem, Pool> src_pools, dst_pools;
-  std::vector<std::pair<Mem, Mem>> pairs = Pairs();
+  std::map<HostKind, Pool, InMatrixOrder> src_pools, dst_pools;
+  std::vector<std::pair<HostKind, HostKind>> pairs = Pairs();
   // Group 0: device sources; group 1: host sources (contiguous, as attrsIdxs requires).
-  std::stable_partition(pairs.begin(), pairs.end(), [](const auto& p) { return p.first == Mem::kDevice; });
+  std::stable_partition(pairs.begin(), pairs.end(), [](const auto& p) { return p.first == HostKind::kDevice; });
   std::vector<Copy> copies(pairs.size());
   const size_t shift = CaseRng()() % kSizes.size();
   for (size_t i = 0; i < pairs.size(); ++i) {
@@ -282,7 +288,7 @@ TEST_P(MixedBatchTest, EveryCopyOfAMixedBatchDeliversItsBytes) {
     c.dst = dst_pools[pairs[i].second].buf.get();
     FillSource(&c);
     b.Add(c.dst->ptr() + c.dst_off, c.src->ptr() + c.src_off, c.size);
-    if (pairs[i].first != Mem::kDevice && first_host == pairs.size()) first_host = i;
+    if (pairs[i].first != HostKind::kDevice && first_host == pairs.size()) first_host = i;
   }
   if (HasFatalFailure()) return;
   b.Group(0, static_cast<int>(Order::kStream));
@@ -298,10 +304,10 @@ INSTANTIATE_TEST_SUITE_P(
     RuntimeOnEveryStreamKind, MixedBatchTest,
     ::testing::Combine(::testing::Values(Api::kRuntime),
                        ::testing::Values(Order::kStream, Order::kDuringApiCall, Order::kAny),
-                       ::testing::Values(StreamKind::kPerThread, StreamKind::kBlocking, StreamKind::kNonBlocking)),
+                       ::testing::Values(StreamKind::kPerThreadDefault, StreamKind::kBlocking, StreamKind::kNonBlocking)),
     [](const auto& info) {
       return ApiName(std::get<0>(info.param)) + "_" + OrderName(std::get<1>(info.param)) + "_" +
-             streams::StreamName(std::get<2>(info.param));
+             StreamKindName(std::get<2>(info.param));
     });
 INSTANTIATE_TEST_SUITE_P(
     Driver, MixedBatchTest,
@@ -310,7 +316,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(StreamKind::kNonBlocking)),
     [](const auto& info) {
       return ApiName(std::get<0>(info.param)) + "_" + OrderName(std::get<1>(info.param)) + "_" +
-             streams::StreamName(std::get<2>(info.param));
+             StreamKindName(std::get<2>(info.param));
     });
 
 // Overwrites the stack below the caller's frame, where a returned function's locals were.
@@ -351,27 +357,27 @@ TEST_P(HeldStreamBatchTest, SourcesRewrittenAfterTheCallHoldTheBytesTheOrderProm
   OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
   const bool during = order == Order::kDuringApiCall;
-  std::vector<Mem> kinds;
-  for (Mem m : streams::HostMems()) {
-    if (during || streams::IsPinned(m)) kinds.push_back(m);
+  std::vector<HostKind> kinds;
+  for (HostKind m : streams::HostMems()) {
+    if (during || IsPinned(m)) kinds.push_back(m);
   }
-  std::map<Mem, Pool> src_pools, dst_pools;
+  std::map<HostKind, Pool, InMatrixOrder> src_pools, dst_pools;
   std::vector<Copy> copies(kinds.size());
   const size_t shift = CaseRng()() % kSizes.size();
   for (size_t i = 0; i < kinds.size(); ++i) {
     copies[i].size = kSizes[(i + shift) % kSizes.size()];
     copies[i].src_off = Plan(&src_pools, kinds[i], copies[i].size);
-    copies[i].dst_off = Plan(&dst_pools, Mem::kDevice, copies[i].size);
+    copies[i].dst_off = Plan(&dst_pools, HostKind::kDevice, copies[i].size);
   }
   constexpr size_t kStackBytes = (4 << 10) + 13;
-  const size_t stack_dst_off = during ? Plan(&dst_pools, Mem::kDevice, kStackBytes) : 0;
+  const size_t stack_dst_off = during ? Plan(&dst_pools, HostKind::kDevice, kStackBytes) : 0;
   Make(&src_pools);
   Make(&dst_pools);
   if (HasFatalFailure()) return;
   Batch b;
   for (size_t i = 0; i < kinds.size(); ++i) {
     copies[i].src = src_pools[kinds[i]].buf.get();
-    copies[i].dst = dst_pools[Mem::kDevice].buf.get();
+    copies[i].dst = dst_pools[HostKind::kDevice].buf.get();
     FillSource(&copies[i]);
     b.Add(copies[i].dst->ptr() + copies[i].dst_off, copies[i].src->ptr() + copies[i].src_off, copies[i].size);
   }
@@ -392,7 +398,7 @@ TEST_P(HeldStreamBatchTest, SourcesRewrittenAfterTheCallHoldTheBytesTheOrderProm
   size_t fail_idx = kFailUnset;
   const auto start = std::chrono::steady_clock::now();
   const cudaError_t e =
-      during ? IssueWithStackSource(api, b, dst_pools[Mem::kDevice].buf->ptr() + stack_dst_off, kStackBytes, stack_seed,
+      during ? IssueWithStackSource(api, b, dst_pools[HostKind::kDevice].buf->ptr() + stack_dst_off, kStackBytes, stack_seed,
                                     stream.get(), &fail_idx)
              : Issue(api, b, stream.get(), &fail_idx);
   const double call_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -421,7 +427,7 @@ TEST_P(HeldStreamBatchTest, SourcesRewrittenAfterTheCallHoldTheBytesTheOrderProm
   if (during) {
     Copy stack;
     stack.src = copies[0].src;  // for the message only
-    stack.dst = dst_pools[Mem::kDevice].buf.get();
+    stack.dst = dst_pools[HostKind::kDevice].buf.get();
     stack.dst_off = stack_dst_off;
     stack.size = kStackBytes;
     stack.seed = stack_seed;
@@ -440,15 +446,15 @@ class BatchApiTest : public BatchCopyTest, public ::testing::WithParamInterface<
  protected:
   // One pinned-to-device copy, checked: the stream works after a rejected call.
   void ExpectAValidBatchStillWorks(cudaStream_t s, const std::string& after) {
-    std::map<Mem, Pool> pools;
+    std::map<HostKind, Pool, InMatrixOrder> pools;
     Copy c;
     c.size = 4097;
-    c.src_off = Plan(&pools, Mem::kPinned, c.size);
-    c.dst_off = Plan(&pools, Mem::kDevice, c.size);
+    c.src_off = Plan(&pools, HostKind::kHostAllocDefault, c.size);
+    c.dst_off = Plan(&pools, HostKind::kDevice, c.size);
     Make(&pools);
     if (HasFatalFailure()) return;
-    c.src = pools[Mem::kPinned].buf.get();
-    c.dst = pools[Mem::kDevice].buf.get();
+    c.src = pools[HostKind::kHostAllocDefault].buf.get();
+    c.dst = pools[HostKind::kDevice].buf.get();
     FillSource(&c);
     Batch b;
     b.Add(c.dst->ptr() + c.dst_off, c.src->ptr() + c.src_off, c.size);
@@ -476,18 +482,18 @@ TEST_P(BatchApiTest, MisusedAttributesAndTheLegacyStreamAreInvalidValue) {
   if (!Usable(api)) return;
   OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
-  std::map<Mem, Pool> pools;
+  std::map<HostKind, Pool, InMatrixOrder> pools;
   std::vector<Copy> copies(4);
   for (Copy& c : copies) {
     c.size = 4097;
-    c.src_off = Plan(&pools, Mem::kPinned, c.size);
-    c.dst_off = Plan(&pools, Mem::kDevice, c.size);
+    c.src_off = Plan(&pools, HostKind::kHostAllocDefault, c.size);
+    c.dst_off = Plan(&pools, HostKind::kDevice, c.size);
   }
   Make(&pools);
   if (HasFatalFailure()) return;
   for (Copy& c : copies) {
-    c.src = pools[Mem::kPinned].buf.get();
-    c.dst = pools[Mem::kDevice].buf.get();
+    c.src = pools[HostKind::kHostAllocDefault].buf.get();
+    c.dst = pools[HostKind::kDevice].buf.get();
     FillSource(&c);
   }
   auto base = [&] {
@@ -583,19 +589,19 @@ TEST_P(BatchApiTest, ACopyWithANullDestinationIsInvalidValue) {
   if (!Usable(api)) return;
   OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
-  std::map<Mem, Pool> pools;
+  std::map<HostKind, Pool, InMatrixOrder> pools;
   std::vector<Copy> copies(3);
   for (Copy& c : copies) {
     c.size = 4097;
-    c.src_off = Plan(&pools, Mem::kPinned, c.size);
-    c.dst_off = Plan(&pools, Mem::kDevice, c.size);
+    c.src_off = Plan(&pools, HostKind::kHostAllocDefault, c.size);
+    c.dst_off = Plan(&pools, HostKind::kDevice, c.size);
   }
   Make(&pools);
   if (HasFatalFailure()) return;
   Batch b;
   for (Copy& c : copies) {
-    c.src = pools[Mem::kPinned].buf.get();
-    c.dst = pools[Mem::kDevice].buf.get();
+    c.src = pools[HostKind::kHostAllocDefault].buf.get();
+    c.dst = pools[HostKind::kDevice].buf.get();
     FillSource(&c);
     b.Add(c.dst->ptr() + c.dst_off, c.src->ptr() + c.src_off, c.size);
   }
@@ -621,19 +627,19 @@ TEST_P(BatchApiTest, EmptyBatchesAndZeroSizedCopies) {
   if (!Usable(api)) return;
   OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
-  std::map<Mem, Pool> pools;
+  std::map<HostKind, Pool, InMatrixOrder> pools;
   std::vector<Copy> copies(5);
   for (size_t i = 0; i < copies.size(); ++i) {
     copies[i].size = i % 2 ? 0 : 65537;
-    copies[i].src_off = Plan(&pools, Mem::kPinned, 65537);
-    copies[i].dst_off = Plan(&pools, Mem::kDevice, 65537);
+    copies[i].src_off = Plan(&pools, HostKind::kHostAllocDefault, 65537);
+    copies[i].dst_off = Plan(&pools, HostKind::kDevice, 65537);
   }
   Make(&pools);
   if (HasFatalFailure()) return;
   Batch b;
   for (Copy& c : copies) {
-    c.src = pools[Mem::kPinned].buf.get();
-    c.dst = pools[Mem::kDevice].buf.get();
+    c.src = pools[HostKind::kHostAllocDefault].buf.get();
+    c.dst = pools[HostKind::kDevice].buf.get();
     if (c.size) FillSource(&c);
     b.Add(c.dst->ptr() + c.dst_off, c.src->ptr() + c.src_off, c.size);
   }
@@ -679,12 +685,12 @@ TEST_P(BatchApiTest, HintsAndFlagsLeaveEveryByteAsCopied) {
   if (!Usable(api)) return;
   OwnedStream stream(cudaStreamNonBlocking);
   ASSERT_CUDA_OK(stream.status());
-  const std::vector<std::pair<Mem, Mem>> pairs = {{Mem::kPinned, Mem::kDevice},
-                                                  {Mem::kDevice, Mem::kPinnedMapped},
-                                                  {Mem::kPageable, Mem::kDevice},
-                                                  {Mem::kDevice, Mem::kPageable},
-                                                  {Mem::kRegisteredMalloc, Mem::kDevice}};
-  std::map<Mem, Pool> src_pools, dst_pools;
+  const std::vector<std::pair<HostKind, HostKind>> pairs = {{HostKind::kHostAllocDefault, HostKind::kDevice},
+                                                  {HostKind::kDevice, HostKind::kHostAllocMapped},
+                                                  {HostKind::kPageable, HostKind::kDevice},
+                                                  {HostKind::kDevice, HostKind::kPageable},
+                                                  {HostKind::kRegisteredMalloc, HostKind::kDevice}};
+  std::map<HostKind, Pool, InMatrixOrder> src_pools, dst_pools;
   std::vector<Copy> copies(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     copies[i].size = kSizes[(i + 2) % kSizes.size()];

@@ -19,10 +19,8 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
 using streams::Checker;
-using streams::Mem;
-using streams::StreamKind;
+using streams::MemName;
 
 enum class Api { kMemcpy, kMemcpyAsync, kMemcpy2DAsync, kMemset, kMemsetAsync };
 
@@ -50,12 +48,12 @@ bool IsAsync(Api a) { return a == Api::kMemcpyAsync || a == Api::kMemcpy2DAsync 
 // One case of the matrix: a host kind, an API and, for the async APIs, the stream kind it is
 // given (the synchronous APIs take no stream: `stream` is unused for them).
 struct MatrixCase {
-  Mem mem;
+  HostKind mem;
   Api api;
   StreamKind stream;
 };
 std::string StreamArgName(const MatrixCase& c) {
-  return IsAsync(c.api) ? streams::StreamName(c.stream) : "NoStreamArgument";
+  return IsAsync(c.api) ? StreamKindName(c.stream) : "NoStreamArgument";
 }
 void PrintTo(const MatrixCase& c, std::ostream* os) {
   *os << MemName(c.mem) << " " << ApiName(c.api) << " " << StreamArgName(c);
@@ -95,14 +93,14 @@ std::string DirName(Dir d) {
 
 class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<MatrixCase> {
  protected:
-  Mem mem() const { return GetParam().mem; }
+  HostKind mem() const { return GetParam().mem; }
   Api api() const { return GetParam().api; }
   bool IsMemset() const { return api() == Api::kMemset || api() == Api::kMemsetAsync; }
 
   std::vector<Dir> Dirs() const {
     if (IsMemset()) return {Dir::kMemsetHostAlias, Dir::kMemsetDeviceAlias};
     std::vector<Dir> d = {Dir::kH2D, Dir::kD2H, Dir::kH2H};
-    if (mem() != Mem::kPageable) {
+    if (mem() != HostKind::kPageable) {
       d.push_back(Dir::kAliasToDevice);
       d.push_back(Dir::kDeviceToAlias);
     }
@@ -112,11 +110,11 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<Matr
   // Runs one copy or memset of window w in direction d and checks every byte of the window and
   // the guard bytes on both sides. `inferred`: the copy is given cudaMemcpyDefault instead of
   // its direction's kind. `what` names the cell in failure messages.
-  void RunCell(Dir d, bool inferred, Window w, Buffer& host, Buffer& host2, Buffer& dev, Checker& check,
+  void RunCell(Dir d, bool inferred, Window w, KindBuffer& host, KindBuffer& host2, KindBuffer& dev, Checker& check,
                cudaStream_t stream, const std::string& what) {
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    Buffer* src = nullptr;
-    Buffer* dst = nullptr;
+    KindBuffer* src = nullptr;
+    KindBuffer* dst = nullptr;
     unsigned char* s = nullptr;
     unsigned char* t = nullptr;
     cudaMemcpyKind kind = cudaMemcpyDefault;
@@ -163,7 +161,7 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<Matr
     // S18: once cudaStreamSynchronize of the copy's stream returns, the host sees the whole
     // window; counted here, before anything else synchronises, where the host can read the
     // destination directly (write-combined memory is read on the device below, R16).
-    if (IsAsync(api()) && api() != Api::kMemcpy2DAsync && dst->host() && dst->kind() != Mem::kWriteCombined &&
+    if (IsAsync(api()) && api() != Api::kMemcpy2DAsync && dst->host() && dst->kind() != HostKind::kHostAllocMappedWriteCombined &&
         w.n <= 2 * (size_t{1} << 20)) {
       const size_t early = IsMemset() ? streams::HostCountByteMismatches(dst->host() + w.off, w.n, value)
                                       : streams::HostCountPattern(dst->host() + w.off, w.n, w.off, seed);
@@ -179,7 +177,7 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<Matr
       const size_t span = (rows - 1) * pitch + width + kGuardBytes;
       std::vector<unsigned char> copy(span);
       const unsigned char* view = dst->host() + w.off;
-      if (dst->dev() && (!dst->host() || dst->kind() == Mem::kWriteCombined)) {
+      if (dst->dev() && (!dst->host() || dst->kind() == HostKind::kHostAllocMappedWriteCombined)) {
         ASSERT_CUDA_OK(cudaMemcpy(copy.data(), dst->dev() + w.off, span, cudaMemcpyDefault)) << what;
         view = copy.data();  // copy-check: the rows and gaps below are counted on this readback
       }
@@ -216,23 +214,23 @@ class CopyMatrixTest : public GpuTest, public ::testing::WithParamInterface<Matr
 // cudaStreamSynchronize returns before the copy's bytes are visible fails this.
 TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) {
   PAGELOCK_RULE("R75,R76,S01,S18");
-  if (streams::IsRegistered(mem())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegistered(mem())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   size_t capacity = 0;
   // Only the first cells have the 64 MiB window: the other stream kinds pin no more than they use.
   for (Window w : Windows(api(), IsFirstCell(GetParam(), false)))
     capacity = std::max(capacity, w.off + w.n + kGuardBytes);
   std::string why;
-  auto host = Buffer::Make(mem(), capacity, &why);
+  auto host = KindBuffer::Make(mem(), capacity, &why);
   ASSERT_NE(host, nullptr) << why;
-  auto host2 = Buffer::Make(mem(), capacity, &why);
+  auto host2 = KindBuffer::Make(mem(), capacity, &why);
   ASSERT_NE(host2, nullptr) << why;
-  auto dev = Buffer::Make(Mem::kDevice, capacity, &why);
+  auto dev = KindBuffer::Make(HostKind::kDevice, capacity, &why);
   ASSERT_NE(dev, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
   // The synchronous APIs take no stream; their cells are checked after a created non-blocking
   // stream and the device are synchronised, as before the stream kinds were added.
-  streams::Stream stream_of_kind(IsAsync(api()) ? GetParam().stream : StreamKind::kNonBlocking);
+  KindStream stream_of_kind(IsAsync(api()) ? GetParam().stream : StreamKind::kNonBlocking);
   ASSERT_CUDA_OK(stream_of_kind.status());
   const cudaStream_t stream = stream_of_kind.get();
   int cells = 0;
@@ -251,7 +249,7 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
         // of 64 MiB would take seconds, so that one window is left to the other directions; the
         // added cells keep their write-combined host-to-host copies to 64 KiB + 1 for the same
         // reason (the cells that have always been there keep the 1 MiB window).
-        if (mem() == Mem::kWriteCombined && d == Dir::kH2H && w.n > (first ? kBig / 2 : size_t{65537})) continue;
+        if (mem() == HostKind::kHostAllocMappedWriteCombined && d == Dir::kH2H && w.n > (first ? kBig / 2 : size_t{65537})) continue;
         std::ostringstream what;
         what << MemName(mem()) << " " << ApiName(api()) << " on " << StreamArgName(GetParam()) << " "
              << DirName(d) << (inferred ? " cudaMemcpyDefault" : "") << " offset " << w.off << " length "
@@ -269,15 +267,15 @@ TEST_P(CopyMatrixTest, EveryByteOfEveryWindowArrivesAndNeighboursStayUntouched) 
 
 std::vector<MatrixCase> MatrixParams() {
   std::vector<MatrixCase> v;
-  for (Mem m : streams::HostMems()) {
+  for (HostKind m : streams::HostMems()) {
     for (Api a : {Api::kMemcpy, Api::kMemcpyAsync, Api::kMemcpy2DAsync, Api::kMemset, Api::kMemsetAsync}) {
       // Pageable memory has no device alias: cudaMemset cannot reach it where attr 88 = 0.
-      if (m == Mem::kPageable && (a == Api::kMemset || a == Api::kMemsetAsync)) continue;
+      if (m == HostKind::kPageable && (a == Api::kMemset || a == Api::kMemsetAsync)) continue;
       if (!IsAsync(a)) {
         v.push_back({m, a, StreamKind::kNonBlocking});
         continue;
       }
-      for (StreamKind k : streams::StreamKinds()) v.push_back({m, a, k});
+      for (StreamKind k : AllStreamKinds()) v.push_back({m, a, k});
     }
   }
   return v;
@@ -298,7 +296,7 @@ TEST_F(CopiesTest, AsyncCopiesOnEveryDeviceDeliverEveryByte) {
   PAGELOCK_REQUIRE(RequireDeviceCount(2));
   constexpr size_t kBytes = (size_t{4} << 20) + 7;
   std::string why;
-  auto host = Buffer::Make(Mem::kPinnedPortable, kBytes, &why);  // allocated with device 0 current
+  auto host = KindBuffer::Make(HostKind::kHostAllocPortable, kBytes, &why);  // allocated with device 0 current
   ASSERT_NE(host, nullptr) << why;
   const int count = static_cast<int>(Probe().devices.size());
   for (int d = 0; d < count; ++d) {

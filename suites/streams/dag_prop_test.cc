@@ -39,9 +39,6 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
-using streams::StreamKind;
 
 constexpr size_t kMaxBytes = size_t{256} << 10;
 constexpr int kMaxSteps = 24;
@@ -67,7 +64,7 @@ class StreamDagProperty : public GpuProperty {};
 // and the model.
 class Dag {
  public:
-  Dag(size_t n, std::vector<std::unique_ptr<Buffer>> bufs, std::vector<std::unique_ptr<streams::Stream>> ss,
+  Dag(size_t n, std::vector<std::unique_ptr<KindBuffer>> bufs, std::vector<std::unique_ptr<KindStream>> ss,
       cudaStream_t check)
       : n_(n), bufs_(std::move(bufs)), streams_(std::move(ss)), check_(check), frontier_(streams_.size()) {
     model_.assign(bufs_.size(), std::vector<unsigned char>(n_));
@@ -266,8 +263,8 @@ class Dag {
   }
 
   size_t n_;
-  std::vector<std::unique_ptr<Buffer>> bufs_;
-  std::vector<std::unique_ptr<streams::Stream>> streams_;
+  std::vector<std::unique_ptr<KindBuffer>> bufs_;
+  std::vector<std::unique_ptr<KindStream>> streams_;
   cudaStream_t check_;
   std::vector<Steps> frontier_;  // per stream: the steps that happen before its next step
   Steps host_;                   // the steps the host knows complete (and its own writes)
@@ -303,29 +300,29 @@ RC_GTEST_FIXTURE_PROP(StreamDagProperty, RandomEventDagsDeliverTheModelsBytes, (
   const bool can_register = RequireAttr(cudaDevAttrHostRegisterSupported, 1).met;
   const size_t n = *gen::BoundarySize(kMaxBytes);
 
-  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::unique_ptr<KindBuffer>> bufs;
   const int nbuf = *rc::gen::inRange(2, 5);
   for (int b = 0; b < nbuf; ++b) {
-    Mem m = *rc::gen::element(Mem::kPinnedMapped, Mem::kRegisteredMalloc, Mem::kDevice);
-    if (m == Mem::kRegisteredMalloc && !can_register) m = Mem::kPinnedMapped;
-    RC_CLASSIFY(m == Mem::kRegisteredMalloc, "registered");
+    HostKind m = *rc::gen::element(HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc, HostKind::kDevice);
+    if (m == HostKind::kRegisteredMalloc && !can_register) m = HostKind::kHostAllocMapped;
+    RC_CLASSIFY(m == HostKind::kRegisteredMalloc, "registered");
     std::string why;
-    bufs.push_back(Buffer::Make(m, n, &why));
+    bufs.push_back(KindBuffer::Make(m, n, &why));
     if (!bufs.back()) RC_FAIL(streams::MemName(m) + " of " + std::to_string(n) + " bytes: " + why);
   }
-  std::vector<std::unique_ptr<streams::Stream>> ss;
+  std::vector<std::unique_ptr<KindStream>> ss;
   const int nstreams = *rc::gen::inRange(2, 5);
   bool per_thread = false;
   std::ostringstream kinds;
   for (int s = 0; s < nstreams; ++s) {
-    StreamKind k = *rc::gen::element(StreamKind::kBlocking, StreamKind::kNonBlocking, StreamKind::kPerThread);
-    if (k == StreamKind::kPerThread && per_thread) k = StreamKind::kNonBlocking;  // there is one
-    per_thread |= k == StreamKind::kPerThread;
-    ss.push_back(std::make_unique<streams::Stream>(k));
+    StreamKind k = *rc::gen::element(StreamKind::kBlocking, StreamKind::kNonBlocking, StreamKind::kPerThreadDefault);
+    if (k == StreamKind::kPerThreadDefault && per_thread) k = StreamKind::kNonBlocking;  // there is one
+    per_thread |= k == StreamKind::kPerThreadDefault;
+    ss.push_back(std::make_unique<KindStream>(k));
     RC_ASSERT(ss.back()->status() == cudaSuccess);
-    kinds << " s" << s << "=" << streams::StreamName(k);
+    kinds << " s" << s << "=" << StreamKindName(k);
   }
-  streams::Stream check(StreamKind::kNonBlocking);
+  KindStream check(StreamKind::kNonBlocking);
   RC_ASSERT(check.status() == cudaSuccess);
   RC_CLASSIFY(per_thread, "per-thread stream");
 

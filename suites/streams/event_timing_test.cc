@@ -21,6 +21,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
+#include "fixtures/stream_kinds.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
@@ -105,27 +106,35 @@ class EventTimingTest : public GpuTest {
   std::vector<PinnedBuffer> owned_;
 };
 
-// The stream kinds events are recorded on (S15, S16).
-enum class RecordOn { kLegacyDefault, kPerThread, kNonBlocking };
-const char* const kStreamNames[] = {"LegacyDefaultStream", "PerThreadStream", "NonBlockingStream"};
-// The stream a RecordOn names; `created` is the case's own non-blocking stream.
-cudaStream_t StreamOn(RecordOn on, cudaStream_t created) {
-  return on == RecordOn::kLegacyDefault ? cudaStreamLegacy : on == RecordOn::kPerThread ? cudaStreamPerThread : created;
+// The stream kinds events are recorded on (S15, S16): the legacy default stream, the per-thread
+// default stream, and a created non-blocking one. Their names in this family's case ids, which
+// predate the kit's names:
+std::string RecordOnName(StreamKind k) {
+  static const Spelling<StreamKind> kCaseName(StreamKindName, {{StreamKind::kLegacyDefault, "LegacyDefaultStream"},
+                                                               {StreamKind::kPerThreadDefault, "PerThreadStream"},
+                                                               {StreamKind::kNonBlocking, "NonBlockingStream"}});
+  return kCaseName(k);
+}
+// The stream a kind names; `created` is the case's own non-blocking stream.
+cudaStream_t StreamOn(StreamKind on, cudaStream_t created) {
+  return on == StreamKind::kLegacyDefault     ? cudaStreamLegacy
+         : on == StreamKind::kPerThreadDefault ? cudaStreamPerThread
+                                               : created;
 }
 
 struct TimedCase {
   unsigned event_flags;
-  RecordOn on;
+  StreamKind on;
 };
 std::string TimedName(const TimedCase& c) {
   return std::string(c.event_flags == cudaEventBlockingSync ? "BlockingSyncEvents" : "DefaultEvents") + "_On" +
-         kStreamNames[static_cast<int>(c.on)];
+         RecordOnName(c.on);
 }
 void PrintTo(const TimedCase& c, std::ostream* os) { *os << TimedName(c); }
 std::vector<TimedCase> TimedCases() {
   std::vector<TimedCase> cases;
   for (unsigned f : {unsigned{cudaEventDefault}, unsigned{cudaEventBlockingSync}}) {
-    for (RecordOn on : {RecordOn::kLegacyDefault, RecordOn::kPerThread, RecordOn::kNonBlocking}) {
+    for (StreamKind on : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
       cases.push_back({f, on});
     }
   }
@@ -289,23 +298,23 @@ enum class Reader { kEventQuery, kEventSynchronize, kStreamWaitEvent, kElapsedTi
 // none of these waits for the hold: the legacy default stream synchronises only with blocking
 // streams, cudaStreamPerThread (a blocking stream) only with the legacy one. With a blocking a,
 // the legacy stream's re-record would wait for the hold itself and the case would say nothing.
-// (RecordOn is declared above, with the elapsed-time cases.)
+// (The stream kinds and their names are above, with the elapsed-time cases.)
 
 struct RerecordCase {
   Reader reader;
-  RecordOn on;
+  StreamKind on;
 };
 
 std::string RerecordName(const RerecordCase& c) {
   static const char* const kReaders[] = {"EventQuery", "EventSynchronize", "StreamWaitEvent", "ElapsedTime"};
-  return std::string(kReaders[static_cast<int>(c.reader)]) + "_On" + kStreamNames[static_cast<int>(c.on)];
+  return std::string(kReaders[static_cast<int>(c.reader)]) + "_On" + RecordOnName(c.on);
 }
 void PrintTo(const RerecordCase& c, std::ostream* os) { *os << RerecordName(c); }
 
 std::vector<RerecordCase> RerecordCases() {
   std::vector<RerecordCase> cases;
   for (Reader r : {Reader::kEventQuery, Reader::kEventSynchronize, Reader::kStreamWaitEvent, Reader::kElapsedTime}) {
-    for (RecordOn on : {RecordOn::kLegacyDefault, RecordOn::kPerThread, RecordOn::kNonBlocking}) {
+    for (StreamKind on : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
       cases.push_back({r, on});
     }
   }
@@ -333,8 +342,8 @@ TEST_P(EventRerecordTest, ARecordMadeWhileThePreviousIsPendingReplacesIt) {
   ASSERT_CUDA_OK(e.status());
   ASSERT_CUDA_OK(start.status());
   const cudaStream_t b = StreamOn(p.on, created.get());
-  const std::string on = p.on == RecordOn::kLegacyDefault ? "the legacy default stream"
-                         : p.on == RecordOn::kPerThread   ? "cudaStreamPerThread"
+  const std::string on = p.on == StreamKind::kLegacyDefault ? "the legacy default stream"
+                         : p.on == StreamKind::kPerThreadDefault   ? "cudaStreamPerThread"
                                                           : "a non-blocking stream";
   // cudaStreamPerThread is made on its first use: that happens here, not while a is held.
   ASSERT_CUDA_OK(cudaStreamSynchronize(b));

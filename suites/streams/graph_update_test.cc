@@ -30,8 +30,8 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
+using streams::MemName;
+
 
 constexpr size_t kBytes = (size_t{64} << 10) + 3;
 constexpr unsigned char kPoison = 0xa5;
@@ -77,28 +77,28 @@ class GraphUpdateTest : public GpuTest {
     stream_ = OwnedStream(cudaStreamNonBlocking);
     ASSERT_CUDA_OK(stream_.status());
   }
-  std::unique_ptr<Buffer> Make(Mem kind, size_t n = kBytes) {
-    if (streams::IsRegistered(kind) && device().Attr(cudaDevAttrHostRegisterSupported) != 1) {
+  std::unique_ptr<KindBuffer> Make(HostKind kind, size_t n = kBytes) {
+    if (IsRegistered(kind) && device().Attr(cudaDevAttrHostRegisterSupported) != 1) {
       [&] { PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1)); }();
       return nullptr;
     }
     std::string why;
-    auto b = Buffer::Make(kind, n, &why);
+    auto b = KindBuffer::Make(kind, n, &why);
     EXPECT_NE(b, nullptr) << why;
     return b;
   }
-  void Poison(const Buffer& b) { ASSERT_CUDA_OK(checker_.FillByte(b, 0, b.size(), kPoison)); }
-  uint32_t Fill(const Buffer& b) {
+  void Poison(const KindBuffer& b) { ASSERT_CUDA_OK(checker_.FillByte(b, 0, b.size(), kPoison)); }
+  uint32_t Fill(const KindBuffer& b) {
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     EXPECT_CUDA_OK(checker_.FillPattern(b, 0, b.size(), 0, seed));
     return seed;
   }
-  size_t CountPattern(const Buffer& b, uint32_t seed) {
+  size_t CountPattern(const KindBuffer& b, uint32_t seed) {
     size_t bad = b.size();
     EXPECT_CUDA_OK(checker_.CountPattern(b, 0, b.size(), 0, seed, &bad));
     return bad;
   }
-  size_t CountPoison(const Buffer& b) {
+  size_t CountPoison(const KindBuffer& b) {
     size_t bad = b.size();
     EXPECT_CUDA_OK(checker_.CountByte(b, 0, b.size(), kPoison, &bad));
     return bad;
@@ -117,8 +117,8 @@ class GraphUpdateTest : public GpuTest {
 enum class Form { k1D, k3D };
 std::string FormName(Form f) { return f == Form::k1D ? "SetParams1D" : "SetParams3D"; }
 
-cudaMemcpyKind KindOf(Mem from, Mem to) {
-  const bool d_from = from == Mem::kDevice, d_to = to == Mem::kDevice;
+cudaMemcpyKind KindOf(HostKind from, HostKind to) {
+  const bool d_from = from == HostKind::kDevice, d_to = to == HostKind::kDevice;
   return d_from ? (d_to ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
                 : (d_to ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
 }
@@ -130,14 +130,14 @@ cudaError_t SetCopy(Form f, cudaGraphExec_t exec, cudaGraphNode_t node, void* ds
   return cudaGraphExecMemcpyNodeSetParams(exec, node, &p);
 }
 
-class MemcpyNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<std::tuple<Mem, Form>> {
+class MemcpyNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<std::tuple<HostKind, Form>> {
  protected:
   // Sources A, B, C and destinations out0, out1 of the kind (write-combined memory is a source
   // only: host reads of it are slow, R16), device scratch D; a graph up: src[0] -> D,
   // down: D -> out[0].
   void Build() {
     kind_ = std::get<0>(GetParam());
-    out_kind_ = kind_ == Mem::kWriteCombined ? Mem::kPinnedMapped : kind_;
+    out_kind_ = kind_ == HostKind::kHostAllocMappedWriteCombined ? HostKind::kHostAllocMapped : kind_;
     for (auto& s : src_) {
       s = Make(kind_);
       if (!s) return;
@@ -146,24 +146,24 @@ class MemcpyNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParam
       o = Make(out_kind_);
       if (!o) return;
     }
-    scratch_ = Make(Mem::kDevice);
+    scratch_ = Make(HostKind::kDevice);
     if (!scratch_) return;
     ASSERT_CUDA_OK(cudaGraphCreate(graph_.put(), 0));
     ASSERT_CUDA_OK(cudaGraphAddMemcpyNode1D(&up_, graph_.get(), nullptr, 0, scratch_->ptr(), src_[0]->ptr(), kBytes,
-                                            KindOf(kind_, Mem::kDevice)));
+                                            KindOf(kind_, HostKind::kDevice)));
     ASSERT_CUDA_OK(cudaGraphAddMemcpyNode1D(&down_, graph_.get(), &up_, 1, out_[0]->ptr(), scratch_->ptr(), kBytes,
-                                            KindOf(Mem::kDevice, out_kind_)));
+                                            KindOf(HostKind::kDevice, out_kind_)));
     ASSERT_CUDA_OK(Instantiate(exec_.put(), graph_.get()));
   }
   cudaError_t Point(int s, int o) {
     const Form f = std::get<1>(GetParam());
-    cudaError_t e = SetCopy(f, exec_.get(), up_, scratch_->ptr(), src_[s]->ptr(), kBytes, KindOf(kind_, Mem::kDevice));
+    cudaError_t e = SetCopy(f, exec_.get(), up_, scratch_->ptr(), src_[s]->ptr(), kBytes, KindOf(kind_, HostKind::kDevice));
     if (e != cudaSuccess) return e;
-    return SetCopy(f, exec_.get(), down_, out_[o]->ptr(), scratch_->ptr(), kBytes, KindOf(Mem::kDevice, out_kind_));
+    return SetCopy(f, exec_.get(), down_, out_[o]->ptr(), scratch_->ptr(), kBytes, KindOf(HostKind::kDevice, out_kind_));
   }
 
-  Mem kind_ = Mem::kPinned, out_kind_ = Mem::kPinned;
-  std::unique_ptr<Buffer> src_[3], out_[2], scratch_;
+  HostKind kind_ = HostKind::kHostAllocDefault, out_kind_ = HostKind::kHostAllocDefault;
+  std::unique_ptr<KindBuffer> src_[3], out_[2], scratch_;
   OwnedGraph graph_;
   OwnedGraphExec exec_;
   cudaGraphNode_t up_ = nullptr, down_ = nullptr;
@@ -237,7 +237,7 @@ TEST_P(MemcpyNodeUpdateTest, AZeroLengthUpdateIsRefusedAndChangesNothing) {
   Build();
   if (IsSkipped() || HasFatalFailure() || HasFailure()) return;
   EXPECT_CUDA_ERROR(cudaErrorInvalidValue, SetCopy(std::get<1>(GetParam()), exec_.get(), up_, scratch_->ptr(),
-                                                   src_[1]->ptr(), 0, KindOf(kind_, Mem::kDevice)));
+                                                   src_[1]->ptr(), 0, KindOf(kind_, HostKind::kDevice)));
   const uint32_t seed = Fill(*src_[0]);
   Poison(*out_[0]);
   Launch(exec_.get());
@@ -246,8 +246,8 @@ TEST_P(MemcpyNodeUpdateTest, AZeroLengthUpdateIsRefusedAndChangesNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     KindsAndForms, MemcpyNodeUpdateTest,
-    ::testing::Combine(::testing::Values(Mem::kPinned, Mem::kPinnedMapped, Mem::kWriteCombined, Mem::kRegisteredMalloc,
-                                         Mem::kRegisteredMmap, Mem::kRegisteredMemfd, Mem::kDevice),
+    ::testing::Combine(::testing::Values(HostKind::kHostAllocDefault, HostKind::kHostAllocMapped, HostKind::kHostAllocMappedWriteCombined, HostKind::kRegisteredMalloc,
+                                         HostKind::kRegisteredMmap, HostKind::kRegisteredMemfd, HostKind::kDevice),
                        ::testing::Values(Form::k1D, Form::k3D)),
     [](const auto& info) { return MemName(std::get<0>(info.param)) + "_" + FormName(std::get<1>(info.param)); });
 
@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
 // buffer, after a refusal the pinned one.
 TEST_F(GraphUpdateTest, RePointingPinnedToRegisteredMemoryCopiesWhatTheAnswerSays) {
   PAGELOCK_RULE("S27");
-  auto pinned = Make(Mem::kPinned), registered = Make(Mem::kRegisteredMalloc), dev = Make(Mem::kDevice);
+  auto pinned = Make(HostKind::kHostAllocDefault), registered = Make(HostKind::kRegisteredMalloc), dev = Make(HostKind::kDevice);
   if (!pinned || !registered || !dev) return;
   OwnedGraph graph;
   ASSERT_CUDA_OK(cudaGraphCreate(graph.put(), 0));
@@ -280,7 +280,7 @@ TEST_F(GraphUpdateTest, RePointingPinnedToRegisteredMemoryCopiesWhatTheAnswerSay
 
 // ---- captured graphs ----
 
-class CapturedUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<Mem> {};
+class CapturedUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<HostKind> {};
 
 // The memcpy nodes stream capture made are re-pointed like built ones: a captured H2D copy,
 // kernel and D2H copy, its copy nodes found with cudaGraphGetNodes / cudaGraphMemcpyNodeGetParams
@@ -288,8 +288,8 @@ class CapturedUpdateTest : public GraphUpdateTest, public ::testing::WithParamIn
 // kernel) to the new destination and nothing to the old one.
 TEST_P(CapturedUpdateTest, CapturedMemcpyNodesRePointedDeliverTheNewBuffersBytes) {
   PAGELOCK_RULE("S27");
-  const Mem kind = GetParam();
-  auto a = Make(kind), b = Make(kind), out1 = Make(kind), out2 = Make(kind), dev = Make(Mem::kDevice);
+  const HostKind kind = GetParam();
+  auto a = Make(kind), b = Make(kind), out1 = Make(kind), out2 = Make(kind), dev = Make(HostKind::kDevice);
   if (!a || !b || !out1 || !out2 || !dev) return;
   ASSERT_CUDA_OK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeGlobal));
   // copy-check: graph nodes; each launch's bytes are counted below
@@ -342,7 +342,7 @@ TEST_P(CapturedUpdateTest, CapturedMemcpyNodesRePointedDeliverTheNewBuffersBytes
 }
 
 INSTANTIATE_TEST_SUITE_P(HostKinds, CapturedUpdateTest,
-                         ::testing::Values(Mem::kPinned, Mem::kPinnedMapped, Mem::kRegisteredMalloc, Mem::kRegisteredMmap),
+                         ::testing::Values(HostKind::kHostAllocDefault, HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc, HostKind::kRegisteredMmap),
                          [](const auto& info) { return MemName(info.param); });
 
 // ---- whole-graph update ----
@@ -351,8 +351,8 @@ class WholeGraphUpdateTest : public GraphUpdateTest {
  protected:
   // Captures src -> dev, a kernel writing `seed`'s pattern into mapped memory `marks` through its
   // device pointer, dev -> out.
-  void Capture(const Buffer& src, const Buffer& dev, const Buffer& marks, uint32_t seed, const Buffer& out,
-               OwnedGraph* graph, bool extra_node = false, const Buffer* device_src = nullptr) {
+  void Capture(const KindBuffer& src, const KindBuffer& dev, const KindBuffer& marks, uint32_t seed, const KindBuffer& out,
+               OwnedGraph* graph, bool extra_node = false, const KindBuffer* device_src = nullptr) {
     ASSERT_CUDA_OK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeGlobal));
     if (device_src) {
       // copy-check: graph node, launched only after the update is refused; never run
@@ -378,8 +378,8 @@ class WholeGraphUpdateTest : public GraphUpdateTest {
 // launch copies B to out2 and the kernel writes marks2; out1 and marks1 stay as they were.
 TEST_F(WholeGraphUpdateTest, AReCapturedGraphsBuffersAreWhatTheNextLaunchUses) {
   PAGELOCK_RULE("S28");
-  auto a = Make(Mem::kPinned), b = Make(Mem::kPinned), out1 = Make(Mem::kPinned), out2 = Make(Mem::kPinned);
-  auto marks1 = Make(Mem::kPinnedMapped), marks2 = Make(Mem::kPinnedMapped), dev = Make(Mem::kDevice);
+  auto a = Make(HostKind::kHostAllocDefault), b = Make(HostKind::kHostAllocDefault), out1 = Make(HostKind::kHostAllocDefault), out2 = Make(HostKind::kHostAllocDefault);
+  auto marks1 = Make(HostKind::kHostAllocMapped), marks2 = Make(HostKind::kHostAllocMapped), dev = Make(HostKind::kDevice);
   if (!a || !b || !out1 || !out2 || !marks1 || !marks2 || !dev) return;
   const uint32_t k1 = static_cast<uint32_t>(CaseRng()()), k2 = k1 ^ 0x77777777u;
   OwnedGraph g1, g2;
@@ -409,9 +409,9 @@ TEST_F(WholeGraphUpdateTest, AReCapturedGraphsBuffersAreWhatTheNextLaunchUses) {
 // each the graph still copies A to out1 and writes marks1.
 TEST_F(WholeGraphUpdateTest, AnUpdateChangingTheTopologyOrAMemoryTypeIsRefusedAndChangesNothing) {
   PAGELOCK_RULE("S28");
-  auto a = Make(Mem::kPinned), b = Make(Mem::kPinned), out1 = Make(Mem::kPinned), out2 = Make(Mem::kPinned);
-  auto marks1 = Make(Mem::kPinnedMapped), marks2 = Make(Mem::kPinnedMapped), dev = Make(Mem::kDevice);
-  auto dev_src = Make(Mem::kDevice);
+  auto a = Make(HostKind::kHostAllocDefault), b = Make(HostKind::kHostAllocDefault), out1 = Make(HostKind::kHostAllocDefault), out2 = Make(HostKind::kHostAllocDefault);
+  auto marks1 = Make(HostKind::kHostAllocMapped), marks2 = Make(HostKind::kHostAllocMapped), dev = Make(HostKind::kDevice);
+  auto dev_src = Make(HostKind::kDevice);
   if (!a || !b || !out1 || !out2 || !marks1 || !marks2 || !dev || !dev_src) return;
   const uint32_t k1 = static_cast<uint32_t>(CaseRng()()), k2 = k1 ^ 0x55555555u;
   OwnedGraph g1, topology, memtype;
@@ -444,7 +444,7 @@ TEST_F(WholeGraphUpdateTest, AnUpdateChangingTheTopologyOrAMemoryTypeIsRefusedAn
 
 // ---- memset and host nodes ----
 
-class MemsetNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<std::tuple<Mem, int>> {};
+class MemsetNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParamInterface<std::tuple<HostKind, int>> {};
 
 // cudaGraphExecMemsetNodeSetParams: "The new destination pointer in pNodeParams must be to the
 // same kind of allocation as the original destination pointer ... Both the value and pointer
@@ -453,7 +453,7 @@ class MemsetNodeUpdateTest : public GraphUpdateTest, public ::testing::WithParam
 // element of the second buffer and leaves the first alone; then a value-only update.
 TEST_P(MemsetNodeUpdateTest, AMemsetRePointedToAnotherBufferSetsOnlyIt) {
   PAGELOCK_RULE("S29");
-  const Mem kind = std::get<0>(GetParam());
+  const HostKind kind = std::get<0>(GetParam());
   const unsigned elem = static_cast<unsigned>(std::get<1>(GetParam()));
   auto first = Make(kind), second = Make(kind);
   if (!first || !second) return;
@@ -478,7 +478,7 @@ TEST_P(MemsetNodeUpdateTest, AMemsetRePointedToAnotherBufferSetsOnlyIt) {
   OwnedGraphExec exec;
   ASSERT_CUDA_OK(Instantiate(exec.put(), graph.get()));
   size_t bad = 0;
-  for (const auto& [dst, byte] : {std::pair<Buffer*, unsigned char>{second.get(), 0xc3}, {second.get(), 0x5e}}) {
+  for (const auto& [dst, byte] : {std::pair<KindBuffer*, unsigned char>{second.get(), 0xc3}, {second.get(), 0x5e}}) {
     p.dst = dst->dev();
     p.value = value(byte);
     ASSERT_CUDA_OK(cudaGraphExecMemsetNodeSetParams(exec.get(), node, &p));
@@ -492,7 +492,7 @@ TEST_P(MemsetNodeUpdateTest, AMemsetRePointedToAnotherBufferSetsOnlyIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KindsAndWidths, MemsetNodeUpdateTest,
-                         ::testing::Combine(::testing::Values(Mem::kPinnedMapped, Mem::kRegisteredMalloc, Mem::kDevice),
+                         ::testing::Combine(::testing::Values(HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc, HostKind::kDevice),
                                             ::testing::Values(1, 2, 4)),
                          [](const auto& info) {
                            return MemName(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) +
@@ -516,7 +516,7 @@ void CUDART_CB WritePattern(void* data) {
 // following copy node carries the second buffer's bytes to the device, in graph order.
 TEST_F(GraphUpdateTest, AHostNodeGivenOtherArgumentsWritesOnlyTheNewBuffer) {
   PAGELOCK_RULE("S29");
-  auto first = Make(Mem::kPinned), second = Make(Mem::kPinned), dev = Make(Mem::kDevice);
+  auto first = Make(HostKind::kHostAllocDefault), second = Make(HostKind::kHostAllocDefault), dev = Make(HostKind::kDevice);
   if (!first || !second || !dev) return;
   HostArgs args1{first->host(), kBytes, static_cast<uint32_t>(CaseRng()())};
   HostArgs args2{second->host(), kBytes, args1.seed ^ 0x1234567u};

@@ -29,27 +29,27 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
+using streams::MemName;
+
 
 constexpr size_t kBytes = (size_t{64} << 10) + 3;
 constexpr int kReplays = 100;
 
-class GraphReplayTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Mem, bool>> {};
+class GraphReplayTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<HostKind, bool>> {};
 
 TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
   PAGELOCK_RULE("R14,R75,S11");
-  const Mem m = std::get<0>(GetParam());
+  const HostKind m = std::get<0>(GetParam());
   const bool device_alias = std::get<1>(GetParam());
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   Budget("graph_replays", kReplays, "count");
   std::string why;
-  auto src = Buffer::Make(m, kBytes, &why);
+  auto src = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(src, nullptr) << why;
   // Write-combined memory is a source only (host reads of it are slow, R16).
-  auto dst = Buffer::Make(m == Mem::kWriteCombined ? Mem::kPinnedMapped : m, kBytes, &why);
+  auto dst = KindBuffer::Make(m == HostKind::kHostAllocMappedWriteCombined ? HostKind::kHostAllocMapped : m, kBytes, &why);
   ASSERT_NE(dst, nullptr) << why;
-  auto dev = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto dev = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(dev, nullptr) << why;
   cudaStream_t s = nullptr;
   ASSERT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -91,28 +91,36 @@ TEST_P(GraphReplayTest, EveryReplayDeliversTheSourcesCurrentBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SourcesAndAliases, GraphReplayTest,
-                         ::testing::Values(std::make_tuple(Mem::kPinned, false),
-                                           std::make_tuple(Mem::kRegisteredMalloc, false),
-                                           std::make_tuple(Mem::kRegisteredMalloc, true),
-                                           std::make_tuple(Mem::kWriteCombined, false)),
+                         ::testing::Values(std::make_tuple(HostKind::kHostAllocDefault, false),
+                                           std::make_tuple(HostKind::kRegisteredMalloc, false),
+                                           std::make_tuple(HostKind::kRegisteredMalloc, true),
+                                           std::make_tuple(HostKind::kHostAllocMappedWriteCombined, false)),
                          [](const auto& info) {
                            return MemName(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_DeviceAlias" : "_HostAlias");
                          });
 
-enum class PinCall { kHostAlloc, kMallocHost, kHostRegister, kFreeHost, kHostUnregister, kMalloc };
+// A call made during a capture: one that makes memory of a kind (cudaHostAlloc, cudaMallocHost,
+// cudaHostRegister of a page of heap memory, cudaMalloc) or releases it (cudaFreeHost,
+// cudaHostUnregister).
+struct CaptureCall {
+  HostKind kind;
+  bool release = false;
+  bool operator==(const CaptureCall& o) const { return kind == o.kind && release == o.release; }
+};
+constexpr CaptureCall kHostAlloc{HostKind::kHostAllocDefault};
+constexpr CaptureCall kMallocHost{HostKind::kMallocHost};
+constexpr CaptureCall kHostRegister{HostKind::kRegisteredMalloc};
+constexpr CaptureCall kFreeHost{HostKind::kHostAllocDefault, true};
+constexpr CaptureCall kHostUnregister{HostKind::kRegisteredMalloc, true};
+constexpr CaptureCall kMalloc{HostKind::kDevice};
 
-std::string PinCallName(PinCall c) {
-  switch (c) {
-    case PinCall::kHostAlloc: return "HostAlloc";
-    case PinCall::kMallocHost: return "MallocHost";
-    case PinCall::kHostRegister: return "HostRegister";
-    case PinCall::kFreeHost: return "FreeHost";
-    case PinCall::kHostUnregister: return "HostUnregister";
-    case PinCall::kMalloc: return "Malloc";
-  }
-  return "Unknown";
+std::string CaptureCallName(CaptureCall c) {
+  if (c.release) return IsRegistered(c.kind) ? "HostUnregister" : "FreeHost";
+  if (c.kind == HostKind::kDevice) return "Malloc";
+  return IsRegistered(c.kind) ? "HostRegister" : c.kind == HostKind::kMallocHost ? "MallocHost" : "HostAlloc";
 }
+void PrintTo(const CaptureCall& c, std::ostream* os) { *os << CaptureCallName(c); }
 
 std::string ModeName(cudaStreamCaptureMode m) {
   return m == cudaStreamCaptureModeGlobal ? "Global" : m == cudaStreamCaptureModeThreadLocal ? "ThreadLocal" : "Relaxed";
@@ -133,7 +141,7 @@ std::string ModeName(cudaStreamCaptureMode m) {
 // cudaMalloc is the call the docs name as unsafe. They do not name cudaMallocHost, cudaHostAlloc,
 // cudaHostRegister, cudaFreeHost or cudaHostUnregister: whether those are rejected stays an
 // observation; only a rejection's form (a capture error that invalidates the capture) is a rule.
-bool NamedUnsafe(PinCall c) { return c == PinCall::kMalloc; }
+bool NamedUnsafe(CaptureCall c) { return c == kMalloc; }
 
 // The thread's code for `c` on the prepared memory; what it made is handed to the owners.
 struct CallTarget {
@@ -144,44 +152,42 @@ struct CallTarget {
   HostRegistration own_page;
   DeviceBuffer own_device;
 
-  cudaError_t Run(PinCall c) {
+  cudaError_t Run(CaptureCall c) {
     void* made = nullptr;
     cudaError_t e = cudaSuccess;
-    switch (c) {
-      case PinCall::kHostAlloc: e = cudaHostAlloc(&made, 4096, 0); break;
-      case PinCall::kMallocHost: e = cudaMallocHost(&made, 4096); break;
-      case PinCall::kHostRegister: e = cudaHostRegister(page, 4096, 0); break;
-      case PinCall::kFreeHost: e = cudaFreeHost(pinned); break;
-      case PinCall::kHostUnregister: e = cudaHostUnregister(page); break;
-      case PinCall::kMalloc: e = cudaMalloc(&made, 4096); break;
-    }
+    if (c == kHostAlloc) e = cudaHostAlloc(&made, 4096, 0);
+    if (c == kMallocHost) e = cudaMallocHost(&made, 4096);
+    if (c == kHostRegister) e = cudaHostRegister(page, 4096, 0);
+    if (c == kFreeHost) e = cudaFreeHost(pinned);
+    if (c == kHostUnregister) e = cudaHostUnregister(page);
+    if (c == kMalloc) e = cudaMalloc(&made, 4096);
     if (e != cudaSuccess) return e;
-    if (c == PinCall::kHostAlloc || c == PinCall::kMallocHost) own_pinned = PinnedBuffer::Adopt(made);
-    if (c == PinCall::kMalloc) own_device = DeviceBuffer::Adopt(made);
-    if (c == PinCall::kHostRegister) own_page = HostRegistration::Adopt(page);
-    if (c == PinCall::kFreeHost) own_pinned.release();
-    if (c == PinCall::kHostUnregister) own_page.release();
+    if (c == kHostAlloc || c == kMallocHost) own_pinned = PinnedBuffer::Adopt(made);
+    if (c == kMalloc) own_device = DeviceBuffer::Adopt(made);
+    if (c == kHostRegister) own_page = HostRegistration::Adopt(page);
+    if (c == kFreeHost) own_pinned.release();
+    if (c == kHostUnregister) own_page.release();
     return e;
   }
 };
 
-class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<PinCall, cudaStreamCaptureMode>> {
+class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<CaptureCall, cudaStreamCaptureMode>> {
  protected:
   // Runs the call inside a capture of `mode` (one kernel captured first), in this thread or in
   // another one (whose own mode is the default, Global), and returns its code and the code of
   // cudaStreamEndCapture. Cleans up whatever the call left behind.
-  void CallDuringCapture(PinCall c, cudaStreamCaptureMode mode, bool other_thread, cudaError_t* call,
+  void CallDuringCapture(CaptureCall c, cudaStreamCaptureMode mode, bool other_thread, cudaError_t* call,
                          cudaError_t* end) {
     // Shared with the other thread: a call that hangs there keeps what it uses alive.
     const auto target = std::make_shared<CallTarget>();
     CallTarget& t = *target;
     t.page = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(t.heap.data()) + 4095) & ~uintptr_t{4095});
     // The owners release on an early return; the undo below keeps its order and checks.
-    if (c == PinCall::kFreeHost) {
+    if (c == kFreeHost) {
       ASSERT_CUDA_OK(cudaHostAlloc(&t.pinned, 4096, 0));
       t.own_pinned = PinnedBuffer::Adopt(t.pinned);
     }
-    if (c == PinCall::kHostUnregister) {
+    if (c == kHostUnregister) {
       ASSERT_CUDA_OK(cudaHostRegister(t.page, 4096, 0));
       t.own_page = HostRegistration::Adopt(t.page);
     }
@@ -207,7 +213,7 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
       if (result.wait_for(std::chrono::duration<double>(10 * TimeScale())) != std::future_status::ready) {
         cudaGraph_t g = nullptr;
         (void)cudaStreamEndCapture(s, &g);
-        FAIL() << PinCallName(c) << " from another thread during a capture did not return within "
+        FAIL() << CaptureCallName(c) << " from another thread during a capture did not return within "
                << 10 * TimeScale() << " s";
       }
       *call = result.get();
@@ -231,8 +237,8 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
     EXPECT_CUDA_OK(t.own_page.Free());
   }
 
-  void RequireFor(PinCall c) {
-    if (c == PinCall::kHostRegister || c == PinCall::kHostUnregister) {
+  void RequireFor(CaptureCall c) {
+    if (c == kHostRegister || c == kHostUnregister) {
       PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
     }
   }
@@ -250,7 +256,7 @@ class CaptureTest : public GpuTest, public ::testing::WithParamInterface<std::tu
 // lets a capture whose call it rejected end with a graph fails this.
 TEST_P(CaptureTest, PinningCallDuringCaptureIsRejectedConsistentlyOrAllowed) {
   PAGELOCK_RULE("R87,S12,S23");
-  const PinCall c = std::get<0>(GetParam());
+  const CaptureCall c = std::get<0>(GetParam());
   const cudaStreamCaptureMode mode = std::get<1>(GetParam());
   RequireFor(c);
   cudaError_t call = cudaSuccess, end = cudaSuccess;
@@ -258,18 +264,18 @@ TEST_P(CaptureTest, PinningCallDuringCaptureIsRejectedConsistentlyOrAllowed) {
   if (HasFatalFailure()) return;
   Observe("end_capture", ErrName(end));
   const bool asserted = NamedUnsafe(c) || (mode == cudaStreamCaptureModeRelaxed &&
-                                           (c == PinCall::kHostAlloc || c == PinCall::kMallocHost ||
-                                            c == PinCall::kHostRegister));
+                                           (c == kHostAlloc || c == kMallocHost ||
+                                            c == kHostRegister));
   if (asserted) Observe("call", ErrName(call));  // else recorded by EXPECT_DOCUMENTED_ONE_OF below
   if (mode != cudaStreamCaptureModeRelaxed && NamedUnsafe(c)) {
     // Prohibited in this thread: the capture error, and the capture is invalidated.
     EXPECT_EQ(ErrName(call), ErrName(cudaErrorStreamCaptureUnsupported))
-        << PinCallName(c) << " in a " << ModeName(mode) << "-mode capture of this thread";
+        << CaptureCallName(c) << " in a " << ModeName(mode) << "-mode capture of this thread";
     EXPECT_EQ(ErrName(end), ErrName(cudaErrorStreamCaptureInvalidated))
         << "a call rejected during capture must invalidate the capture";
   } else if (asserted) {
     // Relaxed mode does not prohibit unsafe calls: allocating and registering must work.
-    EXPECT_EQ(ErrName(call), ErrName(cudaSuccess)) << PinCallName(c) << " in a relaxed-mode capture";
+    EXPECT_EQ(ErrName(call), ErrName(cudaSuccess)) << CaptureCallName(c) << " in a relaxed-mode capture";
     EXPECT_EQ(ErrName(end), ErrName(cudaSuccess)) << "the call was allowed, yet the capture failed";
   } else {
     // Not named unsafe: either outcome is allowed (recorded); a rejection must be the capture
@@ -291,11 +297,11 @@ TEST_P(CaptureTest, PinningCallDuringCaptureIsRejectedConsistentlyOrAllowed) {
 
 INSTANTIATE_TEST_SUITE_P(
     CallsAndModes, CaptureTest,
-    ::testing::Combine(::testing::Values(PinCall::kHostAlloc, PinCall::kMallocHost, PinCall::kHostRegister,
-                                         PinCall::kFreeHost, PinCall::kHostUnregister, PinCall::kMalloc),
+    ::testing::Combine(::testing::Values(kHostAlloc, kMallocHost, kHostRegister,
+                                         kFreeHost, kHostUnregister, kMalloc),
                        ::testing::Values(cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
                                          cudaStreamCaptureModeRelaxed)),
-    [](const auto& info) { return PinCallName(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param)); });
+    [](const auto& info) { return CaptureCallName(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param)); });
 
 class CaptureOtherThreadTest : public CaptureTest {};
 
@@ -306,7 +312,7 @@ class CaptureOtherThreadTest : public CaptureTest {};
 // thread-local or relaxed one, fails this.
 TEST_P(CaptureOtherThreadTest, CallFromAnotherThreadIsProhibitedOnlyByAGlobalCapture) {
   PAGELOCK_RULE("S12,S23");
-  const PinCall c = std::get<0>(GetParam());
+  const CaptureCall c = std::get<0>(GetParam());
   const cudaStreamCaptureMode mode = std::get<1>(GetParam());
   RequireFor(c);
   cudaError_t call = cudaSuccess, end = cudaSuccess;
@@ -316,12 +322,12 @@ TEST_P(CaptureOtherThreadTest, CallFromAnotherThreadIsProhibitedOnlyByAGlobalCap
   if (mode != cudaStreamCaptureModeGlobal) {
     Observe("end_capture", ErrName(end));
     EXPECT_EQ(ErrName(call), ErrName(cudaSuccess))
-        << PinCallName(c) << " from another thread during a " << ModeName(mode) << "-mode capture";
+        << CaptureCallName(c) << " from another thread during a " << ModeName(mode) << "-mode capture";
     EXPECT_EQ(ErrName(end), ErrName(cudaSuccess)) << "another thread's allowed call broke the capture";
   } else {
     if (NamedUnsafe(c)) {
       EXPECT_EQ(ErrName(call), ErrName(cudaErrorStreamCaptureUnsupported))
-          << PinCallName(c) << " from another thread during a global-mode capture";
+          << CaptureCallName(c) << " from another thread during a global-mode capture";
     } else {
       EXPECT_DOCUMENTED_ONE_OF("call", call,
                                (std::vector<cudaError_t>{cudaSuccess, cudaErrorStreamCaptureUnsupported,
@@ -341,10 +347,10 @@ TEST_P(CaptureOtherThreadTest, CallFromAnotherThreadIsProhibitedOnlyByAGlobalCap
 
 INSTANTIATE_TEST_SUITE_P(
     CallsAndModes, CaptureOtherThreadTest,
-    ::testing::Combine(::testing::Values(PinCall::kMalloc, PinCall::kHostAlloc, PinCall::kHostRegister),
+    ::testing::Combine(::testing::Values(kMalloc, kHostAlloc, kHostRegister),
                        ::testing::Values(cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
                                          cudaStreamCaptureModeRelaxed)),
-    [](const auto& info) { return PinCallName(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param)); });
+    [](const auto& info) { return CaptureCallName(std::get<0>(info.param)) + "_" + ModeName(std::get<1>(info.param)); });
 
 }  // namespace
 }  // namespace pagelock

@@ -37,45 +37,45 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
+using streams::MemName;
+
 
 constexpr size_t kBytes = 4096;
 constexpr double kChildLimitS = 90;  // scaled by PAGELOCK_TIME_SCALE in RunScenario
 
 // Scenario argument "<mem kind> <seed>".
-void ParseArg(Mem* kind, uint32_t* seed) {
+void ParseArg(HostKind* kind, uint32_t* seed) {
   std::istringstream in(ScenarioArg());
   int k = 0;
   unsigned long long s = 0;
   in >> k >> s;
-  *kind = static_cast<Mem>(k);
+  *kind = static_cast<HostKind>(k);
   *seed = static_cast<uint32_t>(s);
 }
 
 // The start of every scenario here: the driver API, the argument ("<kind> <seed>") and the
 // buffer of that kind; "make" says "ok" or why not. Null when the scenario cannot run.
-std::unique_ptr<Buffer> StartScenario(ScenarioReport& report, uint32_t* seed) {
+std::unique_ptr<KindBuffer> StartScenario(ScenarioReport& report, uint32_t* seed) {
   const DriverApi& d = Driver();
   if (!d.loaded) {
     report.Set("make", "driver api: " + d.error);
     return nullptr;
   }
-  Mem kind;
+  HostKind kind;
   ParseArg(&kind, seed);
   std::string why;
-  auto buf = Buffer::Make(kind, kBytes, &why);
+  auto buf = KindBuffer::Make(kind, kBytes, &why);
   report.Set("make", buf ? "ok" : why);
   return buf;
 }
 
-std::string Arg(Mem kind, uint32_t seed) {
+std::string Arg(HostKind kind, uint32_t seed) {
   return ScenarioArgEnv(std::to_string(static_cast<int>(kind)) + " " + std::to_string(seed));
 }
 
 // Destroys what it can without blocking: only when `drained` (every stream of the case is idle)
 // are the streams destroyed and the buffer freed; otherwise the child leaves them to process exit.
-void Cleanup(ScenarioReport& report, bool drained, std::unique_ptr<Buffer>* buf,
+void Cleanup(ScenarioReport& report, bool drained, std::unique_ptr<KindBuffer>* buf,
              std::initializer_list<cudaStream_t> ss, cudaEvent_t ev) {
   report.Set("drained", drained ? 1 : 0);
   if (!drained) {
@@ -176,13 +176,13 @@ PAGELOCK_SCENARIO(MemOpsWriterReleases) {
   Cleanup(report, idle, &buf, {waiter, writer}, nullptr);
 }
 
-class MemOpsTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
+class MemOpsTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     PAGELOCK_REQUIRE(RequireDriverApi());
-    if (streams::IsRegistered(GetParam())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+    if (IsRegistered(GetParam())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   }
 };
 
@@ -251,7 +251,7 @@ TEST_P(MemOpsTest, WriteValueFromAnotherStreamLandsAndTheWaitEndsOnceTheWordMatc
   EXPECT_EQ(r.Get("stream_destroy"), "cudaSuccess");
 }
 
-INSTANTIATE_TEST_SUITE_P(Memory, MemOpsTest, ::testing::Values(Mem::kPinnedMapped, Mem::kRegisteredMalloc),
+INSTANTIATE_TEST_SUITE_P(Memory, MemOpsTest, ::testing::Values(HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc),
                          [](const auto& info) { return MemName(info.param); });
 
 }  // namespace

@@ -28,15 +28,14 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
 using streams::Checker;
-using streams::Mem;
+using streams::MemName;
 
 constexpr size_t kBytes = size_t{256} << 10;
 constexpr double kFlagTimeoutS = 5;
 constexpr double kCallReturnS = 0.5;  // a call still running after this waited for the stream
 
-class OrderingTest : public GpuTest, public ::testing::WithParamInterface<Mem> {
+class OrderingTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
@@ -82,12 +81,12 @@ using ExecutionTimeReadTest = OrderingTest;
 
 TEST_P(ExecutionTimeReadTest, AsyncHostToDeviceCopyReadsItsSourceWhenTheDocumentationSays) {
   PAGELOCK_RULE("R76,S05");
-  const Mem m = GetParam();
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  const HostKind m = GetParam();
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::string why;
-  auto src = Buffer::Make(m, kBytes, &why);
+  auto src = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(src, nullptr) << why;
-  auto dst = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto dst = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(dst, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
@@ -117,7 +116,7 @@ TEST_P(ExecutionTimeReadTest, AsyncHostToDeviceCopyReadsItsSourceWhenTheDocument
   ASSERT_CUDA_OK(check.CountPattern(*dst, 0, kBytes, 0, new_seed, &bad_new));
   const char* got = bad_old == 0 ? "call_time_bytes" : bad_new == 0 ? "execution_time_bytes" : "mixed_bytes";
   Observe("delivered", got);
-  if (streams::IsPinned(m)) {
+  if (IsPinned(m)) {
     Observe("rule_applied", "page-locked source: read when the copy executes");
     ASSERT_TRUE(returned) << "cudaMemcpyAsync from page-locked memory waited for the stream (documented "
                           << "as fully asynchronous)";
@@ -141,20 +140,20 @@ TEST_P(ExecutionTimeReadTest, AsyncHostToDeviceCopyReadsItsSourceWhenTheDocument
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, ExecutionTimeReadTest,
-                         ::testing::Values(Mem::kPinned, Mem::kWriteCombined, Mem::kRegisteredMalloc,
-                                           Mem::kRegisteredMmap, Mem::kPageable),
+                         ::testing::Values(HostKind::kHostAllocDefault, HostKind::kHostAllocMappedWriteCombined, HostKind::kRegisteredMalloc,
+                                           HostKind::kRegisteredMmap, HostKind::kPageable),
                          [](const auto& info) { return MemName(info.param); });
 
 using EarlyCompletionTest = OrderingTest;
 
 TEST_P(EarlyCompletionTest, DeviceToHostCopyIsNotReportedCompleteBeforeItRuns) {
   PAGELOCK_RULE("R76,R77,S06");
-  const Mem m = GetParam();
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  const HostKind m = GetParam();
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::string why;
-  auto dst = Buffer::Make(m, kBytes, &why);
+  auto dst = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(dst, nullptr) << why;
-  auto src = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto src = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(src, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
@@ -187,8 +186,8 @@ TEST_P(EarlyCompletionTest, DeviceToHostCopyIsNotReportedCompleteBeforeItRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Destinations, EarlyCompletionTest,
-                         ::testing::Values(Mem::kPinned, Mem::kWriteCombined, Mem::kRegisteredMalloc,
-                                           Mem::kRegisteredMemfd),
+                         ::testing::Values(HostKind::kHostAllocDefault, HostKind::kHostAllocMappedWriteCombined, HostKind::kRegisteredMalloc,
+                                           HostKind::kRegisteredMemfd),
                          [](const auto& info) { return MemName(info.param); });
 
 // A synchronous H2D copy followed at once by a kernel on a non-blocking stream, which does not
@@ -196,20 +195,20 @@ INSTANTIATE_TEST_SUITE_P(Destinations, EarlyCompletionTest,
 // always sees the bytes; from pageable memory the call "returns once the pageable buffer has been
 // copied to the staging memory ... the DMA to final destination may not have completed", so
 // stale reads are allowed and their rate is recorded.
-class SyncCopyThenOtherStreamTest : public GpuTest, public ::testing::WithParamInterface<Mem> {};
+class SyncCopyThenOtherStreamTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {};
 
 TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes) {
   PAGELOCK_RULE("R76,S02");
-  const Mem m = GetParam();
+  const HostKind m = GetParam();
   constexpr size_t kCopy = size_t{1} << 20;
   // A pageable 1 MiB copy costs about 70 ms on an H200 (staging), and its stale rate is only
   // recorded: fewer iterations there keep the full tier short.
-  const int kIterations = streams::IsPinned(m) ? 50 : 10;
+  const int kIterations = IsPinned(m) ? 50 : 10;
   Budget("iterations", kIterations, "count");
   std::string why;
-  auto src = Buffer::Make(m, kCopy, &why);
+  auto src = KindBuffer::Make(m, kCopy, &why);
   ASSERT_NE(src, nullptr) << why;
-  auto dst = Buffer::Make(Mem::kDevice, kCopy, &why);
+  auto dst = KindBuffer::Make(HostKind::kDevice, kCopy, &why);
   ASSERT_NE(dst, nullptr) << why;
   void* p = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&p, kIterations * sizeof(unsigned long long), cudaHostAllocMapped));
@@ -240,14 +239,14 @@ TEST_P(SyncCopyThenOtherStreamTest, KernelOnANonBlockingStreamSeesTheCopiedBytes
   EXPECT_CUDA_OK(own_p.Free());
 
   Metric("stale_iterations_count", stale, "count");
-  if (streams::IsPinned(m)) {
+  if (IsPinned(m)) {
     EXPECT_EQ(stale, 0) << stale << " of " << kIterations << " kernels on a non-blocking stream saw bytes of an "
                         << "earlier copy after cudaMemcpy from page-locked memory had returned";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sources, SyncCopyThenOtherStreamTest,
-                         ::testing::Values(Mem::kPinned, Mem::kRegisteredMalloc, Mem::kPageable),
+                         ::testing::Values(HostKind::kHostAllocDefault, HostKind::kRegisteredMalloc, HostKind::kPageable),
                          [](const auto& info) { return MemName(info.param); });
 
 }  // namespace

@@ -19,8 +19,8 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
-using streams::Mem;
+using streams::MemName;
+
 
 constexpr double kWaitS = 5;  // a single wait on either side gives up after this (scaled)
 
@@ -35,17 +35,17 @@ bool HostAwait(const unsigned* p, unsigned want) {
   return true;
 }
 
-class PublicationTest : public GpuTest, public ::testing::WithParamInterface<Mem> {};
+class PublicationTest : public GpuTest, public ::testing::WithParamInterface<HostKind> {};
 
 TEST_P(PublicationTest, HostDevicePingPongDeliversEveryPayload) {
   PAGELOCK_RULE("R77,R78,S08");
-  const Mem m = GetParam();
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  const HostKind m = GetParam();
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   constexpr unsigned kWords = 64, kRounds = 2000;
   Budget("ping_pong_rounds", kRounds, "count");
   // Layout (words): [0] to_device, [1] to_host, [2] bad, [3] status, [64..) payload, [128..) reply.
   std::string why;
-  auto buf = Buffer::Make(m, 256 * sizeof(unsigned), &why);
+  auto buf = KindBuffer::Make(m, 256 * sizeof(unsigned), &why);
   ASSERT_NE(buf, nullptr) << why;
   std::memset(buf->host(), 0, buf->size());
   auto* h = reinterpret_cast<unsigned*>(buf->host());
@@ -75,14 +75,14 @@ TEST_P(PublicationTest, HostDevicePingPongDeliversEveryPayload) {
 
 TEST_P(PublicationTest, HostAndEveryGpuWriteAdjacentBytesWithoutLosingAny) {
   PAGELOCK_RULE("R78,S09");
-  const Mem m = GetParam();
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  const HostKind m = GetParam();
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   constexpr size_t kBytes = size_t{1} << 20;
   constexpr unsigned kRounds = 64;
   const int gpus = static_cast<int>(Probe().devices.size());
   const unsigned stride = 1 + gpus;  // byte i belongs to owner i % stride: 0 the host, d + 1 GPU d
   std::string why;
-  auto buf = Buffer::Make(m, kBytes, &why);
+  auto buf = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(buf, nullptr) << why;
   std::memset(buf->host(), 0xff, kBytes);
   std::vector<cudaStream_t> streams(gpus);
@@ -116,7 +116,7 @@ TEST_P(PublicationTest, HostAndEveryGpuWriteAdjacentBytesWithoutLosingAny) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Memory, PublicationTest, ::testing::Values(Mem::kPinnedMapped, Mem::kRegisteredMalloc),
+INSTANTIATE_TEST_SUITE_P(Memory, PublicationTest, ::testing::Values(HostKind::kHostAllocMapped, HostKind::kRegisteredMalloc),
                          [](const auto& info) { return MemName(info.param); });
 
 class TokenRingTest : public GpuTest {};

@@ -33,7 +33,6 @@
 namespace pagelock {
 namespace {
 
-using streams::StreamKind;
 
 constexpr int kThreads = 8;
 constexpr int kRounds = 4;
@@ -46,7 +45,7 @@ constexpr double kGraceS = 30;                        // the storm's watchdog, s
 struct Plan {
   explicit Plan(StreamKind k) : kind(k), shared(k) {}
   StreamKind kind;
-  streams::Stream shared;            // the stream every thread queues on (unused for per-thread)
+  KindStream shared;  // the stream every thread queues on (unused for per-thread)
   std::vector<uint32_t> seeds;       // [thread * kRounds + round], drawn from the case seed
   uint64_t delay_ns = 0;
 };
@@ -62,7 +61,7 @@ void Rounds(StormWorker& w, const Plan& plan, bool via_event) {
   };
   if (bad(cudaSetDevice(0), "cudaSetDevice", -1)) return;
   // Each thread's own cudaStreamPerThread; else the one stream of the plan.
-  const cudaStream_t s = plan.kind == StreamKind::kPerThread ? cudaStreamPerThread : plan.shared.get();
+  const cudaStream_t s = plan.kind == StreamKind::kPerThreadDefault ? cudaStreamPerThread : plan.shared.get();
   PinnedBuffer src(kBytes), dst(kBytes);
   DeviceBuffer dev(kBytes);
   OwnedEvent done(cudaEventDisableTiming), ready(cudaEventDisableTiming);
@@ -141,8 +140,8 @@ class SharedStreamTest : public GpuTest, public ::testing::WithParamInterface<St
     EXPECT_TRUE(r.finished) << r.Summary();
     EXPECT_TRUE(r.problems.empty()) << r.Summary();
     EXPECT_EQ(r.iterations, kThreads * kRounds) << "rounds whose bytes were checked";
-    Observe("stream", plan->kind == StreamKind::kPerThread ? "each thread's own cudaStreamPerThread"
-                                                            : "one " + streams::StreamName(plan->kind) + " stream");
+    Observe("stream", plan->kind == StreamKind::kPerThreadDefault ? "each thread's own cudaStreamPerThread"
+                                                                   : "one " + StreamKindName(plan->kind) + " stream");
     if (r.finished) {
       ASSERT_CUDA_OK(cudaDeviceSynchronize());
     }
@@ -168,13 +167,13 @@ TEST_P(SharedStreamEventTest, EventsRecordedOnTheSharedStreamOrderEachThreadsOwn
 }
 
 std::string KindName(const ::testing::TestParamInfo<StreamKind>& info) {
-  return info.param == StreamKind::kPerThread ? "EachThreadsOwnPerThreadDefault"
-                                              : "Shared" + streams::StreamName(info.param);
+  return info.param == StreamKind::kPerThreadDefault ? "EachThreadsOwnPerThreadDefault"
+                                                     : "Shared" + StreamKindName(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(StreamKinds, SharedStreamTest, ::testing::ValuesIn(streams::StreamKinds()), KindName);
+INSTANTIATE_TEST_SUITE_P(StreamKinds, SharedStreamTest, ::testing::ValuesIn(AllStreamKinds()), KindName);
 INSTANTIATE_TEST_SUITE_P(SharedKinds, SharedStreamEventTest,
-                         ::testing::Values(StreamKind::kLegacy, StreamKind::kBlocking, StreamKind::kNonBlocking),
+                         ::testing::Values(StreamKind::kLegacyDefault, StreamKind::kBlocking, StreamKind::kNonBlocking),
                          KindName);
 
 }  // namespace

@@ -13,86 +13,20 @@
 namespace pagelock {
 namespace streams {
 
-std::string MemName(Mem m) {
-  switch (m) {
-    case Mem::kPinned: return "Pinned";
-    case Mem::kPinnedMapped: return "PinnedMapped";
-    case Mem::kPinnedPortable: return "PinnedPortable";
-    case Mem::kWriteCombined: return "WriteCombined";
-    case Mem::kRegisteredMalloc: return "RegisteredMalloc";
-    case Mem::kRegisteredMmap: return "RegisteredMmap";
-    case Mem::kRegisteredMemfd: return "RegisteredMemfd";
-    case Mem::kPageable: return "Pageable";
-    case Mem::kDevice: return "Device";
-  }
-  return "Unknown";
+std::string MemName(HostKind m) {
+  static const Spelling<HostKind> kCaseName(HostKindName, {{HostKind::kHostAllocDefault, "Pinned"},
+                                                           {HostKind::kHostAllocMapped, "PinnedMapped"},
+                                                           {HostKind::kHostAllocPortable, "PinnedPortable"},
+                                                           {HostKind::kHostAllocMappedWriteCombined, "WriteCombined"}});
+  return kCaseName(m);
 }
 
-bool IsRegistered(Mem m) {
-  return m == Mem::kRegisteredMalloc || m == Mem::kRegisteredMmap || m == Mem::kRegisteredMemfd;
-}
-bool IsPinned(Mem m) { return m != Mem::kPageable && m != Mem::kDevice; }
-
-const std::vector<Mem>& HostMems() {
-  static const std::vector<Mem> v = {Mem::kPinned,           Mem::kPinnedMapped,   Mem::kPinnedPortable,
-                                     Mem::kWriteCombined,    Mem::kRegisteredMalloc, Mem::kRegisteredMmap,
-                                     Mem::kRegisteredMemfd,  Mem::kPageable};
+const std::vector<HostKind>& HostMems() {
+  static const std::vector<HostKind> v = {
+      HostKind::kHostAllocDefault,  HostKind::kHostAllocMapped, HostKind::kHostAllocPortable,
+      HostKind::kHostAllocMappedWriteCombined, HostKind::kRegisteredMalloc, HostKind::kRegisteredMmap,
+      HostKind::kRegisteredMemfd,   HostKind::kPageable};
   return v;
-}
-
-std::unique_ptr<Buffer> Buffer::Make(Mem kind, size_t bytes, std::string* why) {
-  std::unique_ptr<Buffer> b(new Buffer());
-  b->kind_ = kind;
-  b->size_ = bytes;
-  cudaError_t e = cudaSuccess;
-  switch (kind) {
-    case Mem::kPinned:
-    case Mem::kPinnedMapped:
-    case Mem::kPinnedPortable:
-    case Mem::kWriteCombined: {
-      const unsigned flags = kind == Mem::kPinned           ? cudaHostAllocDefault
-                             : kind == Mem::kPinnedMapped   ? cudaHostAllocMapped
-                             : kind == Mem::kPinnedPortable ? cudaHostAllocPortable
-                                                            : cudaHostAllocWriteCombined | cudaHostAllocMapped;
-      b->pinned_ = PinnedBuffer(bytes, flags);
-      if ((e = b->pinned_.status()) != cudaSuccess) break;
-      b->host_ = b->pinned_.get();
-      void* d = nullptr;
-      e = cudaHostGetDevicePointer(&d, b->host_, 0);
-      b->dev_ = static_cast<unsigned char*>(d);
-      break;
-    }
-    case Mem::kRegisteredMalloc:
-    case Mem::kRegisteredMmap:
-    case Mem::kRegisteredMemfd: {
-      const HostMemoryKind hk = kind == Mem::kRegisteredMalloc ? HostMemoryKind::kHeapPageAligned
-                                : kind == Mem::kRegisteredMmap ? HostMemoryKind::kAnonymousMmap
-                                                               : HostMemoryKind::kShmemFileMmap;
-      // Portable: the multi-device cases use the registration from every device.
-      b->registered_ = HostRegistration::Make(hk, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable, why);
-      if (!b->registered_.region()) return nullptr;  // *why names the host's reason
-      if ((e = b->registered_.status()) != cudaSuccess) break;
-      b->host_ = b->registered_.get();
-      void* d = nullptr;
-      e = cudaHostGetDevicePointer(&d, b->host_, 0);
-      b->dev_ = static_cast<unsigned char*>(d);
-      break;
-    }
-    case Mem::kPageable:
-      b->heap_.resize(bytes);
-      b->host_ = b->heap_.data();
-      break;
-    case Mem::kDevice:
-      b->device_ = DeviceBuffer(bytes);
-      e = b->device_.status();
-      b->dev_ = b->device_.get();
-      break;
-  }
-  if (e != cudaSuccess) {
-    *why = MemName(kind) + " buffer of " + std::to_string(bytes) + " bytes: " + cudaGetErrorName(e);
-    return nullptr;  // the owners release what was made
-  }
-  return b;
 }
 
 // The host checks run over up to 64 MiB per call: the pattern is computed with 32-bit
@@ -164,14 +98,14 @@ Checker::Checker() : counter_mem_(sizeof(unsigned long long), cudaHostAllocMappe
 
 namespace {
 // The host does the work when it can read the window cheaply; else the device through its alias.
-bool OnDevice(const Buffer& b, size_t n) {
+bool OnDevice(const KindBuffer& b, size_t n) {
   if (!b.dev()) return false;
-  if (!b.host() || b.kind() == Mem::kWriteCombined) return true;
+  if (!b.host() || IsWriteCombined(b.kind())) return true;
   return n > kHostCheckLimit;
 }
 }  // namespace
 
-cudaError_t Checker::CountPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed,
+cudaError_t Checker::CountPattern(const KindBuffer& b, size_t off, size_t n, size_t base, uint32_t seed,
                                   size_t* bad) {
   *bad = n;
   if (status_ != cudaSuccess) return status_;
@@ -188,7 +122,7 @@ cudaError_t Checker::CountPattern(const Buffer& b, size_t off, size_t n, size_t 
   return cudaSuccess;
 }
 
-cudaError_t Checker::CountByte(const Buffer& b, size_t off, size_t n, unsigned char value, size_t* bad) {
+cudaError_t Checker::CountByte(const KindBuffer& b, size_t off, size_t n, unsigned char value, size_t* bad) {
   *bad = n;
   if (status_ != cudaSuccess) return status_;
   cudaError_t e = cudaDeviceSynchronize();
@@ -204,7 +138,7 @@ cudaError_t Checker::CountByte(const Buffer& b, size_t off, size_t n, unsigned c
   return cudaSuccess;
 }
 
-cudaError_t Checker::FillPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed) {
+cudaError_t Checker::FillPattern(const KindBuffer& b, size_t off, size_t n, size_t base, uint32_t seed) {
   if (!OnDevice(b, n)) {
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) return e;
@@ -215,7 +149,7 @@ cudaError_t Checker::FillPattern(const Buffer& b, size_t off, size_t n, size_t b
   return e != cudaSuccess ? e : cudaDeviceSynchronize();
 }
 
-cudaError_t Checker::FillByte(const Buffer& b, size_t off, size_t n, unsigned char value) {
+cudaError_t Checker::FillByte(const KindBuffer& b, size_t off, size_t n, unsigned char value) {
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) return e;
   if (b.host()) {
@@ -226,33 +160,6 @@ cudaError_t Checker::FillByte(const Buffer& b, size_t off, size_t n, unsigned ch
   }
   e = cudaMemset(b.dev() + off, value, n);  // copy-check: guard fill; callers count the guard bytes
   return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
-
-std::string StreamName(StreamKind k) {
-  switch (k) {
-    case StreamKind::kLegacy: return "LegacyDefault";
-    case StreamKind::kPerThread: return "PerThreadDefault";
-    case StreamKind::kBlocking: return "Blocking";
-    case StreamKind::kNonBlocking: return "NonBlocking";
-  }
-  return "Unknown";
-}
-
-const std::vector<StreamKind>& StreamKinds() {
-  static const std::vector<StreamKind> v = {StreamKind::kLegacy, StreamKind::kPerThread,
-                                            StreamKind::kBlocking, StreamKind::kNonBlocking};
-  return v;
-}
-
-Stream::Stream(StreamKind k) {
-  switch (k) {
-    case StreamKind::kLegacy: s_ = cudaStreamLegacy; return;
-    case StreamKind::kPerThread: s_ = cudaStreamPerThread; return;
-    case StreamKind::kBlocking: owned_ = OwnedStream(cudaStreamDefault); break;
-    case StreamKind::kNonBlocking: owned_ = OwnedStream(cudaStreamNonBlocking); break;
-  }
-  status_ = owned_.status();
-  s_ = owned_.get();
 }
 
 uint64_t DelayNs(double ms) { return static_cast<uint64_t>(ms * 1e6 * TimeScale()); }

@@ -1,5 +1,6 @@
-// Shared by the streams suite: the memory kinds a copy can touch (each with its host pointer and
-// device alias), the stream kinds, and the byte checks every copy and memset is followed by.
+// Shared by the streams suite: the memory kinds a copy can touch (the kit's HostKind, each
+// buffer a KindBuffer with its host pointer and device alias), the stream kinds, and the byte
+// checks every copy and memset is followed by.
 // Big windows are checked on the device (a counting kernel through the device alias); host-only
 // memory (pageable) and small windows are checked by the host.
 #pragma once
@@ -14,57 +15,24 @@
 #include <vector>
 
 #include "fixtures/bounded_wait.h"
-#include "fixtures/host_memory.h"
+#include "fixtures/host_kinds.h"
+#include "fixtures/kind_buffer.h"
 #include "fixtures/resources.h"
+#include "fixtures/stream_kinds.h"
 
 namespace pagelock {
 namespace streams {
 
-enum class Mem {
-  kPinned,            // cudaHostAlloc(cudaHostAllocDefault)
-  kPinnedMapped,      // cudaHostAllocMapped
-  kPinnedPortable,    // cudaHostAllocPortable
-  kWriteCombined,     // cudaHostAllocWriteCombined | cudaHostAllocMapped
-  kRegisteredMalloc,  // page-aligned heap + cudaHostRegister(Mapped | Portable)
-  kRegisteredMmap,    // anonymous mmap + cudaHostRegister(Mapped | Portable)
-  kRegisteredMemfd,   // MAP_SHARED memfd + cudaHostRegister(Mapped | Portable)
-  kPageable,          // plain heap, never registered
-  kDevice,            // cudaMalloc
-};
-
-std::string MemName(Mem m);
-bool IsRegistered(Mem m);
-bool IsPinned(Mem m);  // page-locked host memory (allocated or registered)
-const std::vector<Mem>& HostMems();  // every kind except kDevice
-
-// One buffer of a kind. host: the host pointer (null for device memory); dev: the device alias
-// (the device pointer for device memory; null for pageable memory). Released by the kit's
-// owners (fixtures/resources.h): a failed release is a test failure.
-class Buffer {
- public:
-  // Null with *why set when the kind cannot be made (the error name, or the host's reason).
-  static std::unique_ptr<Buffer> Make(Mem kind, size_t bytes, std::string* why);
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-
-  Mem kind() const { return kind_; }
-  size_t size() const { return size_; }
-  unsigned char* host() const { return host_; }
-  unsigned char* dev() const { return dev_; }
-  // The pointer a CUDA call uses for this buffer's "host side" (host alias, or device memory).
-  unsigned char* ptr() const { return host_ ? host_ : dev_; }
-
- private:
-  Buffer() = default;
-  Mem kind_ = Mem::kPageable;
-  size_t size_ = 0;
-  unsigned char* host_ = nullptr;
-  unsigned char* dev_ = nullptr;
-  PinnedBuffer pinned_;           // the allocated kinds
-  HostRegistration registered_;  // the registered kinds (it owns the region)
-  DeviceBuffer device_;
-  std::vector<unsigned char> heap_;
-};
+// The memory kinds a copy can touch are the kit's (fixtures/host_kinds.h). The suite's case ids
+// name them as they did before the kit's names: "Pinned" (cudaHostAlloc Default), "PinnedMapped",
+// "PinnedPortable", "WriteCombined" (Mapped|WriteCombined), "RegisteredMalloc",
+// "RegisteredMmap", "RegisteredMemfd", "Pageable", "Device".
+std::string MemName(HostKind m);
+// The host kinds of the copy matrix: cudaHostAlloc Default, Mapped, Portable, Mapped|
+// WriteCombined, the registered heap, mmap and memfd (Mapped | Portable: the multi-device cases
+// use the registration from every device), and pageable memory. A buffer of one:
+// KindBuffer::Make(kind, bytes, &why) (fixtures/kind_buffer.h).
+const std::vector<HostKind>& HostMems();
 
 // Checks and fills. Each returns cudaSuccess or the first CUDA error; *bad is the number of
 // bytes that differ. They synchronise the device before they read.
@@ -73,11 +41,11 @@ class Checker {
   Checker();
   cudaError_t status() const { return status_; }
   // p[off + i] == PatternByte(base + i, seed) for i < n.
-  cudaError_t CountPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed, size_t* bad);
+  cudaError_t CountPattern(const KindBuffer& b, size_t off, size_t n, size_t base, uint32_t seed, size_t* bad);
   // p[off + i] == value for i < n.
-  cudaError_t CountByte(const Buffer& b, size_t off, size_t n, unsigned char value, size_t* bad);
-  cudaError_t FillPattern(const Buffer& b, size_t off, size_t n, size_t base, uint32_t seed);
-  cudaError_t FillByte(const Buffer& b, size_t off, size_t n, unsigned char value);
+  cudaError_t CountByte(const KindBuffer& b, size_t off, size_t n, unsigned char value, size_t* bad);
+  cudaError_t FillPattern(const KindBuffer& b, size_t off, size_t n, size_t base, uint32_t seed);
+  cudaError_t FillByte(const KindBuffer& b, size_t off, size_t n, unsigned char value);
 
  private:
   cudaError_t status_ = cudaSuccess;
@@ -94,23 +62,8 @@ void HostFillPatternFrom(void* p, size_t n, size_t base, uint32_t seed);
 // (write-combined memory is always checked on the device: host reads of it are slow, R16).
 constexpr size_t kHostCheckLimit = size_t{256} << 10;
 
-// Stream kinds of the synchronisation table.
-enum class StreamKind { kLegacy, kPerThread, kBlocking, kNonBlocking };
-std::string StreamName(StreamKind k);
-const std::vector<StreamKind>& StreamKinds();
-
-// A stream of a kind; the default streams are not created or destroyed.
-class Stream {
- public:
-  explicit Stream(StreamKind k);
-  cudaStream_t get() const { return s_; }
-  cudaError_t status() const { return status_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-  cudaError_t status_ = cudaSuccess;
-  OwnedStream owned_;  // the created kinds
-};
+// The stream kinds of the synchronisation table are the kit's (fixtures/stream_kinds.h):
+// StreamKind, StreamKindName, AllStreamKinds and KindStream.
 
 // The kit's bounded waits (fixtures/bounded_wait.h), by their short names here.
 using ::pagelock::PollEvent;

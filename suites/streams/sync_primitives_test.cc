@@ -24,22 +24,19 @@
 #include <thread>
 #include <tuple>
 
+#include "fixtures/byte_model.h"
 #include "fixtures/child_process.h"
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/time_scale.h"
 #include "kernels/streams/stream_kernels.h"
-#include "suites/hostkinds/host_kinds.h"
 #include "suites/streams/stream_util.h"
 
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
 using streams::Checker;
-using streams::Mem;
-using streams::Stream;
-using streams::StreamKind;
+using streams::MemName;
 
 constexpr size_t kBytes = size_t{256} << 10;
 constexpr double kDelayMs = 5;
@@ -83,7 +80,7 @@ using HostCount = std::function<std::vector<size_t>(const unsigned char* p)>;
 struct Expectation {
   std::vector<size_t> sizes;
   HostCount on_host;
-  std::function<cudaError_t(const Buffer& scratch, Checker& check, std::vector<size_t>* bad)> on_scratch;
+  std::function<cudaError_t(const KindBuffer& scratch, Checker& check, std::vector<size_t>* bad)> on_scratch;
 };
 
 // What the host callback found: it counts the bytes itself (no CUDA call inside, R89).
@@ -114,7 +111,7 @@ bool AwaitFlag(const std::atomic<bool>& done) {
 // it, waits with primitive p and sets *bad to the wrong bytes of each region of `want` that the
 // host (or, for kStreamWaitEvent, the waiting stream) saw when the primitive said done.
 // `scratch` is device memory of kBytes for the waiting stream's copy.
-void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratch, Checker& check,
+void WaitAndCount(Primitive p, cudaStream_t s, const KindBuffer& buf, KindBuffer& scratch, Checker& check,
                   const std::function<void(cudaStream_t)>& queue, const Expectation& want,
                   std::vector<size_t>* bad) {
   *bad = want.sizes;
@@ -174,27 +171,27 @@ void WaitAndCount(Primitive p, cudaStream_t s, const Buffer& buf, Buffer& scratc
 Expectation WholePattern(uint32_t seed) {
   return {{kBytes},
           [seed](const unsigned char* p) { return std::vector<size_t>{streams::HostCountPattern(p, kBytes, 0, seed)}; },
-          [seed](const Buffer& scratch, Checker& check, std::vector<size_t>* bad) {
+          [seed](const KindBuffer& scratch, Checker& check, std::vector<size_t>* bad) {
             return check.CountPattern(scratch, 0, kBytes, 0, seed, &(*bad)[0]);
           }};
 }
 
-class SyncPrimitiveTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Primitive, Mem>> {};
+class SyncPrimitiveTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Primitive, HostKind>> {};
 
 TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
   const Primitive p = std::get<0>(GetParam());
-  const Mem m = std::get<1>(GetParam());
+  const HostKind m = std::get<1>(GetParam());
   PAGELOCK_RULE("R77,S03,S04");  // S04: the StreamWaitEvent cells
-  if (streams::IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegistered(m)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::string why;
-  auto buf = Buffer::Make(m, kBytes, &why);
+  auto buf = KindBuffer::Make(m, kBytes, &why);
   ASSERT_NE(buf, nullptr) << why;
-  auto scratch = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto scratch = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(scratch, nullptr) << why;
   Checker check;
   ASSERT_CUDA_OK(check.status());
-  for (StreamKind k : {StreamKind::kLegacy, StreamKind::kPerThread, StreamKind::kNonBlocking}) {
-    Stream s(k);
+  for (StreamKind k : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
+    KindStream s(k);
     ASSERT_CUDA_OK(s.status());
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     std::vector<size_t> bad;
@@ -205,7 +202,7 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
         },
         WholePattern(seed), &bad);
     if (HasFatalFailure()) return;
-    EXPECT_EQ(bad[0], 0u) << PrimitiveName(p) << " on a " << streams::StreamName(k) << " stream, " << MemName(m)
+    EXPECT_EQ(bad[0], 0u) << PrimitiveName(p) << " on a " << StreamKindName(k) << " stream, " << MemName(m)
                           << " memory: " << bad[0] << " of " << kBytes
                           << " bytes written by the kernel were not visible when the primitive said done";
   }
@@ -214,7 +211,7 @@ TEST_P(SyncPrimitiveTest, HostSeesEveryByteOfLongRunningWorkOnEveryStreamKind) {
 INSTANTIATE_TEST_SUITE_P(
     PrimitivesAndMemory, SyncPrimitiveTest,
     ::testing::Combine(::testing::ValuesIn(AllPrimitives()),
-                       ::testing::Values(Mem::kPinnedMapped, Mem::kWriteCombined, Mem::kRegisteredMalloc)),
+                       ::testing::Values(HostKind::kHostAllocMapped, HostKind::kHostAllocMappedWriteCombined, HostKind::kRegisteredMalloc)),
     [](const auto& info) {
       return PrimitiveName(std::get<0>(info.param)) + "_" + MemName(std::get<1>(info.param));
     });
@@ -259,24 +256,24 @@ constexpr size_t kWidth = kPitch - 64;
 constexpr size_t kRows = kHalf / kPitch;
 static_assert(kHalf % kPitch == 0, "the second half is whole rows");
 
-// The pitched byte model (suites/hostkinds) of the second half after a memset of `elem` (`size`
+// The pitched byte model (fixtures/byte_model.h) of the second half after a memset of `elem` (`size`
 // bytes) into `box` over the zero fill, and a count of the bytes at p that differ from it (read
 // through volatile, no CUDA call: the host callback runs it too).
-std::function<size_t(const unsigned char*)> ModelCount(const kinds::Layout& l, const kinds::Box& box, const void* elem,
+std::function<size_t(const unsigned char*)> ModelCount(const pitched::Layout& l, const pitched::Box& box, const void* elem,
                                                        size_t size) {
   std::vector<unsigned char> want(l.bytes(), 0);
-  kinds::ModelFill(&want, l, kinds::Pos{}, box, elem, size);
+  pitched::ModelFill(&want, l, pitched::Pos{}, box, elem, size);
   return [l, want](const unsigned char* p) {
     std::string where;
-    return kinds::CountModelMismatches(p, want, l, &where);
+    return pitched::CountModelMismatches(p, want, l, &where);
   };
 }
 
 // The second half as one row, and as kRows rows of kPitch bytes with kWidth written (2D).
-const kinds::Layout kLinear{kHalf, 1, 1};
-const kinds::Box kLinearBox{kHalf, 1, 1};
-const kinds::Layout kRowsLayout{kPitch, kRows, 1};
-const kinds::Box kRowsBox{kWidth, kRows, 1};
+const pitched::Layout kLinear{kHalf, 1, 1};
+const pitched::Box kLinearBox{kHalf, 1, 1};
+const pitched::Layout kRowsLayout{kPitch, kRows, 1};
+const pitched::Box kRowsBox{kWidth, kRows, 1};
 
 // The last operation of one stream kind's run: what it queues (ASSERTs inside) and how its half,
 // at p, is counted (no CUDA call, values captured).
@@ -287,13 +284,13 @@ struct SecondHalf {
 
 // Every value from `draw` (the case seed's generator); `source` is the copy's device memory,
 // filled here with its pattern and synchronised before anything is queued.
-void MakeSecondHalf(LastOp op, uint32_t kernel_seed, uint64_t draw, const Buffer& buf, const Buffer* source,
+void MakeSecondHalf(LastOp op, uint32_t kernel_seed, uint64_t draw, const KindBuffer& buf, const KindBuffer* source,
                     Checker& check, SecondHalf* out) {
   unsigned char* const dst = buf.dev() + kHalf;
   const auto dp = reinterpret_cast<CUdeviceptr>(dst);
   // Four different bytes, none 0 (the zero fill would pass for it): a 16- or 32-bit element
   // written in the wrong byte order shows.
-  const uint32_t elem = kinds::ElementValue(draw, 0);
+  const uint32_t elem = pitched::ElementValue(draw, 0);
   const unsigned char v8 = static_cast<unsigned char>(elem);
   uint32_t seed = static_cast<uint32_t>(draw >> 32);
   if (seed == kernel_seed) seed ^= 1;  // another pattern than the first half's
@@ -362,7 +359,7 @@ Expectation TwoHalves(uint32_t kernel_seed, const std::function<size_t(const uns
     return std::vector<size_t>{streams::HostCountPattern(p, kHalf, 0, kernel_seed), second(p + kHalf)};
   };
   return {{kHalf, kHalf}, on_host,
-          [on_host](const Buffer& scratch, Checker&, std::vector<size_t>* bad) {
+          [on_host](const KindBuffer& scratch, Checker&, std::vector<size_t>* bad) {
             cudaError_t e = cudaDeviceSynchronize();
             if (e != cudaSuccess) return e;
             std::vector<unsigned char> back(kBytes);
@@ -389,19 +386,19 @@ TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWork
   PAGELOCK_RULE("R77,S03,S04");  // S04: the StreamWaitEvent cells
   if (IsDriver(op)) PAGELOCK_REQUIRE(RequireDriverApi());
   std::string why;
-  auto buf = Buffer::Make(Mem::kPinnedMapped, kBytes, &why);  // the runtime's context is current for cu* calls
+  auto buf = KindBuffer::Make(HostKind::kHostAllocMapped, kBytes, &why);  // the runtime's context is current for cu* calls
   ASSERT_NE(buf, nullptr) << why;
-  auto scratch = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto scratch = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(scratch, nullptr) << why;
-  std::unique_ptr<Buffer> source;
+  std::unique_ptr<KindBuffer> source;
   if (op == LastOp::kCopyDeviceToHostAsync) {
-    source = Buffer::Make(Mem::kDevice, kHalf, &why);
+    source = KindBuffer::Make(HostKind::kDevice, kHalf, &why);
     ASSERT_NE(source, nullptr) << why;
   }
   Checker check;
   ASSERT_CUDA_OK(check.status());
-  for (StreamKind k : {StreamKind::kLegacy, StreamKind::kPerThread, StreamKind::kNonBlocking}) {
-    Stream s(k);
+  for (StreamKind k : {StreamKind::kLegacyDefault, StreamKind::kPerThreadDefault, StreamKind::kNonBlocking}) {
+    KindStream s(k);
     ASSERT_CUDA_OK(s.status());
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     SecondHalf second;
@@ -416,7 +413,7 @@ TEST_P(LastOperationTest, EveryPrimitiveWaitsForTheLastOperationQueuedAndTheWork
         },
         TwoHalves(seed, second.count), &bad);
     if (HasFatalFailure()) return;
-    const std::string where = PrimitiveName(p) + " after " + LastOpName(op) + " on a " + streams::StreamName(k) +
+    const std::string where = PrimitiveName(p) + " after " + LastOpName(op) + " on a " + StreamKindName(k) +
                               " stream: ";
     EXPECT_EQ(bad[0], 0u) << where << bad[0] << " of " << kHalf
                           << " bytes of the first half (the delayed kernel queued ahead of the last operation) "
@@ -504,7 +501,7 @@ TEST_F(MultiDeviceSyncTest, WaitsOnEveryDeviceSeeEveryByteOfItsKernel) {
   PAGELOCK_RULE("R14,R77,S03");
   PAGELOCK_REQUIRE(RequireDeviceCount(2));
   std::string why;
-  auto buf = Buffer::Make(Mem::kPinnedPortable, kBytes, &why);
+  auto buf = KindBuffer::Make(HostKind::kHostAllocPortable, kBytes, &why);
   ASSERT_NE(buf, nullptr) << why;
   const int count = static_cast<int>(Probe().devices.size());
   for (int d = 0; d < count; ++d) {
@@ -537,7 +534,7 @@ TEST_F(MultiDeviceSyncTest, AStreamOfEveryOtherDeviceWaitsForAnEventOfEachDevice
   PAGELOCK_RULE("R14,R77,S04");
   PAGELOCK_REQUIRE(RequireDeviceCount(2));
   std::string why;
-  auto buf = Buffer::Make(Mem::kPinnedPortable, kBytes, &why);
+  auto buf = KindBuffer::Make(HostKind::kHostAllocPortable, kBytes, &why);
   ASSERT_NE(buf, nullptr) << why;
   const int count = static_cast<int>(Probe().devices.size());
   for (int a = 0; a < count; ++a) {

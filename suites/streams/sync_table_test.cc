@@ -31,11 +31,8 @@
 namespace pagelock {
 namespace {
 
-using streams::Buffer;
 using streams::Checker;
-using streams::Mem;
-using streams::Stream;
-using streams::StreamKind;
+using streams::MemName;
 
 enum class Call {
   kMemcpyH2D, kMemcpyD2H, kMemcpyH2H, kMemcpyAsyncH2D, kMemcpyAsyncD2H, kMemcpyAsyncH2H,
@@ -63,23 +60,23 @@ constexpr size_t kBytes = size_t{256} << 10;
 constexpr double kDelayMs = 5;
 constexpr int kAttempts = 3;  // an asynchronous call must show it in one attempt (preemption)
 
-bool MustBeAsynchronous(Call c, Mem m) {
+bool MustBeAsynchronous(Call c, HostKind m) {
   if (c == Call::kMemsetAsyncHost || c == Call::kMemsetAsyncDevice || c == Call::kMemcpyAsyncD2D) return true;
   if (c == Call::kMemsetDevice) return true;  // the memset text: asynchronous unless pinned host memory
-  return (c == Call::kMemcpyAsyncH2D || c == Call::kMemcpyAsyncD2H) && streams::IsPinned(m);
+  return (c == Call::kMemcpyAsyncH2D || c == Call::kMemcpyAsyncD2H) && IsPinned(m);
 }
 
 // A pageable synchronous H2D copy performs a stream sync before it starts; judged on the legacy
 // default stream only, the stream cudaMemcpy itself uses (how far the legacy stream's implicit
 // ordering with other blocking streams reaches into that sync is not stated).
-bool MustWaitForTheStream(Call c, Mem m, StreamKind k) {
-  return c == Call::kMemcpyH2D && m == Mem::kPageable && k == StreamKind::kLegacy;
+bool MustWaitForTheStream(Call c, HostKind m, StreamKind k) {
+  return c == Call::kMemcpyH2D && m == HostKind::kPageable && k == StreamKind::kLegacyDefault;
 }
 
 // The destination holds its final bytes when the call returns.
-bool MustBeCompleteOnReturn(Call c, Mem m) {
+bool MustBeCompleteOnReturn(Call c, HostKind m) {
   return c == Call::kMemcpyD2H || c == Call::kMemcpyH2H || c == Call::kMemcpyAsyncH2H ||
-         (c == Call::kMemsetHost && streams::IsPinned(m));
+         (c == Call::kMemsetHost && IsPinned(m));
 }
 
 bool IsMemset(Call c) {
@@ -87,10 +84,10 @@ bool IsMemset(Call c) {
          c == Call::kMemsetAsyncDevice;
 }
 
-class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Call, Mem>> {
+class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::tuple<Call, HostKind>> {
  protected:
   Call call() const { return std::get<0>(GetParam()); }
-  Mem mem() const { return std::get<1>(GetParam()); }
+  HostKind mem() const { return std::get<1>(GetParam()); }
 
   struct Cell {
     cudaError_t query = cudaSuccess;  // cudaStreamQuery right after the call returned
@@ -101,15 +98,15 @@ class SyncTableTest : public GpuTest, public ::testing::WithParamInterface<std::
   };
 
   // One attempt of one cell on stream kind k with a delay of delay_ms.
-  void RunCell(StreamKind k, double delay_ms, Buffer& host, Buffer& host2, Buffer& dev, Checker& check,
+  void RunCell(StreamKind k, double delay_ms, KindBuffer& host, KindBuffer& host2, KindBuffer& dev, Checker& check,
                Cell* cell) {
-    Stream stream(k);
+    KindStream stream(k);
     ASSERT_CUDA_OK(stream.status());
     cudaStream_t s = stream.get();
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
     const unsigned char value = static_cast<unsigned char>(0x10 + seed % 0xe0);
-    Buffer* dst = nullptr;
-    Buffer* src = nullptr;
+    KindBuffer* dst = nullptr;
+    KindBuffer* src = nullptr;
     switch (call()) {
       case Call::kMemcpyH2D: case Call::kMemcpyAsyncH2D: src = &host; dst = &dev; break;
       case Call::kMemcpyD2H: case Call::kMemcpyAsyncD2H: src = &dev; dst = &host; break;
@@ -168,14 +165,14 @@ std::string QueryName(cudaError_t e) {
 
 TEST_P(SyncTableTest, CallFollowsTheDocumentedSynchronisationOnEveryStreamKind) {
   PAGELOCK_RULE("R76,S02");
-  if (streams::IsRegistered(mem())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegistered(mem())) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   std::string why;
-  const bool host_side = mem() != Mem::kDevice;
-  auto host = Buffer::Make(host_side ? mem() : Mem::kDevice, kBytes, &why);
+  const bool host_side = mem() != HostKind::kDevice;
+  auto host = KindBuffer::Make(host_side ? mem() : HostKind::kDevice, kBytes, &why);
   ASSERT_NE(host, nullptr) << why;
-  auto host2 = Buffer::Make(host_side ? mem() : Mem::kDevice, kBytes, &why);
+  auto host2 = KindBuffer::Make(host_side ? mem() : HostKind::kDevice, kBytes, &why);
   ASSERT_NE(host2, nullptr) << why;
-  auto dev = Buffer::Make(Mem::kDevice, kBytes, &why);
+  auto dev = KindBuffer::Make(HostKind::kDevice, kBytes, &why);
   ASSERT_NE(dev, nullptr) << why;
   if ((call() == Call::kMemsetHost || call() == Call::kMemsetAsyncHost) && host->host() != host->dev()) {
     PAGELOCK_NOT_SUPPORTED(MemName(mem()) + ": cudaHostGetDevicePointer differs from the host pointer, so a "
@@ -186,11 +183,11 @@ TEST_P(SyncTableTest, CallFollowsTheDocumentedSynchronisationOnEveryStreamKind) 
   const bool must_async = MustBeAsynchronous(call(), mem());
   const bool must_complete = MustBeCompleteOnReturn(call(), mem());
   Observe("expectation", must_async ? "asynchronous" : must_complete ? "complete_on_return"
-                        : call() == Call::kMemcpyH2D && mem() == Mem::kPageable ? "stream_sync_first_source_reusable"
+                        : call() == Call::kMemcpyH2D && mem() == HostKind::kPageable ? "stream_sync_first_source_reusable"
                         : call() == Call::kMemcpyH2D ? "source_reusable_on_return"
                                                      : "recorded_only");
-  for (StreamKind k : streams::StreamKinds()) {
-    const std::string name = streams::StreamName(k);
+  for (StreamKind k : AllStreamKinds()) {
+    const std::string name = StreamKindName(k);
     Cell cell;
     double delay = kDelayMs;
     int attempt = 0;
@@ -230,16 +227,16 @@ TEST_P(SyncTableTest, CallFollowsTheDocumentedSynchronisationOnEveryStreamKind) 
   }
 }
 
-std::vector<std::tuple<Call, Mem>> TableParams() {
-  std::vector<std::tuple<Call, Mem>> v;
-  for (Mem m : {Mem::kPinned, Mem::kRegisteredMalloc, Mem::kWriteCombined, Mem::kPageable}) {
+std::vector<std::tuple<Call, HostKind>> TableParams() {
+  std::vector<std::tuple<Call, HostKind>> v;
+  for (HostKind m : {HostKind::kHostAllocDefault, HostKind::kRegisteredMalloc, HostKind::kHostAllocMappedWriteCombined, HostKind::kPageable}) {
     for (Call c : {Call::kMemcpyH2D, Call::kMemcpyD2H, Call::kMemcpyH2H, Call::kMemcpyAsyncH2D,
                    Call::kMemcpyAsyncD2H, Call::kMemcpyAsyncH2H, Call::kMemsetHost, Call::kMemsetAsyncHost}) {
-      if (m == Mem::kPageable && IsMemset(c)) continue;  // no device alias (attr 88 = 0)
+      if (m == HostKind::kPageable && IsMemset(c)) continue;  // no device alias (attr 88 = 0)
       v.emplace_back(c, m);
     }
   }
-  for (Call c : {Call::kMemsetDevice, Call::kMemsetAsyncDevice, Call::kMemcpyAsyncD2D}) v.emplace_back(c, Mem::kDevice);
+  for (Call c : {Call::kMemsetDevice, Call::kMemsetAsyncDevice, Call::kMemcpyAsyncD2D}) v.emplace_back(c, HostKind::kDevice);
   return v;
 }
 

@@ -49,7 +49,7 @@ struct Chunk {
 
 // Pins `max_chunks` chunks at most, within the floor and `budget_s`. Returns why it stopped:
 // "error", "floor", "time" or "count"; `error` holds the failing call's error.
-std::string PinChunks(Path path, size_t chunk, size_t max_chunks, double budget_s,
+std::string PinChunks(PinRoute path, size_t chunk, size_t max_chunks, double budget_s,
                       const ChildContainment& cc, std::vector<Chunk>* chunks, std::string* error,
                       std::vector<double>* ms, ScenarioReport* progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -73,8 +73,8 @@ std::string PinChunks(Path path, size_t chunk, size_t max_chunks, double budget_
 }
 
 PAGELOCK_SCENARIO(Exhaust) {
-  Path path;
-  if (!ParsePath(ScenarioArg(), &path)) {
+  PinRoute path;
+  if (!ParseStressRoute(ScenarioArg(), &path)) {
     report.Set("bad_arg", ScenarioArg());
     return;
   }
@@ -84,7 +84,7 @@ PAGELOCK_SCENARIO(Exhaust) {
   const size_t chunk = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB")) << 20;
   const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
   report.Error("init", cudaFree(nullptr));
-  if (IsDriverPath(path) && !Driver().loaded) {
+  if (IsDriverRoute(path) && !Driver().loaded) {
     report.Set("driver_api", Driver().error);
     return;
   }
@@ -170,17 +170,17 @@ bool AnyContains(const std::vector<std::string>& lines, const char* needle) {
                      [&](const std::string& l) { return l.find(needle) != std::string::npos; });
 }
 
-class ExhaustionTest : public ::testing::TestWithParam<Path> {};
+class ExhaustionTest : public ::testing::TestWithParam<PinRoute> {};
 
 TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) {
   PAGELOCK_RULE("R06,R87,C06");
   PAGELOCK_REQUIRE(RequireUsableDevice());
-  const Path path = GetParam();
-  if (IsRegisterPath(path)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
-  if (IsDriverPath(path)) PAGELOCK_REQUIRE(RequireDriverApi());
+  const PinRoute path = GetParam();
+  if (IsRegisterRoute(path)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsDriverRoute(path)) PAGELOCK_REQUIRE(RequireDriverApi());
   const double chunk_mib = settings::PositiveNumber("PAGELOCK_STRESS_CHUNK_MIB");
   const double budget_s = settings::PositiveNumber("PAGELOCK_STRESS_EXHAUST_SECONDS") * TimeScale();
-  auto box = Containment::Create(PathName(path), DefaultCgroupCapBytes());
+  auto box = Containment::Create(PinRouteName(path), DefaultCgroupCapBytes());
   box->RecordBudgets();
   Budget("chunk_MiB", chunk_mib, "MiB");
   Budget("pin_phase_s", budget_s, "s");
@@ -191,7 +191,7 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
 
   ChildResult r = RunScenario("Exhaust", 2 * budget_s + 240, [&] {
     std::vector<std::string> env = box->ChildEnv();
-    env.push_back(ScenarioArgEnv(PathName(path)));
+    env.push_back(ScenarioArgEnv(PinRouteName(path)));
     return env;
   }());
   const CgroupEvents ev = box->Events();
@@ -225,20 +225,20 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
   Observe("outcome", outcome);
 
   if (outcome == "oom_killed") {
-    ADD_FAILURE() << PathName(path) << ": the kernel OOM-killed the pinning child after " << pinned * chunk_gib
+    ADD_FAILURE() << PinRouteName(path) << ": the kernel OOM-killed the pinning child after " << pinned * chunk_gib
                   << " GiB instead of the call failing with cudaErrorMemoryAllocation (deviation, "
                   << "docs/platforms/nvidia-h200.md#c06); containment " << r.Get("containment") << "; kernel log: " << Joined(log);
   } else if (outcome == "hang" || outcome.rfind("crash", 0) == 0 || outcome == "error") {
     NoteChildOutcome(r);
-    ADD_FAILURE() << PathName(path) << ": " << outcome << " after " << pinned * chunk_gib << " GiB: " << r.Describe();
+    ADD_FAILURE() << PinRouteName(path) << ": " << outcome << " after " << pinned * chunk_gib << " GiB: " << r.Describe();
   } else if (r.Get("containment").rfind("none", 0) == 0) {
     ADD_FAILURE() << "the child refused to pin without containment: " << r.Get("containment");
   } else {
     if (outcome == "other_error") {
-      ADD_FAILURE() << PathName(path) << ": pinning failed with " << r.Get("error")
+      ADD_FAILURE() << PinRouteName(path) << ": pinning failed with " << r.Get("error")
                     << " instead of cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY";
     } else if (outcome != "memory_allocation") {
-      Warn(std::string(PathName(path)) + ": exhaustion not reached: " + outcome + " at " +
+      Warn(std::string(PinRouteName(path)) + ": exhaustion not reached: " + outcome + " at " +
            std::to_string(pinned * chunk_gib) + " GiB (containment " + r.Get("containment") + ")");
     }
     Observe("last_error_after_stop", r.Get("last_error_after_stop"));
@@ -272,9 +272,9 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ExhaustionTest,
-                         ::testing::Values(Path::kHostAlloc, Path::kHostRegister, Path::kCuMemHostAlloc,
-                                           Path::kCuMemHostRegister),
-                         [](const ::testing::TestParamInfo<Path>& i) { return std::string(PathName(i.param)); });
+                         ::testing::Values(PinRoute::kHostAlloc, PinRoute::kHostRegister, PinRoute::kCuMemHostAlloc,
+                                           PinRoute::kCuMemHostRegister),
+                         [](const ::testing::TestParamInfo<PinRoute>& i) { return std::string(PinRouteName(i.param)); });
 
 // ---- RLIMIT_MEMLOCK ------------------------------------------------------------------------------
 
@@ -300,14 +300,14 @@ PAGELOCK_SCENARIO(MemlockLimit) {
   void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   report.Set("mlock", m != MAP_FAILED && mlock(m, n) == 0 ? "ok" : std::strerror(errno));
   if (m != MAP_FAILED) munmap(m, n);
-  for (Path p : kAllPaths) {
-    if (IsDriverPath(p) && !Driver().loaded) continue;
+  for (PinRoute p : kStressRoutes) {
+    if (IsDriverRoute(p) && !Driver().loaded) continue;
     void* host = nullptr;
     void* dev = nullptr;
     const std::string e = Pin(p, n, &host, &dev);
-    report.Set(std::string("pin_") + PathName(p), e);
-    if (e == "ok") report.Set(std::string("release_") + PathName(p), Release(p, host, n));
-    report.Error(std::string("sync_") + PathName(p), cudaDeviceSynchronize());
+    report.Set(std::string("pin_") + PinRouteName(p), e);
+    if (e == "ok") report.Set(std::string("release_") + PinRouteName(p), Release(p, host, n));
+    report.Error(std::string("sync_") + PinRouteName(p), cudaDeviceSynchronize());
   }
 }
 
@@ -324,15 +324,15 @@ TEST(MemlockLimitTest, EachPathUnderASmallMemlockLimitSucceedsOrFailsCleanly) {
   EXPECT_EQ(r.Get("setrlimit"), "ok");
   Observe("cap_ipc_lock", r.Get("cap_ipc_lock"));
   Observe("mlock_64MiB", r.Get("mlock"));
-  for (Path p : kAllPaths) {
-    const std::string e = r.Get(std::string("pin_") + PathName(p));
+  for (PinRoute p : kStressRoutes) {
+    const std::string e = r.Get(std::string("pin_") + PinRouteName(p));
     if (e == "<missing>") continue;  // driver API not loadable
-    Observe(std::string("pin_64MiB_") + PathName(p), e);
-    EXPECT_TRUE(e == "ok" || IsOutOfMemory(e)) << PathName(p) << " under RLIMIT_MEMLOCK: " << e;
+    Observe(std::string("pin_64MiB_") + PinRouteName(p), e);
+    EXPECT_TRUE(e == "ok" || IsOutOfMemory(e)) << PinRouteName(p) << " under RLIMIT_MEMLOCK: " << e;
     if (e == "ok") {
-      EXPECT_EQ(r.Get(std::string("release_") + PathName(p)), "ok") << PathName(p);
+      EXPECT_EQ(r.Get(std::string("release_") + PinRouteName(p)), "ok") << PinRouteName(p);
     }
-    EXPECT_EQ(r.Get(std::string("sync_") + PathName(p)), "cudaSuccess") << PathName(p) << ": sticky";
+    EXPECT_EQ(r.Get(std::string("sync_") + PinRouteName(p)), "cudaSuccess") << PinRouteName(p) << ": sticky";
   }
 }
 

@@ -79,9 +79,9 @@ int64_t Bytes(Size s) {
 
 // Portable | Mapped, so every device's context may use the memory (a Mapped-only pin is pinned
 // for the allocating context alone); "ok" or the failing call's name. Released by Release().
-std::string PinPortable(Path path, size_t n, void** host) {
+std::string PinPortable(PinRoute path, size_t n, void** host) {
   *host = nullptr;
-  if (path == Path::kHostAlloc) {
+  if (path == PinRoute::kHostAlloc) {
     const cudaError_t e = cudaHostAlloc(host, n, cudaHostAllocPortable | cudaHostAllocMapped);
     if (e != cudaSuccess) *host = nullptr;
     return e == cudaSuccess ? "ok" : cudaGetErrorName(e);
@@ -165,9 +165,9 @@ cudaError_t DevicesRewriteEveryChunk(char* host, size_t n, int devices, uint64_t
 // Arg "path:bytes".
 PAGELOCK_SCENARIO(LargeSinglePin) {
   const std::string arg = ScenarioArg();
-  Path path;
+  PinRoute path;
   const size_t colon = arg.find(':');
-  if (colon == std::string::npos || !ParsePath(arg.substr(0, colon), &path)) {
+  if (colon == std::string::npos || !ParseStressRoute(arg.substr(0, colon), &path)) {
     report.Set("bad_arg", arg);
     return;
   }
@@ -237,9 +237,9 @@ PAGELOCK_SCENARIO(LargeSinglePin) {
 
 // The case for one path and size (both tests below): NotSupported where the host cannot hold
 // it, else one contained child pins, checks every byte on every device and releases.
-void CheckLargeSinglePin(Path path, Size size) {
+void CheckLargeSinglePin(PinRoute path, Size size) {
   PAGELOCK_REQUIRE(RequireUsableDevice());
-  if (IsRegisterPath(path)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
+  if (IsRegisterRoute(path)) PAGELOCK_REQUIRE(RequireAttr(cudaDevAttrHostRegisterSupported, 1));
   const int64_t n = Bytes(size);
   const MemInfo mem = ReadMemInfo();
   const int64_t floor = DefaultFloorBytes();
@@ -279,7 +279,7 @@ void CheckLargeSinglePin(Path path, Size size) {
   ChildResult r = RunScenario("LargeSinglePin", limit_s,
                               [&] {
                                 std::vector<std::string> env = box->ChildEnv();
-                                env.push_back(ScenarioArgEnv(std::string(PathName(path)) + ":" + std::to_string(n)));
+                                env.push_back(ScenarioArgEnv(std::string(PinRouteName(path)) + ":" + std::to_string(n)));
                                 return env;
                               }());
   const CgroupEvents ev = box->Events();
@@ -292,7 +292,7 @@ void CheckLargeSinglePin(Path path, Size size) {
   for (const std::string& l : log) log_text += (log_text.empty() ? "" : " | ") + l;
   if (!log_text.empty()) Observe("kernel_log", log_text);
   if (r.term_signal == SIGKILL && ((ev.available && ev.oom_kill > 0) || !log.empty())) {
-    FAIL() << PathName(path) << " of " << n << " bytes in one call: the kernel OOM-killed the child "
+    FAIL() << PinRouteName(path) << " of " << n << " bytes in one call: the kernel OOM-killed the child "
            << "instead of the call failing cleanly (deviation, docs/platforms/nvidia-h200.md#c06); log: " << log_text;
   }
   ASSERT_CHILD_COMPLETED(r);
@@ -312,7 +312,7 @@ void CheckLargeSinglePin(Path path, Size size) {
     EXPECT_EQ(r.Get("host_bad_words"), "0") << "the host does not see every word the devices wrote";
     EXPECT_EQ(r.Get("release"), "ok");
   } else {
-    ASSERT_TRUE(IsOutOfMemory(pin)) << PathName(path) << " of " << n << " bytes failed with " << pin
+    ASSERT_TRUE(IsOutOfMemory(pin)) << PinRouteName(path) << " of " << n << " bytes failed with " << pin
                                     << " instead of cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY";
     Observe("last_error", r.Get("last_error"));
     EXPECT_EQ(r.Get("last_error_cleared"), "cudaSuccess") << "cudaGetLastError did not clear the failure";
@@ -322,7 +322,7 @@ void CheckLargeSinglePin(Path path, Size size) {
       // R47: r580+ refuses one call of 2^39 bytes whatever RAM is free (undocumented): recorded.
       Observe("per_call_limit_512GiB", pin);
     } else {
-      Warn(std::string(PathName(path)) + " of " + std::to_string(n >> 20) + " MiB in one call failed cleanly (" +
+      Warn(std::string(PinRouteName(path)) + " of " + std::to_string(n >> 20) + " MiB in one call failed cleanly (" +
            pin + ") although RAM above the floor allowed it");
     }
   }
@@ -332,7 +332,7 @@ void CheckLargeSinglePin(Path path, Size size) {
   Observe("pin_balance_delta_pages", static_cast<long long>(pins.excess));
 }
 
-class LargeSinglePinTest : public ::testing::TestWithParam<std::tuple<Path, Size>> {};
+class LargeSinglePinTest : public ::testing::TestWithParam<std::tuple<PinRoute, Size>> {};
 
 // A driver that pins or maps only part of a large range (a page table truncated at 2 or 4 GiB,
 // a chunk of a registration left unmapped), that maps it for one device only, or that routes
@@ -346,14 +346,14 @@ TEST_P(LargeSinglePinTest, OneCallOfThisSizePinsAndTheDeviceReachesTheLastPage) 
 
 INSTANTIATE_TEST_SUITE_P(
     PathsAndSizes, LargeSinglePinTest,
-    ::testing::Combine(::testing::Values(Path::kHostAlloc, Path::kHostRegister),
+    ::testing::Combine(::testing::Values(PinRoute::kHostAlloc, PinRoute::kHostRegister),
                        ::testing::Values(Size::k2GiBPlus4KiB, Size::k4GiB, Size::k16GiB, Size::kRamAllows,
                                          Size::kGpuMemoryPlus10Percent)),
-    [](const ::testing::TestParamInfo<std::tuple<Path, Size>>& i) {
-      return std::string(PathName(std::get<0>(i.param))) + "_" + SizeName(std::get<1>(i.param));
+    [](const ::testing::TestParamInfo<std::tuple<PinRoute, Size>>& i) {
+      return std::string(PinRouteName(std::get<0>(i.param))) + "_" + SizeName(std::get<1>(i.param));
     });
 
-class PerCallLimitTest : public ::testing::TestWithParam<Path> {};
+class PerCallLimitTest : public ::testing::TestWithParam<PinRoute> {};
 
 // R47: one call of 512 GiB (2^39 bytes). The documentation sets no per-call limit, so a
 // success must hold every byte on every device like any other size; r580+ refuses it with
@@ -365,8 +365,8 @@ TEST_P(PerCallLimitTest, OneCallOf512GiBHoldsEveryByteOrFailsCleanly) {
   CheckLargeSinglePin(GetParam(), Size::k512GiB);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, PerCallLimitTest, ::testing::Values(Path::kHostAlloc, Path::kHostRegister),
-                         [](const ::testing::TestParamInfo<Path>& i) { return std::string(PathName(i.param)); });
+INSTANTIATE_TEST_SUITE_P(Paths, PerCallLimitTest, ::testing::Values(PinRoute::kHostAlloc, PinRoute::kHostRegister),
+                         [](const ::testing::TestParamInfo<PinRoute>& i) { return std::string(PinRouteName(i.param)); });
 
 }  // namespace
 }  // namespace pagelock

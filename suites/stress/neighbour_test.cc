@@ -19,9 +19,10 @@
 #include "fixtures/child_process.h"
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
-#include "fixtures/resources.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
+#include "fixtures/storm.h"
 #include "fixtures/time_scale.h"
 #include "kernels/pattern.h"
 #include "suites/stress/pin_paths.h"
@@ -48,7 +49,7 @@ PAGELOCK_SCENARIO(PinAndChurn) {
   long long cycles = 0, failures = 0;
   const auto start = std::chrono::steady_clock::now();
   while (Seconds(start) < seconds) {
-    const Path path = cycles % 2 ? Path::kHostRegister : Path::kHostAlloc;
+    const PinRoute path = cycles % 2 ? PinRoute::kHostRegister : PinRoute::kHostAlloc;
     void* host = nullptr;
     void* dev = nullptr;
     const std::string e = Pin(path, chunk, &host, &dev);

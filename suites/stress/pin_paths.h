@@ -1,7 +1,7 @@
-// The four ways to pin host memory, behind one interface for the stress scenarios:
-// cudaHostAlloc, cudaHostRegister, cuMemHostAlloc, cuMemHostRegister (register paths pin a fresh
-// anonymous mapping, untouched, so the registration faults the pages in). Each returns "ok" or
-// the failing call's error name, and a device pointer.
+// Four of the kit's pin routes (fixtures/host_kinds.h) behind one interface for the stress
+// scenarios: cudaHostAlloc, cudaHostRegister, cuMemHostAlloc, cuMemHostRegister (register routes
+// pin a fresh anonymous mapping, untouched, so the registration faults the pages in). Each returns
+// "ok" or the failing call's error name, and a device pointer.
 #pragma once
 
 #include <cuda.h>
@@ -12,33 +12,24 @@
 #include <string>
 
 #include "fixtures/driver_api.h"
+#include "fixtures/host_kinds.h"
 
 namespace pagelock {
 
-enum class Path { kHostAlloc, kHostRegister, kCuMemHostAlloc, kCuMemHostRegister };
+// The routes the stress scenarios pin by.
+constexpr PinRoute kStressRoutes[] = {PinRoute::kHostAlloc, PinRoute::kHostRegister, PinRoute::kCuMemHostAlloc,
+                                      PinRoute::kCuMemHostRegister};
 
-inline const char* PathName(Path p) {
-  switch (p) {
-    case Path::kHostAlloc: return "cudaHostAlloc";
-    case Path::kHostRegister: return "cudaHostRegister";
-    case Path::kCuMemHostAlloc: return "cuMemHostAlloc";
-    case Path::kCuMemHostRegister: return "cuMemHostRegister";
-  }
-  return "?";
-}
-
-inline bool ParsePath(const std::string& s, Path* p) {
-  for (Path q : {Path::kHostAlloc, Path::kHostRegister, Path::kCuMemHostAlloc, Path::kCuMemHostRegister}) {
-    if (s == PathName(q)) {
+// One of kStressRoutes by its name (PinRouteName), as a scenario's argument names it.
+inline bool ParseStressRoute(const std::string& s, PinRoute* p) {
+  for (PinRoute q : kStressRoutes) {
+    if (s == PinRouteName(q)) {
       *p = q;
       return true;
     }
   }
   return false;
 }
-
-inline bool IsDriverPath(Path p) { return p == Path::kCuMemHostAlloc || p == Path::kCuMemHostRegister; }
-inline bool IsRegisterPath(Path p) { return p == Path::kHostRegister || p == Path::kCuMemHostRegister; }
 
 inline std::string CuName(CUresult r) {
   const char* name = nullptr;
@@ -47,23 +38,23 @@ inline std::string CuName(CUresult r) {
 }
 
 // "ok" or the error's name.
-inline std::string Pin(Path path, size_t n, void** host, void** dev) {
+inline std::string Pin(PinRoute path, size_t n, void** host, void** dev) {
   *host = nullptr;
   *dev = nullptr;
   void* map = nullptr;
-  if (IsRegisterPath(path)) {
+  if (IsRegisterRoute(path)) {
     // Not touched first: the registration faults the pages in (and is charged for them).
     map = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return "mmap failed";
   }
   switch (path) {
-    case Path::kHostAlloc: {
+    case PinRoute::kHostAlloc: {
       cudaError_t e = cudaHostAlloc(host, n, cudaHostAllocMapped);
       if (e != cudaSuccess) return cudaGetErrorName(e);
       e = cudaHostGetDevicePointer(dev, *host, 0);
       return e == cudaSuccess ? "ok" : std::string("devptr ") + cudaGetErrorName(e);
     }
-    case Path::kHostRegister: {
+    case PinRoute::kHostRegister: {
       cudaError_t e = cudaHostRegister(map, n, cudaHostRegisterMapped);
       if (e != cudaSuccess) {
         munmap(map, n);
@@ -73,7 +64,7 @@ inline std::string Pin(Path path, size_t n, void** host, void** dev) {
       e = cudaHostGetDevicePointer(dev, *host, 0);
       return e == cudaSuccess ? "ok" : std::string("devptr ") + cudaGetErrorName(e);
     }
-    case Path::kCuMemHostAlloc: {
+    case PinRoute::kCuMemHostAlloc: {
       CUresult r = Driver().cuMemHostAlloc(host, n, CU_MEMHOSTALLOC_DEVICEMAP);
       if (r != CUDA_SUCCESS) return CuName(r);
       CUdeviceptr d = 0;
@@ -81,7 +72,7 @@ inline std::string Pin(Path path, size_t n, void** host, void** dev) {
       *dev = reinterpret_cast<void*>(d);
       return r == CUDA_SUCCESS ? "ok" : "devptr " + CuName(r);
     }
-    case Path::kCuMemHostRegister: {
+    case PinRoute::kCuMemHostRegister: {
       CUresult r = Driver().cuMemHostRegister(map, n, CU_MEMHOSTREGISTER_DEVICEMAP);
       if (r != CUDA_SUCCESS) {
         munmap(map, n);
@@ -93,35 +84,40 @@ inline std::string Pin(Path path, size_t n, void** host, void** dev) {
       *dev = reinterpret_cast<void*>(d);
       return r == CUDA_SUCCESS ? "ok" : "devptr " + CuName(r);
     }
+    default:
+      break;  // not a stress route
   }
   return "?";
 }
 
-inline std::string Release(Path path, void* host, size_t n) {
+inline std::string Release(PinRoute path, void* host, size_t n) {
   std::string result = "ok";
   switch (path) {
-    case Path::kHostAlloc: {
+    case PinRoute::kHostAlloc: {
       cudaError_t e = cudaFreeHost(host);
       if (e != cudaSuccess) result = cudaGetErrorName(e);
       break;
     }
-    case Path::kHostRegister: {
+    case PinRoute::kHostRegister: {
       cudaError_t e = cudaHostUnregister(host);
       if (e != cudaSuccess) result = cudaGetErrorName(e);
       munmap(host, n);
       break;
     }
-    case Path::kCuMemHostAlloc: {
+    case PinRoute::kCuMemHostAlloc: {
       CUresult r = Driver().cuMemFreeHost(host);
       if (r != CUDA_SUCCESS) result = CuName(r);
       break;
     }
-    case Path::kCuMemHostRegister: {
+    case PinRoute::kCuMemHostRegister: {
       CUresult r = Driver().cuMemHostUnregister(host);
       if (r != CUDA_SUCCESS) result = CuName(r);
       munmap(host, n);
       break;
     }
+    default:
+      result = "?";  // not a stress route
+      break;
   }
   return result;
 }
@@ -134,7 +130,5 @@ inline double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-constexpr Path kAllPaths[] = {Path::kHostAlloc, Path::kHostRegister, Path::kCuMemHostAlloc,
-                             Path::kCuMemHostRegister};
 
 }  // namespace pagelock
