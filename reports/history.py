@@ -18,7 +18,7 @@ file written before versioning existed (user_version 0 with a `runs` table) is v
   2  fleet: runs get label, tier, night, run_dir, report, stored_at and n_cases; case ids move
      to case_names and cases refer to them by number (a year of a 1,000-GPU lab is ~90 M case
      rows); partial indexes on the failing and the not-run cases, which the fleet report reads
-  3  fleet round 2: rosters (the hosts a night expected, stored by `fleet submit`); case_nights
+  3  rosters (the hosts a night expected, stored by `fleet submit`); case_nights
      (per SKU, case and night: did it pass / fail anywhere; the fleet report's brackets read it
      instead of walking every run of the SKU); metrics(run_id) index (retention); metric values
      may be NULL with a flag (a NaN is stored, flagged, instead of losing the run);

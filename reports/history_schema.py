@@ -120,7 +120,7 @@ MIGRATIONS = [
         f"CREATE INDEX cases_problems_by_case ON cases(case_ref, run_id) WHERE {PROBLEM_SQL}",
         f"CREATE INDEX cases_not_run ON cases(run_id, case_ref) WHERE {NOT_RUN_SQL}",
     ]),
-    (3, "fleet round 2: rosters, case_nights, metrics(run_id), nullable flagged metric values", [
+    (3, "rosters, case_nights, metrics(run_id), nullable flagged metric values", [
         """CREATE TABLE rosters (
           label TEXT NOT NULL, host TEXT NOT NULL, night TEXT, sku TEXT, features TEXT, gres TEXT,
           state TEXT NOT NULL, reason TEXT, job_id TEXT, submitted_at TEXT NOT NULL,

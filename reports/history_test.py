@@ -298,7 +298,7 @@ class Backend:
         self.assertNotIn("Traceback", err.getvalue())
 
     def test_baseline_auto_takes_the_run_stored_last_not_the_latest_clock(self):
-        # Issue 21 #7: a host whose clock is a day behind stores its run last; --baseline auto
+        # A host whose clock is a day behind stores its run last; --baseline auto
         # (history.latest_run_key) must compare against it, not against the older run.
         self.put("clock-ok", "2026-11-30T01:00:00+00:00", {"A": "PASS"})
         self.put("clock-behind", "2026-11-29T01:30:00+00:00", {"A": "PASS"})
@@ -306,7 +306,7 @@ class Backend:
         self.assertEqual(history.latest_run_key(self.db, "nvidia-h200", "clock-behind"), "clock-ok")
 
     def test_a_nan_metric_is_stored_flagged_and_the_import_succeeds(self):
-        # Issue 21 #8: the run with a NaN metric reaches the history.
+        # The run with a NaN metric reaches the history.
         d = write_run_dir(self.tmp, "nan-run", make_run(statuses={"A": "PASS"}, metric="nan"))
         rc, out, err = self.cli("import", d)
         self.assertEqual(rc, 0, err)

@@ -131,7 +131,7 @@ TEST(LifetimeTest, UnmappingARegisteredRangeIsSurvivedAndTheUnregisterReleasesIt
   // Folded counters (stat_refresh) make this exact: the balance is back to the page, or pages
   // stayed pinned (a leak: FAIL). Inconclusive only when a fold failed or something else on the
   // host pinned around the case (a WARN naming the reason and the pages). Earlier readings of
-  // 35 or 60 pages "left" were lagging per-CPU counters (docs/platforms/nvidia-h200.md#c10).
+  // 35 or 60 pages "left" were lagging per-CPU counters (docs/platforms/linux-host.md#c10).
   const long long left = std::atoll(r.Get("pins_left_pages").c_str());
   // Only a successful unregister promises the pins back: cudaHostUnregister "Unmaps the memory
   // range ... and makes it pageable again", and it lists failures (cudaErrorInvalidValue,

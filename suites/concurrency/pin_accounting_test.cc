@@ -5,7 +5,7 @@
 // driver that keeps freed memory, FAIL, from memory the host took elsewhere, WARN). Every read folds the kernel's per-CPU deltas
 // first (/proc/sys/vm/stat_refresh, fixtures/kernel_accounting.h), so the balance is exact: the
 // check is "exactly back", no allowance. Earlier readings without the fold lagged by tens of
-// pages and looked like host drift (docs/platforms/nvidia-h200.md#c04). The baseline holds this process's
+// pages and looked like host drift (docs/platforms/linux-host.md#c04). The baseline holds this process's
 // own primary context's pins (2,048 pages on the H200); the child case measures a fresh
 // context's pins and subtracts them from what it held. The counters are host-wide: a host where
 // something else pins at the same time makes the check inconclusive (a WARN naming the pages),

@@ -319,7 +319,7 @@ TEST_F(ThreadStormTest, RoundTripsOnManyThreadsAreExactAndLeaveNothingPinned) {
         // R56/R57: Mapped, WriteCombined and Portable as requested (WriteCombined and Portable
         // both ways: neither is reported for an allocation that did not ask for it). r580
         // reports the Portable bit of whichever allocation opened the shared pinned chunk
-        // (docs/platforms/nvidia-h200.md#r56-portable, asserted by
+        // (docs/platforms/driver-r580.md#r56-portable, asserted by
         // HostAllocTest.GetFlagsOfASmallAllocationAfterAnotherKeepsItsPortableBit).
         const unsigned wc = cudaHostAllocWriteCombined, portable = cudaHostAllocPortable;
         if (check("cudaHostGetFlags", cudaHostGetFlags(&got, other.p))) {

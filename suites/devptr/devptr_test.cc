@@ -208,7 +208,7 @@ TEST_F(PointerAttributesTest, QueryFillsTheDocumentedFieldsOfMappedPinnedMemory)
 // The caller value-initialises the struct (R03); the runtime must leave the reserved tail zero,
 // since later versions give those words a meaning. Reading the header's "Must be zero" as a
 // promise of the runtime (rather than an obligation of the caller) is this suite's
-// interpretation (docs/platforms/nvidia-h200.md#r03). Every step before the check is fatal, so the
+// interpretation (docs/platforms/cuda-runtime.md#r03). Every step before the check is fatal, so the
 // known failure is the only one this case can end with for the known reason.
 TEST_F(PointerAttributesTest, QueryFillsTheFieldsAndLeavesTheReservedTailZero) {
   PAGELOCK_RULE("R03");

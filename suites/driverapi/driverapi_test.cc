@@ -184,7 +184,7 @@ TEST_F(DriverApiTest, MemHostGetFlagsOfRegisteredMemoryFails) {
 // specified when allocating the pinned host buffer p", 13.0 cuMemHostGetFlags), whichever
 // allocation opened the chunk, in both directions (Portable lost and gained). Mapped may be added
 // (R57); Portable and WriteCombined must be as requested. r580 reports the first allocation's
-// Portable bit (docs/platforms/nvidia-h200.md#r56-portable): known failures in expectations/.
+// Portable bit (docs/platforms/driver-r580.md#r56-portable): known failures in expectations/.
 struct ChunkShape {
   const char* name;
   size_t first_bytes;

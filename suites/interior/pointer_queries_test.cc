@@ -364,7 +364,7 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, PointerQueriesTest, ::testing::ValuesIn(Subj
 // the batch, HOST_POINTER and the range included, is NULL (a device ordinal 0, -1 or -2, never an
 // unwritten slot: gates::NotDefaultNull). r580 answers the byte's own address for HOST_POINTER and
 // leaves RANGE_START_ADDR and RANGE_SIZE unwritten (expectations/nvidia-h200.txt,
-// docs/platforms/nvidia-h200.md#r151). The premise that the byte is unknown holds where the device
+// docs/platforms/driver-r580.md#r151). The premise that the byte is unknown holds where the device
 // cannot address pageable memory (attribute 88 = 0): there a driver that describes a heap byte
 // nobody registered fails. Where it can (HMM, ATS: 88 = 1) nothing says how pageable memory is
 // described, so a known byte is NotSupported with the driver's answer recorded

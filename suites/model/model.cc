@@ -330,7 +330,7 @@ struct GetFlags : PinnedCommand {
     const cudaError_t e = s.api->HostGetFlags(&flags, TargetPtr(s, t));
     if (!t.is_alloc && m.RegAt(t.index, t.offset) >= 0) {
       // R58: registered memory has no cudaHostAlloc flags. r580 answers cudaSuccess
-      // (docs/platforms/nvidia-h200.md#r58): excused and counted where the expectations name it.
+      // (docs/platforms/driver-r580.md#r58): excused and counted where the expectations name it.
       if (e == cudaSuccess && m.rules.excuse_r58) {
         ++s.run.excused_r58;
         return;
@@ -342,7 +342,7 @@ struct GetFlags : PinnedCommand {
     if (!t.is_alloc) return;
     // R56/R57: every requested bit, and Portable exactly (the implicit extra bit is Mapped; a
     // Portable bit that was not asked for is another allocation's). r580 reports the Portable bit
-    // of the allocation that opened a shared pinned chunk (docs/platforms/nvidia-h200.md#r56-portable):
+    // of the allocation that opened a shared pinned chunk (docs/platforms/driver-r580.md#r56-portable):
     // where the expectations name it, that bit is left out of the check and counted.
     const unsigned asked = m.allocs[t.index].flags, portable = cudaHostAllocPortable;
     if (m.rules.excuse_r56_portable) {

@@ -29,7 +29,7 @@ uint64_t g_steps = 0;
 
 // The fake with r580's deviations. r56: cudaHostGetFlags reports the Portable bit (all_bits:
 // every bit) of the oldest live allocation, standing for the opener of a shared pinned chunk
-// (docs/platforms/nvidia-h200.md#r56-portable). r58: it succeeds on registered memory with Mapped.
+// (docs/platforms/driver-r580.md#r56-portable). r58: it succeeds on registered memory with Mapped.
 class DeviatingFakeApi : public PinnedApi {
  public:
   DeviatingFakeApi(bool r56, bool r58, bool all_bits = false) : r56_(r56), r58_(r58), all_bits_(all_bits) {}

@@ -11,7 +11,7 @@
 //     a copy/verify loop on GPU 1 (64 MiB H2D and D2H through its own memory, every byte counted
 //     each round): every round completes without error and with every byte right, and rounds
 //     complete while the child pins. How the child's exhaustion ends (cudaErrorMemoryAllocation,
-//     or the OOM kill of docs/platforms/nvidia-h200.md#c06) is recorded; ExhaustionTest judges
+//     or the OOM kill of docs/platforms/driver-r580.md#c06) is recorded; ExhaustionTest judges
 //     it. GPU 1's loop runs in another process than the pinning so that an OOM kill of the
 //     pinning process cannot take the loop's evidence with it.
 // Budgets (environment, recorded): PAGELOCK_MULTIGPU_PIN_CHUNKS, PAGELOCK_ACCOUNTING_SLACK_MIB,

@@ -227,7 +227,7 @@ TEST_P(ExhaustionTest, PinningUntilFailureInContainmentFailsCleanlyAndRecovers) 
   if (outcome == "oom_killed") {
     ADD_FAILURE() << PinRouteName(path) << ": the kernel OOM-killed the pinning child after " << pinned * chunk_gib
                   << " GiB instead of the call failing with cudaErrorMemoryAllocation (deviation, "
-                  << "docs/platforms/nvidia-h200.md#c06); containment " << r.Get("containment") << "; kernel log: " << Joined(log);
+                  << "docs/platforms/driver-r580.md#c06); containment " << r.Get("containment") << "; kernel log: " << Joined(log);
   } else if (outcome == "hang" || outcome.rfind("crash", 0) == 0 || outcome == "error") {
     NoteChildOutcome(r);
     ADD_FAILURE() << PinRouteName(path) << ": " << outcome << " after " << pinned * chunk_gib << " GiB: " << r.Describe();

@@ -293,7 +293,7 @@ void CheckLargeSinglePin(PinRoute path, Size size) {
   if (!log_text.empty()) Observe("kernel_log", log_text);
   if (r.term_signal == SIGKILL && ((ev.available && ev.oom_kill > 0) || !log.empty())) {
     FAIL() << PinRouteName(path) << " of " << n << " bytes in one call: the kernel OOM-killed the child "
-           << "instead of the call failing cleanly (deviation, docs/platforms/nvidia-h200.md#c06); log: " << log_text;
+           << "instead of the call failing cleanly (deviation, docs/platforms/driver-r580.md#c06); log: " << log_text;
   }
   ASSERT_CHILD_COMPLETED(r);
   ASSERT_EQ(r.Get("init"), "cudaSuccess");
