@@ -54,7 +54,7 @@ PACKAGES = ("reports", "tools")
 COMMANDS = ("reports/report.py", "reports/compare_runs.py", "reports/history.py", "reports/rerender.py",
             "reports/expectations.py", "tools/qualify.py", "tools/runner/runner.py",
             "tools/mutation/mutation.py", "tools/fleet/fleet.py", "tools/labhost.py",
-            "tools/lint/settings_check.py")
+            "tools/lint/settings_check.py", "tools/lint/size_check.py")
 
 
 def python_files():
