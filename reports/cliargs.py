@@ -16,7 +16,7 @@ def utf8_streams():
     """stdout and stderr write UTF-8 whatever the locale (under a Latin-1 locale, or C with
     Python's UTF-8 mode off, the first CJK character or U+FFFD of a case name or message would
     raise), a character they cannot encode shown as an escape, never raised. Every command calls
-    it at its entry; files are opened with encoding="utf-8" everywhere (hostile_qualify_test
+    it at its entry; files are opened with encoding="utf-8" everywhere (hostile_qualify_inputs_test
     checks every open() of tools/ and reports/)."""
     for stream in (sys.stdout, sys.stderr):
         encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "").replace("_", "")

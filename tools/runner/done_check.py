@@ -19,7 +19,7 @@ finished case is lost, the right case is blamed, no process is left.
    exits 7, no traceback; the run folder's results.json says INTERRUPTED; no process of the run
    is left (qualify, mutation.py, its runners, their binaries). --skip-mutation leaves it out.
 Prints one PASS/FAIL line per check and `ps` of anything left; exits 0 when all pass.
-On CPU, tools/hostile_qualify_test.py runs check 3 on a bundle of fake binaries.
+On CPU, tools/hostile_qualify_moments_test.py runs check 3 on a bundle of fake binaries.
 """
 
 import argparse
