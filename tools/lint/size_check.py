@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The size lint (issue 40): no harness source file over 1,200 lines, no function over 120 lines
+"""The size lint: no harness source file over 1,200 lines, no function over 120 lines
 in C++ or Python outside tests.
 
   tools/lint/size_check.py [ROOT]   check the checkout at ROOT (default: this one)
@@ -15,7 +15,7 @@ folder (stand-ins and copies, not the harness).
      decorators not counted) to the line of its closing brace or its last statement, both
      counted. Python functions are found with ast (methods and nested functions each count on
      their own). C++ functions are found by the brace scanner below.
-KNOWN names the offenders the lint found when it came (issue 40): they are printed on stderr,
+KNOWN names the offenders the lint found when it came: they are printed on stderr,
 not failed, until the commit that splits each removes it.
 
 The C++ scanner's limits (enough for this tree; a false reading shows as a wrong name or length,
@@ -63,10 +63,9 @@ SKIP_TOP = ("examples", "third_party")
 SKIP_ANY = ("testdata",)
 # Folders a walk (no git) never enters: build outputs and caches, not sources.
 WALK_SKIP = {".git", "__pycache__", "node_modules", "runs", "build"}
-# Issue 40's offenders when the lint came, each split by a commit of its own; (path, function or
+# The offenders when the lint came, each split by a commit of its own; (path, function or
 # None for the file's length). Reported, not failed, until that commit lands; then removed.
 KNOWN = {
-    ("tools/hostile_qualify_test.py", None),
     ("suites/atomics/atomic_matrix_check.cc", "RunAtomics"),
     ("fixtures/page_state.cc", "PageStateRegion::Build"),
 }
@@ -364,7 +363,7 @@ def main(argv=None):
     problems = check(args.root, KNOWN)
     waived = sorted(set(check(args.root)) - set(problems))
     for line in waived:
-        print(f"size_check: known, to be split (issue 40): {line}", file=sys.stderr)
+        print(f"size_check: known, to be split: {line}", file=sys.stderr)
     for line in problems:
         print(line)
     if problems:
