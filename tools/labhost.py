@@ -329,7 +329,8 @@ def print_status(s, out):
                            f"scan_sleep_millisecs={kh['scan_sleep_millisecs']}")
     show("numa_balancing", s["numa_balancing"] if s["numa_balancing"] is not None else "absent")
     n = s["numa"]
-    show("numa nodes with memory", n["has_memory"])
+    # The sysfs list "0" is node 0, one node: print the count, then the list.
+    show("numa nodes with memory", f"{node_count(n['has_memory'])} (sysfs list {n['has_memory'] or 'empty'})")
     for node, v in n["nodes"].items():
         show(f"  node {node}", f"normal {v['normal_managed_pages']} pages, movable {v['movable_managed_pages']} pages")
     show("cma", f"{s['cma_kib']['total']} kB total, {s['cma_kib']['free']} kB free")

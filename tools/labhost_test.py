@@ -137,6 +137,8 @@ class LabhostTest(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertIn("iommu                        translated (lazy)", out)
         self.assertIn("[NO ] KSM-merged pages: needs ksm/run=1  -> --ksm", out)
+        # A node list, not a count: "0-1" is two nodes (an H100 host's "0" read as "no nodes").
+        self.assertIn("numa nodes with memory       2 (sysfs list 0-1)", out)
 
     def test_iommu_modes(self):
         groups = os.path.join(self.root, "sys/kernel/iommu_groups")
