@@ -29,6 +29,7 @@
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
 #include "fixtures/mapping.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
@@ -384,6 +385,9 @@ void RoundTrips(StormWorker& w, bool synchronous) {
   cudaError_t e = cudaHostAlloc(&src, n, 0);
   if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
   if (e == cudaSuccess) e = cudaMalloc(&dev, n);
+  // Released by the owners at the end, after the stream: dev, src, then dst (reverse declaration).
+  PinnedBuffer own_dst = PinnedBuffer::Adopt(dst, n), own_src = PinnedBuffer::Adopt(src, n);
+  DeviceBuffer own_dev = DeviceBuffer::Adopt(dev, n);
   if (e == cudaSuccess && !synchronous) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
   while (e == cudaSuccess && w.TimeLeft()) {
@@ -412,9 +416,6 @@ void RoundTrips(StormWorker& w, bool synchronous) {
   if (e != cudaSuccess) w.Problem(DescribeCuda(e));
   w.Doing("cleanup");
   if (stream) (void)cudaStreamDestroy(stream);
-  (void)cudaFree(dev);
-  (void)cudaFreeHost(src);
-  (void)cudaFreeHost(dst);
 }
 
 // Second phase of the DeviceFlags child: one thread keeps changing the scheduling flag while the

@@ -203,6 +203,7 @@ PAGELOCK_SCENARIO(ReadOnlyPinAfterFork) {
   ChildPinWatch pins;
   void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return report.Set("fork", "mmap failed");
+  Mapping own = Mapping::Adopt(m, n);  // the grandchild leaves by _exit: never unmapped there
   auto* p = static_cast<unsigned char*>(m);
   madvise(p, n, MADV_NOHUGEPAGE);
   HostFillPattern(p, n, before);
@@ -237,7 +238,7 @@ PAGELOCK_SCENARIO(ReadOnlyPinAfterFork) {
   report.Set("grandchild_exit", grandchild_exit);
   close(go[1]);
   close(answer[0]);
-  munmap(p, n);
+  own = Mapping();  // unmapped before the pins are counted, as it was
   pins.Report(report);
 }
 
