@@ -13,6 +13,7 @@
 
 #include "fixtures/device_caps.h"
 #include "fixtures/outcome.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
 
 namespace pagelock {
@@ -441,6 +442,7 @@ cudaError_t Scratch(int device, size_t slots, DeviceScratch** out) {
     return e;
   }
   if (s.capacity < slots) {
+    // frees_check: a per-process cache no owner can hold (a static one would free after the runtime's teardown)
     if (s.slots) (void)cudaFree(s.slots);
     s.slots = nullptr;
     s.capacity = 0;
@@ -512,13 +514,15 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
 
   // The start flag: mapped host memory every agent can read.
   unsigned* go = nullptr;
+  PinnedBuffer own_go;
   if (several) {
     e = cudaHostAlloc(reinterpret_cast<void**>(&go), sizeof *go, cudaHostAllocMapped | cudaHostAllocPortable);
     if (e != cudaSuccess) return fail("allocating the start flag", e);
+    own_go = PinnedBuffer::Adopt(go, sizeof *go);
     __atomic_store_n(go, 0u, __ATOMIC_SEQ_CST);
   }
   auto cleanup = [&] {
-    if (go) (void)cudaFreeHost(go);
+    own_go = PinnedBuffer();  // freed before the device is reset to 0, as it was
     (void)cudaSetDevice(0);
   };
 

@@ -29,6 +29,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_kinds.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
 #include "fixtures/resources.h"
 #include "fixtures/settings.h"
 #include "kernels/access_kernels.h"
@@ -39,7 +40,6 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kGiB = size_t{1} << 30;
-constexpr size_t kHuge = 2 * kMiB;
 #ifdef PAGELOCK_STRESS_TIER
 const std::vector<size_t> kSizes = {kGiB, 4 * kGiB, 10 * kGiB};
 #else
@@ -62,40 +62,17 @@ std::string FirstLine(const std::string& path) {
   return line.empty() ? "unavailable: " + path : line;
 }
 
-// An anonymous mapping of `size` bytes starting on a 2 MiB boundary, advised for the page kind,
-// every page faulted in. Unmapped on destruction.
-class Mapping {
- public:
-  Mapping(size_t size, HostKind pages) : size_(size) {
-    raw_size_ = size + kHuge;
-    raw_ = mmap(nullptr, raw_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw_ == MAP_FAILED) {
-      raw_ = nullptr;
-      error_ = std::string("mmap of ") + SizeName(size) + ": " + std::strerror(errno);
-      return;
-    }
-    data_ = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw_) + kHuge - 1) & ~(kHuge - 1));
-    if (madvise(data_, size_, pages == HostKind::kRegisteredMmap ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) != 0) {
-      error_ = std::string("madvise(") + (pages == HostKind::kRegisteredMmap ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE") +
-               "): " + std::strerror(errno);
-      return;
-    }
-    std::memset(data_, 0, size_);  // fault every page in before anything is timed
+// Readies the kit's 2 MiB aligned mapping for the page kind: advised, every page faulted in.
+// "" or why it could not be.
+std::string Prepare(const Mapping& m, size_t size, HostKind pages) {
+  if (!m) return std::string("mmap of ") + SizeName(size) + ": " + m.error();
+  if (m.Advise(pages == HostKind::kRegisteredMmap ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) != 0) {
+    return std::string("madvise(") + (pages == HostKind::kRegisteredMmap ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE") +
+           "): " + std::strerror(errno);
   }
-  ~Mapping() {
-    if (raw_) munmap(raw_, raw_size_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  unsigned char* data() const { return error_.empty() ? data_ : nullptr; }
-  const std::string& error() const { return error_; }
-
- private:
-  size_t size_ = 0, raw_size_ = 0;
-  void* raw_ = nullptr;
-  unsigned char* data_ = nullptr;
-  std::string error_;
-};
+  std::memset(m.data(), 0, size);  // fault every page in before anything is timed
+  return "";
+}
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -169,9 +146,10 @@ TEST_P(RegistrationCostTest, RegisterAndUnregisterThroughputIsRecordedBySize) {
                                      std::to_string(DefaultFloorBytes() >> 20) + " MiB");
       continue;
     }
-    Mapping m(size, pages);
-    if (!m.data() && pages == HostKind::kRegisteredTransparentHuge) PAGELOCK_NOT_SUPPORTED(m.error());  // no THP here
-    ASSERT_NE(m.data(), nullptr) << m.error();
+    const Mapping m(size, Mapping::kHugeAligned, MAP_NORESERVE);
+    const std::string error = Prepare(m, size, pages);
+    if (!error.empty() && pages == HostKind::kRegisteredTransparentHuge) PAGELOCK_NOT_SUPPORTED(error);  // no THP here
+    ASSERT_TRUE(error.empty()) << error;
     std::vector<double> reg_s, unreg_s;
     for (int r = 0; r < kReps && !HasFatalFailure(); ++r) {
       const auto t0 = std::chrono::steady_clock::now();

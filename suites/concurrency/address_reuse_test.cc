@@ -17,9 +17,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <string>
@@ -133,7 +135,7 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
     return "unknown route";
   }
 
-  // Frees or unregisters (then frees or unmaps the backing memory); "" or the failing call.
+  // Frees or unregisters (then frees or unmaps the backing memory); "" or the first failing call.
   std::string Release(Block* b) {
     std::string e;
     switch (GetParam().route) {
@@ -144,13 +146,19 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
       case PinRoute::kHostRegister: e = Rt("cudaHostUnregister", cudaHostUnregister(b->p)); break;
       case PinRoute::kCuMemHostRegister: e = Cu("cuMemHostUnregister", d.cuMemHostUnregister(b->p)); break;
     }
-    FreeBacking(b);
-    return e;
+    const std::string backing = FreeBacking(b);
+    return e.empty() ? backing : e;
   }
-  void FreeBacking(Block* b) {
-    if (b->backing && GetParam().mmap) munmap(b->backing, b->backing_len);
-    else if (b->backing) std::free(b->backing);
+  // "" or why munmap failed.
+  std::string FreeBacking(Block* b) {
+    std::string e;
+    if (b->backing && GetParam().mmap) {
+      if (munmap(b->backing, b->backing_len) != 0) e = std::string("munmap: ") + std::strerror(errno);
+    } else if (b->backing) {
+      std::free(b->backing);
+    }
     b->backing = nullptr;
+    return e;
   }
 
   // How a range holds block `b` (asked at `at`, its host pointer or its alias), recorded: its base
@@ -190,7 +198,9 @@ class AddressReuseTest : public DriverApiGpuTest, public ::testing::WithParamInt
   void Cycle(int cycle, size_t n, unsigned flags) {
     Block b;
     const std::string made = Make(n, flags, &b);
-    if (!made.empty()) FreeBacking(&b);
+    if (!made.empty()) {
+      EXPECT_EQ(FreeBacking(&b), "");
+    }
     ASSERT_EQ(made, "") << "cycle " << cycle << ": " << n << " bytes, flags 0x" << std::hex << flags;
     const auto prev_it = history_.find(b.p);
     const bool reused = prev_it != history_.end();

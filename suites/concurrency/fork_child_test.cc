@@ -26,6 +26,8 @@
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/mapping.h"
+#include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
 
@@ -101,6 +103,8 @@ PAGELOCK_SCENARIO(ForkedChildCallsCuda) {
   int can_register = 0;
   (void)cudaDeviceGetAttribute(&can_register, cudaDevAttrHostRegisterSupported, 0);
   void* region = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // The child leaves by _exit: these owners release in this process only.
+  Mapping region_map = Mapping::Adopt(region, kSize);
   if (!pinned || region == MAP_FAILED) return report.Set("setup", "allocation failed");
   cudaError_t reg = can_register == 1 ? cudaHostRegister(region, kSize, cudaHostRegisterMapped) : cudaErrorNotSupported;
   report.Error("register", reg);
@@ -113,6 +117,7 @@ PAGELOCK_SCENARIO(ForkedChildCallsCuda) {
   if (reg == cudaSuccess) report.Error("device_pointer_registered", cudaHostGetDevicePointer(&dev_region, region, 0));
   unsigned long long* counter = nullptr;
   report.Error("counter", cudaMalloc(&counter, sizeof *counter));
+  DeviceBuffer own_counter = DeviceBuffer::Adopt(counter);
 
   int fds[2];
   if (pipe(fds) != 0) return report.Set("fork", "pipe failed");
@@ -192,10 +197,10 @@ PAGELOCK_SCENARIO(ForkedChildCallsCuda) {
     if (l == cudaSuccess) l = f;
   }
   report.Error("later", l);
-  (void)cudaFree(counter);
+  own_counter = DeviceBuffer();  // the releases in the order they were written
   if (reg == cudaSuccess) report.Error("unregister", cudaHostUnregister(region));
   report.Error("free_host", cudaFreeHost(pinned));
-  munmap(region, kSize);
+  region_map = Mapping();
   report.Error("last_error_end", cudaGetLastError());
 }
 

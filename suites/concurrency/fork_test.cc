@@ -146,6 +146,7 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
   // inversion must reach the parent.
   unsigned long long* bad = nullptr;
   report.Error("malloc_counter", cudaMalloc(&bad, sizeof *bad));
+  DeviceBuffer own_bad = DeviceBuffer::Adopt(bad);
   for (Buffer& b : buffers) {
     HostFillPattern(b.host, b.size, b.seed_after);
     unsigned long long device_bad = ~0ull;
@@ -159,7 +160,7 @@ PAGELOCK_SCENARIO(ForkWithLivePins) {
     report.Set("parent_sees_gpu_bad_" + b.name,
                static_cast<long long>(HostCountPatternMismatches(b.host, b.size, b.seed_after, 0xff)));
   }
-  (void)cudaFree(bad);
+  own_bad = DeviceBuffer();  // freed before the grandchild looks, as it was
 
   // Now the grandchild looks at its view of every buffer.
   char g = 'g';

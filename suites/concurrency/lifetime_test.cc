@@ -24,6 +24,7 @@
 #include "fixtures/child_process.h"
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/mapping.h"
 #include "fixtures/resources.h"
 #include "fixtures/kernel_accounting.h"
 #include "kernels/access_kernels.h"
@@ -52,6 +53,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     unsigned long long* warm = nullptr;  // [0]: 8 bytes to scan, [1]: the kernel's count
     unsigned long long host[2] = {~0ull, ~0ull};
     cudaError_t e = cudaMalloc(&warm, sizeof host);
+    const DeviceBuffer own_warm = DeviceBuffer::Adopt(warm);  // freed at the end of the warm-up
     if (e == cudaSuccess) e = cudaMemset(warm, 0, sizeof host);
     if (e == cudaSuccess) e = LaunchCountPatternMismatches(warm, sizeof *warm, 0, warm + 1);
     // copy-check: both words read back are judged next (warmup_bytes_ok)
@@ -59,7 +61,6 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     // The memset's zeros arrived and the kernel's count is a count of at most 8 bytes.
     report.Set("warmup_bytes_ok", host[0] == 0 && host[1] <= sizeof *warm ? "1" : "0");
     report.Error("warmup", e);
-    (void)cudaFree(warm);
   }
   report.Set("quiet_before", PinBalanceIsQuiet() ? "1" : "0");
   const PinCounters base = ReadPinCounters();
@@ -77,6 +78,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
   report.Set("pinned_pages", static_cast<long long>(ReadPinCounters().balance() - base.balance()));
   report.Set("munmap", munmap(a, kSize) == 0 ? "ok" : std::strerror(errno));
   void* b = mmap(a, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  Mapping b_map = b == a ? Mapping::Adopt(b, kSize) : Mapping();
   report.Set("same_address", b == a ? "1" : "0");
   if (b == a) {
     HostFillPattern(b, kSize, 2);
@@ -90,6 +92,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     // The device reads through the old device pointer: the old pages (still pinned) or the new?
     unsigned long long* bad = nullptr;
     e = cudaMalloc(&bad, 2 * sizeof *bad);
+    const DeviceBuffer own_bad = DeviceBuffer::Adopt(bad);  // freed at the end of the block
     if (e == cudaSuccess) e = cudaMemset(bad, 0, 2 * sizeof *bad);
     if (e == cudaSuccess && dev) e = LaunchCountPatternMismatches(dev, kSize, 1, bad);
     if (e == cudaSuccess && dev) e = LaunchCountPatternMismatches(dev, kSize, 2, bad + 1);
@@ -98,7 +101,6 @@ PAGELOCK_SCENARIO(StaleRegistration) {
     if (e == cudaSuccess) e = cudaMemcpy(counts, bad, sizeof counts, cudaMemcpyDefault);
     report.Error("device_read", e);
     report.Set("device_sees", counts[0] == 0 ? "old pages" : counts[1] == 0 ? "new pages" : "neither");
-    (void)cudaFree(bad);
   }
   report.Error("unregister", cudaHostUnregister(a));
   (void)cudaGetLastError();
@@ -106,7 +108,7 @@ PAGELOCK_SCENARIO(StaleRegistration) {
   report.Set("pins_left_pages", static_cast<long long>(left.balance() - base.balance()));
   report.Set("quiet_after", PinBalanceIsQuiet() ? "1" : "0");
   report.Set("counters_exact_after", left.exact ? "1" : left.why_inexact);
-  if (b == a) munmap(b, kSize);
+  b_map = Mapping();  // unmapped before the last synchronisation, as it was
   report.Error("sync_end", cudaDeviceSynchronize());
 }
 
@@ -175,13 +177,13 @@ void WarmUp(ScenarioReport& report) {
   unsigned long long* warm = nullptr;
   unsigned long long host[2] = {~0ull, ~0ull};
   cudaError_t e = cudaMalloc(&warm, sizeof host);
+  const DeviceBuffer own_warm = DeviceBuffer::Adopt(warm);  // freed on return
   if (e == cudaSuccess) e = cudaMemset(warm, 0, sizeof host);
   if (e == cudaSuccess) e = LaunchCountPatternMismatches(warm, sizeof *warm, 0, warm + 1);
   // copy-check: both words read back are judged next (warmup_bytes_ok)
   if (e == cudaSuccess) e = cudaMemcpy(host, warm, sizeof host, cudaMemcpyDeviceToHost);
   report.Set("warmup_bytes_ok", host[0] == 0 && host[1] <= sizeof *warm ? "1" : "0");
   report.Error("warmup", e);
-  (void)cudaFree(warm);
 }
 
 // What the device reads through `dev` (kSize bytes): the pattern of `old_seed`, of `new_seed`, or
@@ -219,6 +221,7 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   WarmUp(report);
   unsigned long long* counts = nullptr;
   report.Error("counts", cudaMalloc(&counts, 2 * sizeof *counts));
+  DeviceBuffer own_counts = DeviceBuffer::Adopt(counts);
   void* unrelated = nullptr;
   report.Error("unrelated_alloc", cudaHostAlloc(&unrelated, kSize, cudaHostAllocMapped));
   if (!unrelated || !counts) return;
@@ -230,6 +233,8 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   // mremap: the registered pages move to another address; the old one is left unmapped.
   void* a = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   void* dest = mmap(nullptr, kSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // The owners unmap what is mapped at the end: dest, and a where it did not move.
+  Mapping a_map = Mapping::Adopt(a, kSize), dest_map = Mapping::Adopt(dest, kSize);
   if (a == MAP_FAILED || dest == MAP_FAILED) return report.Set("mmap", "failed");
   HostFillPattern(a, kSize, 3);
   report.Error("mremap_register", cudaHostRegister(a, kSize, cudaHostRegisterMapped));
@@ -237,6 +242,7 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   report.Error("mremap_devptr", cudaHostGetDevicePointer(&dev_a, a, 0));
   void* moved = mremap(a, kSize, kSize, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
   report.Set("mremap", moved == dest ? "ok" : std::strerror(errno));
+  if (moved == dest) a_map.release();  // the pages moved over dest: nothing is left at a
   if (moved == dest) {
     report.Set("mremap_host_at_new_address", HostSees(dest, 3));
     HostFillPattern(dest, kSize, 4);
@@ -251,13 +257,14 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   }
   report.Error("mremap_unregister", cudaHostUnregister(a));
   (void)cudaGetLastError();
-  munmap(moved == dest ? dest : a, kSize);
-  if (moved != dest) munmap(dest, kSize);
+  a_map = Mapping();
+  dest_map = Mapping();
 
   // MADV_DONTNEED: a private anonymous range's pages are dropped from the process; the host's next
   // touch gets new (zero) pages.
   void* c = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (c == MAP_FAILED) return report.Set("mmap", "failed");
+  Mapping c_map = Mapping::Adopt(c, kSize);
   HostFillPattern(c, kSize, 5);
   report.Error("dontneed_register", cudaHostRegister(c, kSize, cudaHostRegisterMapped));
   void* dev_c = nullptr;
@@ -272,7 +279,7 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   if (dev_c) report.Set("dontneed_device_sees", DeviceSees(dev_c, 5, 6, counts));
   report.Error("dontneed_unregister", cudaHostUnregister(c));
   (void)cudaGetLastError();
-  munmap(c, kSize);
+  c_map = Mapping();  // unmapped before the pin balance is read, as it was
 
   const PinCounters left = WaitForPinBalance(base.balance(), 5);
   report.Set("pins_left_pages", static_cast<long long>(left.balance() - base.balance()));
@@ -285,7 +292,7 @@ PAGELOCK_SCENARIO(ReshapedRegistrations) {
   cudaError_t e = cudaHostGetDevicePointer(&dev_u, unrelated, 0);
   report.Set("unrelated_device_sees", e == cudaSuccess ? DeviceSees(dev_u, 9, 10, counts) : cudaGetErrorName(e));
   report.Error("unrelated_free", cudaFreeHost(unrelated));
-  (void)cudaFree(counts);
+  own_counts = DeviceBuffer();  // freed before the last synchronisation, as it was
   report.Error("sync_end", cudaDeviceSynchronize());
 }
 

@@ -10,12 +10,14 @@
 #include <sys/shm.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 
 namespace pagelock {
@@ -41,6 +43,7 @@ void* MapSegment(const std::string& spec) {
 }
 
 void UnmapSegment(const std::string& spec, void* p) {
+  // frees_check: the scenario child's last step, undoing its own attach (shmdt for SysV alike)
   if (spec.rfind("posix:", 0) == 0) munmap(p, kSize);
   else shmdt(p);
 }
@@ -50,12 +53,12 @@ unsigned long long DeviceMismatches(const void* dev, size_t n, uint32_t seed, cu
   unsigned long long* bad = nullptr;
   unsigned long long result = ~0ull;
   *e = cudaMalloc(&bad, sizeof *bad);
+  const DeviceBuffer own_bad = DeviceBuffer::Adopt(bad);  // freed on return
   if (*e == cudaSuccess) *e = cudaMemset(bad, 0, sizeof *bad);
   if (*e == cudaSuccess) *e = LaunchCountPatternMismatches(dev, n, seed, bad);
   if (*e == cudaSuccess) *e = cudaDeviceSynchronize();
   // copy-check: the mismatch count read back is itself the check of the device bytes
   if (*e == cudaSuccess) *e = cudaMemcpy(&result, bad, sizeof result, cudaMemcpyDefault);
-  if (bad) (void)cudaFree(bad);
   return result;
 }
 
@@ -150,7 +153,7 @@ TEST_P(SharedSegmentTest, TwoProcessesRegisterOneSegmentAndSeeEachOthersDeviceWr
   }
   EXPECT_CUDA_OK(cudaHostUnregister(p));
   if (kind == "posix") {
-    munmap(p, kSize);
+    EXPECT_EQ(munmap(p, kSize), 0) << std::strerror(errno);
     shm_unlink(name.c_str());
   } else {
     shmdt(p);

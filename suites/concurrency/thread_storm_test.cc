@@ -11,7 +11,6 @@
 // i mod count). Rule ids refer to suites/rules.tsv.
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +28,8 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/access_kernels.h"
@@ -73,19 +74,6 @@ void ExpectCleanStorm(const StormResult& r) {
   EXPECT_TRUE(r.problems.empty()) << r.problems.size() << " problem(s):\n" << r.Summary();
 }
 
-// A page-aligned anonymous mapping, unmapped at scope exit.
-struct Mapping {
-  explicit Mapping(size_t n) : size(n) {
-    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  }
-  ~Mapping() {
-    if (base) munmap(base, size);
-  }
-  char* base;
-  size_t size;
-};
-
 class ThreadStormTest : public GpuTest {
  protected:
   void SetUp() override {
@@ -102,13 +90,13 @@ TEST_F(ThreadStormTest, RacingRegistrationsOfOneRangeHaveExactlyOneWinner) {
   Budget("threads_count", threads, "count");
   Budget("rounds_count", rounds, "count");
   Mapping m(16 * PageSize());
-  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(m.data(), nullptr);
   for (int round = 0; round < rounds && !HasFailure(); ++round) {
     std::vector<cudaError_t> got(threads, cudaErrorUnknown);
     StormResult r = RunStorm(threads, 0, kGraceS, [&](StormWorker& w) {
       (void)cudaSetDevice(0);
       w.Doing("cudaHostRegister");
-      got[w.index()] = cudaHostRegister(m.base, m.size, 0);
+      got[w.index()] = cudaHostRegister(m.data(), m.size(), 0);
       (void)cudaGetLastError();  // the losers' error is the result, not a leftover
     });
     ExpectCleanStorm(r);
@@ -127,9 +115,9 @@ TEST_F(ThreadStormTest, RacingRegistrationsOfOneRangeHaveExactlyOneWinner) {
     if (winners < 1) continue;
     // Another thread than the winner unregisters; then a second unregister finds nothing.
     cudaError_t unregister = cudaErrorUnknown;
-    std::thread([&] { unregister = cudaHostUnregister(m.base); }).join();
+    std::thread([&] { unregister = cudaHostUnregister(m.data()); }).join();
     EXPECT_CUDA_OK(unregister) << "round " << round << ": unregister from another thread";
-    EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(m.base))
+    EXPECT_CUDA_ERROR(cudaErrorHostMemoryNotRegistered, cudaHostUnregister(m.data()))
         << "round " << round;
   }
 }
@@ -142,13 +130,13 @@ TEST_F(ThreadStormTest, RacingOverlappingRegistrationsLeaveDisjointWinners) {
   Budget("threads_count", threads, "count");
   Budget("rounds_count", rounds, "count");
   Mapping m(stride * threads + length);
-  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(m.data(), nullptr);
   for (int round = 0; round < rounds && !HasFailure(); ++round) {
     std::vector<cudaError_t> got(threads, cudaErrorUnknown);
     StormResult r = RunStorm(threads, 0, kGraceS, [&](StormWorker& w) {
       (void)cudaSetDevice(0);
       w.Doing("cudaHostRegister");
-      got[w.index()] = cudaHostRegister(m.base + w.index() * stride, length, 0);
+      got[w.index()] = cudaHostRegister(m.data() + w.index() * stride, length, 0);
       (void)cudaGetLastError();
     });
     ExpectCleanStorm(r);
@@ -176,7 +164,7 @@ TEST_F(ThreadStormTest, RacingOverlappingRegistrationsLeaveDisjointWinners) {
                                      << " was refused but overlaps no registration";
       }
     }
-    for (int w : winners) EXPECT_CUDA_OK(cudaHostUnregister(m.base + w * stride));
+    for (int w : winners) EXPECT_CUDA_OK(cudaHostUnregister(m.data() + w * stride));
   }
 }
 
@@ -197,9 +185,9 @@ void WarmEveryDevice(int devices) {
     ASSERT_CUDA_OK(cudaStreamSynchronize(s));
     ASSERT_CUDA_OK(cudaFreeHost(host));
     Mapping m(64 << 10);
-    ASSERT_NE(m.base, nullptr);
-    ASSERT_CUDA_OK(cudaHostRegister(m.base, m.size, cudaHostRegisterMapped | cudaHostRegisterPortable));
-    ASSERT_CUDA_OK(cudaHostUnregister(m.base));
+    ASSERT_NE(m.data(), nullptr);
+    ASSERT_CUDA_OK(cudaHostRegister(m.data(), m.size(), cudaHostRegisterMapped | cudaHostRegisterPortable));
+    ASSERT_CUDA_OK(cudaHostUnregister(m.data()));
     ASSERT_CUDA_OK(cudaStreamDestroy(s));
   }
   ASSERT_CUDA_OK(cudaSetDevice(0));
@@ -397,6 +385,9 @@ void RoundTrips(StormWorker& w, bool synchronous) {
   cudaError_t e = cudaHostAlloc(&src, n, 0);
   if (e == cudaSuccess) e = cudaHostAlloc(&dst, n, 0);
   if (e == cudaSuccess) e = cudaMalloc(&dev, n);
+  // Released by the owners at the end, after the stream: dev, src, then dst (reverse declaration).
+  PinnedBuffer own_dst = PinnedBuffer::Adopt(dst, n), own_src = PinnedBuffer::Adopt(src, n);
+  DeviceBuffer own_dev = DeviceBuffer::Adopt(dev, n);
   if (e == cudaSuccess && !synchronous) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   uint32_t seed = static_cast<uint32_t>(w.index()) << 24;
   while (e == cudaSuccess && w.TimeLeft()) {
@@ -425,9 +416,6 @@ void RoundTrips(StormWorker& w, bool synchronous) {
   if (e != cudaSuccess) w.Problem(DescribeCuda(e));
   w.Doing("cleanup");
   if (stream) (void)cudaStreamDestroy(stream);
-  (void)cudaFree(dev);
-  (void)cudaFreeHost(src);
-  (void)cudaFreeHost(dst);
 }
 
 // Second phase of the DeviceFlags child: one thread keeps changing the scheduling flag while the

@@ -11,6 +11,7 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/profile.h"
+#include "fixtures/resources.h"
 
 namespace pagelock {
 namespace {
@@ -36,11 +37,11 @@ PAGELOCK_SCENARIO(MapHostAfterFirstCall) {
   if (first == "cudaFree0") report.Error("first", cudaFree(nullptr));
   if (first == "cudaSetDevice") report.Error("first", cudaSetDevice(0));
   if (first == "cudaHostAlloc") report.Error("first", cudaHostAlloc(&p, 4096, 0));
+  const PinnedBuffer own_p = PinnedBuffer::Adopt(p);  // freed last, as before
   if (first == "none") report.Set("first", "none");
   report.Error("set_flags", cudaSetDeviceFlags(cudaDeviceMapHost));
   ReportFlags(report, "get_flags");
   ReportMappedAccess(report);
-  if (p) cudaFreeHost(p);
 }
 
 PAGELOCK_SCENARIO(NoSetDeviceFlags) { ReportMappedAccess(report); }

@@ -127,7 +127,7 @@ PAGELOCK_SCENARIO(ReleaseFromAnotherContext) {
   report.Cu("destroy_b", d.cuCtxDestroy(c.b));
   report.Cu("destroy_a", d.cuCtxDestroy(c.a));
   report.Cu("release_primary", d.cuDevicePrimaryCtxRelease(dev));
-  munmap(buf, kSize);
+  munmap(buf, kSize);  // frees_check: the scenario's last step, after every pin of it was released and reported
   report.Set("done", "1");
 }
 

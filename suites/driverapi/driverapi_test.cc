@@ -394,6 +394,7 @@ void ReleaseRouteInA(const DriverApi& d, const CrossRoute& c, RouteBlock* blk, S
     report.Cu(c.key("release"), c.registered() ? d.cuMemHostUnregister(blk->p) : d.cuMemFreeHost(blk->p));
   }
   if (blk->heap) std::free(blk->heap);
+  // frees_check: the backing of a route whose release is reported above, given back as its heap is
   if (blk->mapped) munmap(blk->mapped, kRouteSize);
 }
 
@@ -424,7 +425,7 @@ PAGELOCK_SCENARIO(PinnedMemoryAcrossContexts) {
   std::vector<unsigned char> back(kSize);
   report.Cu("copy_back_in_b", d.cuMemcpyDtoH(back.data(), buf, kSize));
   report.Set("bytes_ok", std::count(back.begin(), back.end(), 0x5a) == static_cast<long>(kSize) ? 1 : 0);
-  d.cuMemFree(buf);
+  d.cuMemFree(buf);  // frees_check: cuMemAlloc memory, which no owner of the kit frees (DeviceBuffer calls cudaFree)
   // Every route, from b. cuMemcpyDtoD is outside the kit's table: looked up here.
   std::string dtod_why;
   const auto dtod = reinterpret_cast<MemcpyDtoDFn>(DriverEntryPoint("cuMemcpyDtoD", CUDA_VERSION, &dtod_why));
@@ -633,7 +634,7 @@ PAGELOCK_SCENARIO(RegistrationsAfterDeviceReset) {
     report.Error("final." + std::to_string(i) + ".unregister", cudaHostUnregister(ranges[i]));
   }
   for (int i = 0; i < 2; ++i) std::free(ranges[i]);
-  for (void* m : mapped) if (m) munmap(m, kSize);
+  for (void* m : mapped) if (m) munmap(m, kSize);  // frees_check: the scenario's end, after the unregisters reported above
 }
 
 TEST_F(DriverApiTest, EveryRangeRegisteredBeforeADeviceResetRegistersAgainAfterItExactlyOnce) {

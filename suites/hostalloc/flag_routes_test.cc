@@ -105,7 +105,7 @@ Answer Ask(const DriverApi& d, const FlagCase& c) {
     }
     (void)cudaGetLastError();
   }
-  if (mem) munmap(mem, kSize);
+  if (mem) munmap(mem, kSize);  // frees_check: a register route's backing, after its release is recorded in a.release
   return a;
 }
 

@@ -15,6 +15,7 @@
 #include "fixtures/flags.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
+#include "fixtures/mapping.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "fixtures/settings.h"
@@ -201,7 +202,7 @@ TEST_F(HostRegisterTest, ReadOnlyMappingWithoutTheReadOnlyFlagFails) {
   (void)cudaGetLastError();
   Observe("register_read_only_mapping_code", ErrName(e));
   EXPECT_NE(e, cudaSuccess) << "a read-only mapping registered without cudaHostRegisterReadOnly";
-  if (e == cudaSuccess) (void)cudaHostUnregister(region->data());
+  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
 }
 
 TEST_F(HostRegisterTest, ReadOnlyFlagWithoutSupportReturnsNotSupported) {
@@ -326,7 +327,7 @@ TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
   EXPECT_DOCUMENTED_ONE_OF("register_host_alloc_code", e,
                            (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorHostMemoryAlreadyRegistered}),
                            "13.0 cudaHostRegister and the 712 enum text");
-  if (e == cudaSuccess) (void)cudaHostUnregister(p);
+  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(p));
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -408,7 +409,7 @@ TEST_P(HostRegisterUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
   Observe("unknown_bit_code", ErrName(e));
   EXPECT_NE(e, cudaSuccess) << "cudaHostRegister accepted undefined flag bits " << GetParam()
                             << " (inference: the flags parameter defines no such bit)";
-  if (e == cudaSuccess) (void)cudaHostUnregister(buf.data());
+  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
@@ -426,7 +427,7 @@ TEST_F(HostRegisterTest, IoMemoryFlagOnOrdinaryMemoryIsRejected) {
                            (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorNotPermitted,
                                                      cudaErrorNotSupported}),
                            "13.0 CU_MEMHOSTREGISTER_IOMEMORY");
-  if (e == cudaSuccess) (void)cudaHostUnregister(region->data());
+  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
 }
 
 PAGELOCK_SCENARIO(RegisterPciBar) {
@@ -438,10 +439,11 @@ PAGELOCK_SCENARIO(RegisterPciBar) {
                 : MAP_FAILED;
   report.Set("mmap", p == MAP_FAILED ? "failed" : "ok");
   if (p == MAP_FAILED) return;
+  Mapping bar = Mapping::Adopt(p, static_cast<size_t>(len));
   report.Error("register", cudaHostRegister(p, static_cast<size_t>(len),
                                             cudaHostRegisterIoMemory | cudaHostRegisterMapped));
   report.Error("unregister", cudaHostUnregister(p));
-  munmap(p, static_cast<size_t>(len));
+  bar = Mapping();  // unmapped before the file is closed, as it was
   close(fd);
 }
 

@@ -21,6 +21,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
@@ -31,20 +32,6 @@ namespace {
 
 // 1 MiB and more moves the kernel's pin counters on r580 (64 KiB does not): 1024 pages.
 constexpr size_t kPages = 1024;
-
-// An mmap this test made itself, unmapped at the end of the case.
-struct Mapping {
-  unsigned char* p = nullptr;
-  size_t n = 0;
-  Mapping(void* addr, size_t bytes) : n(bytes) {
-    if (addr != MAP_FAILED) p = static_cast<unsigned char*>(addr);
-  }
-  ~Mapping() {
-    if (p) munmap(p, n);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-};
 
 // True when [p, p + n) holds no mapping: msync of unmapped memory fails with ENOMEM.
 bool IsHole(void* p, size_t n) { return msync(p, n, MS_ASYNC) != 0 && errno == ENOMEM; }
@@ -75,25 +62,24 @@ class RegistrationEdgesTest : public GpuTest {
 TEST_F(RegistrationEdgesTest, ARangeRunningPastItsMappingFailsAndLeavesNothingPinned) {
   PAGELOCK_RULE("R99,R100");
   const size_t page = PageSize(), n = kPages * page;
-  Mapping m(mmap(nullptr, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-            n + page);
-  ASSERT_NE(m.p, nullptr) << "mmap: " << strerror(errno);
-  ASSERT_EQ(munmap(m.p + n, page), 0) << strerror(errno);
-  m.n = n;
-  if (!IsHole(m.p + n, page)) PAGELOCK_NOT_SUPPORTED("another thread mapped the page after the range");
+  Mapping m = Mapping::Adopt(mmap(nullptr, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n + page);
+  ASSERT_NE(m.data(), nullptr) << "mmap: " << strerror(errno);
+  ASSERT_EQ(munmap(m.data() + n, page), 0) << strerror(errno);
+  m.Truncate(n);
+  if (!IsHole(m.data() + n, page)) PAGELOCK_NOT_SUPPORTED("another thread mapped the page after the range");
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  HostFillPattern(m.p, n, seed);  // every valid page is present before the call
+  HostFillPattern(m.data(), n, seed);  // every valid page is present before the call
   // The runtime pins buffers of its own around a process's first registration (on r580 under
   // CUDA 11.8: 2,048 pages that 13.0 pins at context creation): one page registered and
   // unregistered first, so the balance below counts only what the call under test pinned.
-  ASSERT_CUDA_OK(cudaHostRegister(m.p, page, cudaHostRegisterMapped));
-  ASSERT_CUDA_OK(cudaHostUnregister(m.p));
+  ASSERT_CUDA_OK(cudaHostRegister(m.data(), page, cudaHostRegisterMapped));
+  ASSERT_CUDA_OK(cudaHostUnregister(m.data()));
   const bool quiet = PinBalanceIsQuiet(0.1);
   const PinCounters before = ReadPinCounters();
-  const cudaError_t e = cudaHostRegister(m.p, n + page, cudaHostRegisterMapped);
+  const cudaError_t e = cudaHostRegister(m.data(), n + page, cudaHostRegisterMapped);
   if (e == cudaSuccess) {
     ADD_FAILURE() << "a range whose last page is unmapped registered";
-    EXPECT_CUDA_OK(cudaHostUnregister(m.p));
+    EXPECT_CUDA_OK(cudaHostUnregister(m.data()));
   }
   // "cudaHostRegister ... Page-locks the memory range specified by ptr and size": a range that is
   // not all mapped memory is an invalid argument, or pinning it fails (MemoryAllocation).
@@ -103,12 +89,12 @@ TEST_F(RegistrationEdgesTest, ARangeRunningPastItsMappingFailsAndLeavesNothingPi
                            "cudaHostRegister's error list");
   ExpectPinBalanceReturned(before, quiet, "a registration past the end of its mapping failed", 5,
                            "past_end_");
-  EXPECT_EQ(HostCountPatternMismatches(m.p, n, seed), 0u) << "the failed call changed the bytes";
+  EXPECT_EQ(HostCountPatternMismatches(m.data(), n, seed), 0u) << "the failed call changed the bytes";
   // The valid part registers (nothing of the failed call is still tracked) and works.
-  ASSERT_CUDA_OK(cudaHostRegister(m.p, n, cudaHostRegisterMapped));
-  auto reg = HostRegistration::Adopt(m.p, n);
+  ASSERT_CUDA_OK(cudaHostRegister(m.data(), n, cudaHostRegisterMapped));
+  auto reg = HostRegistration::Adopt(m.data(), n);
   cudaError_t we = cudaSuccess;
-  EXPECT_EQ(DeviceFillThenHostCount(m.p, n, seed ^ 0x5a5a5a5au, &we), 0u);
+  EXPECT_EQ(DeviceFillThenHostCount(m.data(), n, seed ^ 0x5a5a5a5au, &we), 0u);
   EXPECT_CUDA_OK(we);
   EXPECT_CUDA_OK(reg.Free());
 }
@@ -148,10 +134,10 @@ TEST_F(RegistrationEdgesTest, DeviceWritesToAPrivateFileMappingStayOutOfTheFile)
     int fd;
     ~Closer() { close(fd); }
   } own_fd{fd};
-  Mapping m(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), n);
-  ASSERT_NE(m.p, nullptr) << "mmap: " << strerror(errno);
-  EXPECT_EQ(HostCountPatternMismatches(m.p, n, seed), 0u) << "the mapping shows the file";
-  const cudaError_t e = cudaHostRegister(m.p, n, cudaHostRegisterMapped);
+  Mapping m = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), n);
+  ASSERT_NE(m.data(), nullptr) << "mmap: " << strerror(errno);
+  EXPECT_EQ(HostCountPatternMismatches(m.data(), n, seed), 0u) << "the mapping shows the file";
+  const cudaError_t e = cudaHostRegister(m.data(), n, cudaHostRegisterMapped);
   // A private mapping's pinned pages are anonymous copies: no file dirty tracking is involved
   // (P02 is about shared file mappings), so success is expected; a failure from the documented
   // list is recorded and ends the case.
@@ -160,13 +146,13 @@ TEST_F(RegistrationEdgesTest, DeviceWritesToAPrivateFileMappingStayOutOfTheFile)
                                                      cudaErrorNotPermitted}),
                            "cudaHostRegister's error list");
   if (e == cudaSuccess) {
-    auto reg = HostRegistration::Adopt(m.p, n);
+    auto reg = HostRegistration::Adopt(m.data(), n);
     cudaError_t we = cudaSuccess;
-    EXPECT_EQ(DeviceFillThenHostCount(m.p, n, dev_seed, &we), 0u)
+    EXPECT_EQ(DeviceFillThenHostCount(m.data(), n, dev_seed, &we), 0u)
         << "the process's private copy does not hold the device's bytes";
     EXPECT_CUDA_OK(we);
     EXPECT_CUDA_OK(reg.Free());
-    EXPECT_EQ(HostCountPatternMismatches(m.p, n, dev_seed), 0u) << "unregistering lost the bytes";
+    EXPECT_EQ(HostCountPatternMismatches(m.data(), n, dev_seed), 0u) << "unregistering lost the bytes";
   }
   std::vector<unsigned char> file(n);
   ASSERT_EQ(pread(fd, file.data(), n, 0), static_cast<ssize_t>(n)) << strerror(errno);
@@ -211,24 +197,24 @@ PAGELOCK_SCENARIO(RegisterAfterFork) {
   const size_t n = kPages * PageSize();
   const uint32_t before = static_cast<uint32_t>(std::strtoul(ScenarioArg().c_str(), nullptr, 10));
   const uint32_t after = before ^ 0x3c3c3c3cu;
-  Mapping m(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
-  if (!m.p) return report.Set("mmap", strerror(errno));
-  HostFillPattern(m.p, n, before);
+  Mapping m = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
+  if (!m.data()) return report.Set("mmap", strerror(errno));
+  HostFillPattern(m.data(), n, before);
   int go[2], result[2];
   if (pipe(go) != 0 || pipe(result) != 0) return report.Set("fork", "pipe failed");
   const pid_t pid = fork();
   if (pid < 0) return report.Set("fork", "fork failed");
-  if (pid == 0) CowChild(m.p, n, before, after, go[0], result[1]);
+  if (pid == 0) CowChild(m.data(), n, before, after, go[0], result[1]);
   close(go[0]);
   close(result[1]);
   report.Set("fork", "ok");
-  const cudaError_t e = cudaHostRegister(m.p, n, cudaHostRegisterMapped);
+  const cudaError_t e = cudaHostRegister(m.data(), n, cudaHostRegisterMapped);
   report.Error("register", e);
   if (e == cudaSuccess) {
     cudaError_t we = cudaSuccess;
-    report.Set("parent_bad", static_cast<long long>(DeviceFillThenHostCount(m.p, n, after, &we)));
+    report.Set("parent_bad", static_cast<long long>(DeviceFillThenHostCount(m.data(), n, after, &we)));
     report.Error("device_write", we);
-    report.Error("unregister", cudaHostUnregister(m.p));
+    report.Error("unregister", cudaHostUnregister(m.data()));
   }
   char g = 'g', seen = '-';
   (void)!write(go[1], &g, 1);
@@ -272,16 +258,16 @@ TEST_F(RegistrationEdgesTest, AMappingMadeWritableBeforeRegistrationTakesDeviceW
   PAGELOCK_RULE("R103");
   const size_t n = kPages * PageSize();
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  Mapping m(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
-  ASSERT_NE(m.p, nullptr) << "mmap: " << strerror(errno);
-  HostFillPattern(m.p, n, seed);
-  ASSERT_EQ(mprotect(m.p, n, PROT_READ), 0) << strerror(errno);
-  EXPECT_EQ(HostCountPatternMismatches(m.p, n, seed), 0u);
-  ASSERT_EQ(mprotect(m.p, n, PROT_READ | PROT_WRITE), 0) << strerror(errno);
-  ASSERT_CUDA_OK(cudaHostRegister(m.p, n, cudaHostRegisterMapped));
-  auto reg = HostRegistration::Adopt(m.p, n);
+  Mapping m = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
+  ASSERT_NE(m.data(), nullptr) << "mmap: " << strerror(errno);
+  HostFillPattern(m.data(), n, seed);
+  ASSERT_EQ(mprotect(m.data(), n, PROT_READ), 0) << strerror(errno);
+  EXPECT_EQ(HostCountPatternMismatches(m.data(), n, seed), 0u);
+  ASSERT_EQ(mprotect(m.data(), n, PROT_READ | PROT_WRITE), 0) << strerror(errno);
+  ASSERT_CUDA_OK(cudaHostRegister(m.data(), n, cudaHostRegisterMapped));
+  auto reg = HostRegistration::Adopt(m.data(), n);
   cudaError_t we = cudaSuccess;
-  EXPECT_EQ(DeviceFillThenHostCount(m.p, n, seed ^ 0xffff0000u, &we), 0u)
+  EXPECT_EQ(DeviceFillThenHostCount(m.data(), n, seed ^ 0xffff0000u, &we), 0u)
       << "the host does not see the device's bytes";
   EXPECT_CUDA_OK(we);
   EXPECT_CUDA_OK(reg.Free());

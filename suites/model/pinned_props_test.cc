@@ -12,6 +12,7 @@
 
 #include "fixtures/generators.h"
 #include "fixtures/gpu_property.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 #include "kernels/pattern.h"
 
@@ -20,20 +21,10 @@ namespace {
 
 class PinnedProperty : public GpuProperty {};
 
-struct FreeHost {
-  void operator()(void* p) const { (void)cudaFreeHost(p); }
-};
-struct FreeDevice {
-  void operator()(void* p) const { (void)cudaFree(p); }
-};
-struct Unregister {
-  void operator()(void* p) const { (void)cudaHostUnregister(p); }
-};
-
 size_t DeviceMismatches(const void* dev, size_t n, uint32_t seed) {
   void* c = nullptr;
   RC_ASSERT(cudaMalloc(&c, sizeof(unsigned long long)) == cudaSuccess);
-  std::unique_ptr<void, FreeDevice> counter(c);
+  const DeviceBuffer counter = DeviceBuffer::Adopt(c);
   auto* count = static_cast<unsigned long long*>(c);
   RC_ASSERT(cudaMemset(count, 0, sizeof *count) == cudaSuccess);
   RC_ASSERT(LaunchCountPatternMismatches(dev, n, seed, count) == cudaSuccess);
@@ -58,7 +49,7 @@ RC_GTEST_FIXTURE_PROP(PinnedProperty, RegisteredSubRangesRoundTripThroughTheDevi
   HostFillPattern(base, region->size(), guard);
 
   RC_ASSERT(cudaHostRegister(base + w.offset, w.length, flags.value) == cudaSuccess);
-  std::unique_ptr<void, Unregister> registration(base + w.offset);
+  HostRegistration registration = HostRegistration::Adopt(base + w.offset);
   void* dev = nullptr;
   RC_ASSERT(cudaHostGetDevicePointer(&dev, base + w.offset, 0) == cudaSuccess);
   HostFillPattern(base + w.offset, w.length, seed);
@@ -105,11 +96,11 @@ RC_GTEST_FIXTURE_PROP(PinnedProperty, CopiesDeliverExactBytesAndNothingElse,
 
   void* raw = nullptr;
   RC_ASSERT(cudaHostAlloc(&raw, total, flags.value) == cudaSuccess);
-  std::unique_ptr<void, FreeHost> host(raw);
+  const PinnedBuffer host = PinnedBuffer::Adopt(raw);
   RC_ASSERT(cudaHostAlloc(&raw, total, cudaHostAllocDefault) == cudaSuccess);
-  std::unique_ptr<void, FreeHost> host2(raw);
+  const PinnedBuffer host2 = PinnedBuffer::Adopt(raw);
   RC_ASSERT(cudaMalloc(&raw, total) == cudaSuccess);
-  std::unique_ptr<void, FreeDevice> device(raw);
+  const DeviceBuffer device = DeviceBuffer::Adopt(raw);
   auto* h = static_cast<unsigned char*>(host.get());
   auto* h2 = static_cast<unsigned char*>(host2.get());
   auto* d = static_cast<unsigned char*>(device.get());

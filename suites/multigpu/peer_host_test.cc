@@ -48,9 +48,10 @@ size_t CountPatternMismatchesIn(const unsigned char* p, size_t begin, size_t end
 }
 
 // One peer copy through pinned memory: host `in` -> device `from` -> peer copy ->
-// device `to` -> host `out`, then every byte of `out` checked against `in`'s pattern. No owners:
-// it also runs in a scenario child, where a failed free is reported, not asserted. Returns the
-// first failing call's error; *bad gets the mismatching bytes.
+// device `to` -> host `out`, then every byte of `out` checked against `in`'s pattern. The kit's
+// owners release in the order written (a failed release fails the case; in a scenario child it is
+// printed to the child's log). Returns the first failing call's error; *bad gets the mismatching
+// bytes.
 cudaError_t PeerCopyThroughPinned(int from, int to, bool async, uint32_t seed, size_t* bad) {
   *bad = ~size_t{0};
   void* in = nullptr;
@@ -65,6 +66,8 @@ cudaError_t PeerCopyThroughPinned(int from, int to, bool async, uint32_t seed, s
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaSetDevice(to);
   if (e == cudaSuccess) e = cudaMalloc(&b, kSize);
+  DeviceBuffer own_a = DeviceBuffer::Adopt(a), own_b = DeviceBuffer::Adopt(b);
+  PinnedBuffer own_in = PinnedBuffer::Adopt(in), own_out = PinnedBuffer::Adopt(out);
   if (e == cudaSuccess) {
     HostFillPattern(in, kSize, seed);
     std::memset(out, 0, kSize);
@@ -85,10 +88,10 @@ cudaError_t PeerCopyThroughPinned(int from, int to, bool async, uint32_t seed, s
   if (e == cudaSuccess) *bad = HostCountPatternMismatches(out, kSize, seed);
   const cudaError_t f = cudaSetDevice(from);
   if (s) (void)cudaStreamDestroy(s);
-  if (a) (void)cudaFree(a);
-  if (b) (void)cudaFree(b);
-  if (in) (void)cudaFreeHost(in);
-  if (out) (void)cudaFreeHost(out);
+  own_a = DeviceBuffer();
+  own_b = DeviceBuffer();
+  own_in = PinnedBuffer();
+  own_out = PinnedBuffer();
   (void)cudaSetDevice(0);
   return e != cudaSuccess ? e : f;
 }

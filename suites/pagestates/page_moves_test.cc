@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
 #include "fixtures/numa.h"
 #include "fixtures/page_state.h"
 #include "fixtures/resources.h"
@@ -60,17 +61,16 @@ constexpr size_t kThp = size_t{2} << 20;
 struct SmallPages {
   unsigned char* p = nullptr;
   size_t n = 0;
-  void* base = nullptr;
-  size_t total = 0;
+  Mapping own;  // the range and its PROT_NONE guards
   std::string error;
   SmallPages(size_t bytes, uint32_t seed) : n(bytes) {
-    total = bytes + 2 * kThp;
-    base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    const size_t total = bytes + 2 * kThp;
+    void* base = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
-      base = nullptr;
       error = std::string("mmap: ") + strerror(errno);
       return;
     }
+    own = Mapping::Adopt(base, total);
     auto* a = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(base) + kThp) / kThp * kThp);
     if (mprotect(a, n, PROT_READ | PROT_WRITE) != 0 || madvise(a, n, MADV_NOHUGEPAGE) != 0) {
       error = std::string("mprotect/madvise: ") + strerror(errno);
@@ -82,9 +82,6 @@ struct SmallPages {
       return;
     }
     p = a;
-  }
-  ~SmallPages() {
-    if (base) munmap(base, total);
   }
   long long AnonHugeKib() const {
     pages::Smaps s;
@@ -191,14 +188,9 @@ TEST_P(MigrationTest, MigratingARegisteredRangeLeavesItsPagesInPlace) {
   const int from = nodes[0], to = nodes[1];
   const size_t n = size_t{4} << 20, page = PageSize();
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED) << strerror(errno);
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() { munmap(p, n); }
-  } own{m, n};
-  auto* p = static_cast<unsigned char*>(m);
+  const Mapping own = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
+  ASSERT_TRUE(own) << strerror(errno);
+  unsigned char* p = own.data();
   {
     numa::ThreadBind bind(from);
     if (!bind.error().empty()) PAGELOCK_NOT_SUPPORTED(bind.error());
@@ -438,14 +430,9 @@ TEST_F(PageStatesTest, MovableZonePagesLeaveTheZoneBeforeTheLongTermPin) {
   }
   const size_t n = size_t{64} << 20;
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED) << strerror(errno);
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() { munmap(p, n); }
-  } own{m, n};
-  auto* p = static_cast<unsigned char*>(m);
+  const Mapping own = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
+  ASSERT_TRUE(own) << strerror(errno);
+  unsigned char* p = own.data();
   HostFillPattern(p, n, seed);
   const std::vector<uint64_t> before = Pfns(p, n);
   if (before.empty()) PAGELOCK_NOT_SUPPORTED("/proc/self/pagemap shows no PFNs (it needs CAP_SYS_ADMIN)");

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fixtures/child_process.h"
+#include "fixtures/mapping.h"
 #include "fixtures/page_sources.h"
 #include "fixtures/resources.h"
 #include "kernels/pattern.h"
@@ -151,6 +152,7 @@ PAGELOCK_SCENARIO(SharedHugetlbFile) {
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
   close(f);
   if (m == MAP_FAILED) return report.Set("open", std::string("mmap: ") + std::strerror(errno));
+  const Mapping own = Mapping::Adopt(m, bytes);  // unmapped last
   report.Set("open", "ok");
   auto* p = static_cast<unsigned char*>(m);
   const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterMapped);
@@ -160,7 +162,6 @@ PAGELOCK_SCENARIO(SharedHugetlbFile) {
     ReportCoherence(report, CheckBothWays(p, bytes, Pattern(static_cast<uint32_t>(seed)), static_cast<uint32_t>(seed), true));
     report.Error("unregister", cudaHostUnregister(p));
   }
-  munmap(p, bytes);
 }
 
 // Two processes register the same hugetlbfs pages (KV-cache pools shared between processes do

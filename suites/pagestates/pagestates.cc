@@ -1,3 +1,4 @@
+#include "fixtures/mapping.h"
 #include "suites/pagestates/pagestates.h"
 
 #include <sys/mman.h>
@@ -17,6 +18,7 @@ cudaError_t WarmUp() {
   const size_t n = size_t{1} << 20;
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return cudaErrorMemoryAllocation;
+  Mapping own = Mapping::Adopt(p, n);
   auto* h = static_cast<unsigned char*>(p);
   HostFillPattern(h, n, 1);
   e = cudaHostRegister(h, n, cudaHostRegisterMapped);
@@ -31,7 +33,7 @@ cudaError_t WarmUp() {
     e = cudaHostRegister(h, n, cudaHostRegisterMapped | cudaHostRegisterReadOnly);
     if (e == cudaSuccess) e = cudaHostUnregister(h);
   }
-  munmap(p, n);
+  own = Mapping();  // unmapped before the cudaHostAlloc, as it was
   void* a = nullptr;
   if (e == cudaSuccess) e = cudaHostAlloc(&a, n, cudaHostAllocMapped);
   if (e == cudaSuccess) e = cudaFreeHost(a);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fixtures/child_process.h"
+#include "fixtures/mapping.h"
 #include "fixtures/page_state.h"
 #include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
@@ -91,14 +92,9 @@ TEST_F(ReadOnlyPinTest, ReadOnlyPinOfAPageMappedReadOnlySeesItsWritesOnceWritabl
   PAGELOCK_RULE("V01,R43");
   const size_t n = size_t{1} << 20;
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED) << strerror(errno);
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() { munmap(p, n); }
-  } own{m, n};
-  auto* p = static_cast<unsigned char*>(m);
+  const Mapping own = Mapping::Adopt(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n);
+  ASSERT_TRUE(own) << strerror(errno);
+  unsigned char* p = own.data();
   HostFillPattern(p, n, seed);
   ASSERT_EQ(mprotect(p, n, PROT_READ), 0) << strerror(errno);
   PinWatch pins;
@@ -207,6 +203,7 @@ PAGELOCK_SCENARIO(ReadOnlyPinAfterFork) {
   ChildPinWatch pins;
   void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return report.Set("fork", "mmap failed");
+  Mapping own = Mapping::Adopt(m, n);  // the grandchild leaves by _exit: never unmapped there
   auto* p = static_cast<unsigned char*>(m);
   madvise(p, n, MADV_NOHUGEPAGE);
   HostFillPattern(p, n, before);
@@ -241,7 +238,7 @@ PAGELOCK_SCENARIO(ReadOnlyPinAfterFork) {
   report.Set("grandchild_exit", grandchild_exit);
   close(go[1]);
   close(answer[0]);
-  munmap(p, n);
+  own = Mapping();  // unmapped before the pins are counted, as it was
   pins.Report(report);
 }
 

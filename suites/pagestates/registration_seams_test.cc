@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "fixtures/mapping.h"
 #include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
@@ -49,9 +50,9 @@ class SeamFixture : public PageStatesTest {
   void SetUp() override {
     PageStatesTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    void* m = mmap(nullptr, 2 * kHalf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(m, MAP_FAILED) << strerror(errno);
-    base_ = static_cast<unsigned char*>(m);
+    map_ = Mapping::Adopt(mmap(nullptr, 2 * kHalf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), 2 * kHalf);
+    ASSERT_TRUE(map_) << strerror(errno);
+    base_ = map_.data();
     std::memset(base_, 0, 2 * kHalf);
     pins_ = std::make_unique<PinWatch>();
     if (seam() != Seam::kPageableThenRegistration) {
@@ -68,12 +69,13 @@ class SeamFixture : public PageStatesTest {
       EXPECT_CUDA_OK(first_.Free());
       EXPECT_CUDA_OK(second_.Free());
       if (pins_) pins_->ExpectReturned("the registrations around the seam ended");
-      munmap(base_, 2 * kHalf);
+      map_ = Mapping();  // unmapped before the base class's checks, as it was
     }
     PageStatesTest::TearDown();
   }
   unsigned char* window() const { return base_ + kHalf - kBefore; }
 
+  Mapping map_;
   unsigned char* base_ = nullptr;
   std::unique_ptr<PinWatch> pins_;
   HostRegistration first_, second_;

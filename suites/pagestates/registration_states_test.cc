@@ -13,7 +13,6 @@
 // the page table itself and mishandles swap entries or PTE-mapped large folios (wrong page for
 // a subpage), one that pins the zero page for a writable registration, one that returns an
 // error for a state it does not expect. Rule ids refer to suites/rules.tsv.
-#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "fixtures/mapping.h"
 #include "fixtures/page_state.h"
 #include "fixtures/resources.h"
 #include "fixtures/time_scale.h"
@@ -96,19 +96,6 @@ INSTANTIATE_TEST_SUITE_P(
                       ),
     [](const ::testing::TestParamInfo<PageState>& i) { return pages::PageStateName(i.param); });
 
-// An anonymous mapping of `n` bytes, unmapped at the end of the case.
-struct Anonymous {
-  unsigned char* p = nullptr;
-  size_t n = 0;
-  explicit Anonymous(size_t bytes) : n(bytes) {
-    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED) p = static_cast<unsigned char*>(m);
-  }
-  ~Anonymous() {
-    if (p) munmap(p, n);
-  }
-};
-
 // Thread t's slice of [0, n): contiguous, page-aligned, as PyTorch's caching host allocator
 // splits the prefault among pinned_num_register_threads.
 void Slice(size_t n, int t, size_t* begin, size_t* end) {
@@ -123,21 +110,21 @@ void Slice(size_t n, int t, size_t* begin, size_t* end) {
 TEST_F(PageStatesTest, PagesPrefaultedByThreadsThenRegisteredHoldEveryThreadsBytes) {
   PAGELOCK_RULE("V02");
   const uint32_t seed = static_cast<uint32_t>(CaseSeed());
-  Anonymous m(kRaceBytes);
-  ASSERT_NE(m.p, nullptr) << strerror(errno);
+  Mapping m(kRaceBytes);
+  ASSERT_NE(m.data(), nullptr) << m.error();
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       size_t b, e;
-      Slice(m.n, t, &b, &e);
-      for (size_t i = b; i < e; ++i) m.p[i] = PatternByte(i, seed);
+      Slice(m.size(), t, &b, &e);
+      for (size_t i = b; i < e; ++i) m.data()[i] = PatternByte(i, seed);
     });
   }
   for (auto& th : threads) th.join();
   PinWatch pins;
-  ASSERT_CUDA_OK(cudaHostRegister(m.p, m.n, cudaHostRegisterMapped));
-  auto reg = HostRegistration::Adopt(m.p, m.n);
-  ExpectCoherent(CheckBothWays(m.p, m.n, Pattern(seed), seed, true), "pages prefaulted by threads");
+  ASSERT_CUDA_OK(cudaHostRegister(m.data(), m.size(), cudaHostRegisterMapped));
+  auto reg = HostRegistration::Adopt(m.data(), m.size());
+  ExpectCoherent(CheckBothWays(m.data(), m.size(), Pattern(seed), seed, true), "pages prefaulted by threads");
   EXPECT_CUDA_OK(reg.Free());
   pins.ExpectReturned("the registration of thread-prefaulted pages ended");
 }
@@ -157,8 +144,8 @@ TEST_P(FirstTouchRaceTest, RegistrationRacingFirstTouchFaultsHoldsEveryByte) {
   Budget("race_MiB", static_cast<double>(kRaceBytes >> 20), "MiB");
   for (int round = 0; round < kRaceRounds && !HasFailure(); ++round) {
     const uint32_t seed = static_cast<uint32_t>(CaseRng()());
-    Anonymous m(kRaceBytes);
-    ASSERT_NE(m.p, nullptr) << strerror(errno);
+    Mapping m(kRaceBytes);
+    ASSERT_NE(m.data(), nullptr) << m.error();
     PinWatch pins;
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
@@ -167,7 +154,7 @@ TEST_P(FirstTouchRaceTest, RegistrationRacingFirstTouchFaultsHoldsEveryByte) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         size_t b, e;
-        Slice(m.n, t, &b, &e);
+        Slice(m.size(), t, &b, &e);
         ++ready;
         const auto limit = std::chrono::steady_clock::now() + std::chrono::duration<double>(10 * TimeScale());
         while (!go.load() && std::chrono::steady_clock::now() < limit) {
@@ -175,9 +162,9 @@ TEST_P(FirstTouchRaceTest, RegistrationRacingFirstTouchFaultsHoldsEveryByte) {
         unsigned long long sum = 0;
         for (size_t i = b; i < e; i += (threads_write ? 1 : PageSize())) {
           if (threads_write) {
-            m.p[i] = PatternByte(i, seed);
+            m.data()[i] = PatternByte(i, seed);
           } else {
-            sum += static_cast<const volatile unsigned char*>(m.p)[i];
+            sum += static_cast<const volatile unsigned char*>(m.data())[i];
           }
         }
         read_sum += sum;
@@ -187,13 +174,13 @@ TEST_P(FirstTouchRaceTest, RegistrationRacingFirstTouchFaultsHoldsEveryByte) {
     while (ready.load() < kThreads && std::chrono::steady_clock::now() < limit) {
     }
     go = true;
-    const cudaError_t e = cudaHostRegister(m.p, m.n, cudaHostRegisterMapped);
+    const cudaError_t e = cudaHostRegister(m.data(), m.size(), cudaHostRegisterMapped);
     for (auto& th : threads) th.join();
     ASSERT_CUDA_OK(e) << "round " << round << ": registering a range other threads are first-touching";
-    auto reg = HostRegistration::Adopt(m.p, m.n);
+    auto reg = HostRegistration::Adopt(m.data(), m.size());
     EXPECT_EQ(read_sum.load(), 0u) << "never-written memory read non-zero";
     const pages::PageContent now = threads_write ? Pattern(seed) : pages::PageContent{};
-    ExpectCoherent(CheckBothWays(m.p, m.n, now, seed, true), "round " + std::to_string(round));
+    ExpectCoherent(CheckBothWays(m.data(), m.size(), now, seed, true), "round " + std::to_string(round));
     EXPECT_CUDA_OK(reg.Free());
     pins.ExpectReturned("round " + std::to_string(round) + "'s registration ended");
   }

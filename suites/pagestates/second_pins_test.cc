@@ -30,6 +30,7 @@
 
 #include "fixtures/host_kinds.h"
 #include "fixtures/io_uring.h"
+#include "fixtures/mapping.h"
 #include "fixtures/page_sources.h"
 #include "fixtures/resources.h"
 #include "kernels/pattern.h"
@@ -56,18 +57,14 @@ std::string KindName(HostKind k) {
 class CudaPinned {
  public:
   explicit CudaPinned(HostKind k) : kind_(k) {}
-  ~CudaPinned() {
-    Release();
-    if (map_) munmap(map_, kBytes);
-  }
+  ~CudaPinned() { Release(); }  // then the mapping goes (map_ is declared first)
   cudaError_t Make() {
     if (IsRegistered(kind_)) {
-      void* m = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
-      map_ = static_cast<unsigned char*>(m);
-      std::memset(map_, 0, kBytes);
-      const cudaError_t e = cudaHostRegister(map_, kBytes, cudaHostRegisterMapped);
-      if (e == cudaSuccess) reg_ = HostRegistration::Adopt(map_, kBytes);
+      map_ = Mapping(kBytes);
+      if (!map_) return cudaErrorMemoryAllocation;
+      std::memset(map_.data(), 0, kBytes);
+      const cudaError_t e = cudaHostRegister(map_.data(), kBytes, cudaHostRegisterMapped);
+      if (e == cudaSuccess) reg_ = HostRegistration::Adopt(map_.data(), kBytes);
       return e;
     }
     void* p = nullptr;
@@ -75,17 +72,17 @@ class CudaPinned {
     if (e == cudaSuccess) alloc_ = PinnedBuffer::Adopt(p, kBytes);
     return e;
   }
-  unsigned char* host() const { return map_ ? map_ : alloc_.host(); }
+  unsigned char* host() const { return map_ ? map_.data() : alloc_.host(); }
   // Ends CUDA's pin; the result of the call.
   cudaError_t Release() {
     return map_ ? reg_.Free() : alloc_.Free();
   }
   // After Release(), cudaFreeHost'd memory is gone; registered memory is still the process's.
-  bool MemoryOutlivesRelease() const { return map_ != nullptr; }
+  bool MemoryOutlivesRelease() const { return static_cast<bool>(map_); }
 
  private:
   HostKind kind_;
-  unsigned char* map_ = nullptr;
+  Mapping map_;
   HostRegistration reg_;
   PinnedBuffer alloc_;
 };

@@ -23,6 +23,7 @@
 
 #include "fixtures/child_process.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
 #include "fixtures/page_state.h"
 #include "kernels/access_kernels.h"
 #include "kernels/pattern.h"
@@ -91,10 +92,12 @@ PAGELOCK_SCENARIO(StaleAliasWrite) {
   void* c = mmap(p, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   const bool canary = c == p;
   report.Set("canary_at_address", canary ? "1" : (c == MAP_FAILED ? std::strerror(errno) : "placed elsewhere"));
-  if (c != MAP_FAILED && !canary) munmap(c, kBytes);
+  // The canary and the pool are unmapped last, the pool first (declared last).
+  Mapping canary_map = Mapping::Adopt(c, kBytes);
+  if (!canary) canary_map = Mapping();  // placed elsewhere: unmapped at once
   if (canary) HostFillPattern(p, kBytes, canary_seed);
-  void* pool_m = mmap(nullptr, kPoolBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  auto* pool = pool_m == MAP_FAILED ? nullptr : static_cast<unsigned char*>(pool_m);
+  const Mapping pool_map(kPoolBytes);
+  unsigned char* pool = pool_map.data();
   if (pool) HostFillPattern(pool, kPoolBytes, canary_seed);
   if (!old_frames.empty() && old_frames[0] != 0) {
     // How many released frames the process got back (root only): recorded.
@@ -116,8 +119,6 @@ PAGELOCK_SCENARIO(StaleAliasWrite) {
   report.Set("canary_bad", canary ? static_cast<long long>(HostCountPatternMismatches(p, kBytes, canary_seed)) : -1);
   report.Set("pool_bad", pool ? static_cast<long long>(HostCountPatternMismatches(pool, kPoolBytes, canary_seed)) : -1);
   if (how == "munmap") report.Error("unregister", cudaHostUnregister(p));
-  if (pool) munmap(pool, kPoolBytes);
-  if (canary) munmap(p, kBytes);
 }
 
 class StaleAliasTest : public ::testing::TestWithParam<std::string> {};

@@ -10,6 +10,7 @@
 // stops there; any other error, or a sticky refusal, fails (sizes::PinnedOrRefusedCleanly).
 // Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <string>
@@ -27,7 +28,6 @@ namespace {
 
 using sizes::Counters;
 using sizes::kGiBytes;
-using sizes::Mapping;
 
 constexpr size_t kSize = kGiBytes;
 constexpr size_t kNeighbour = 64;  // bytes checked on either side of a page the device wrote
@@ -69,7 +69,8 @@ TEST_F(LargeEndToEndTest, AGibibyteAllocationAndRegistrationRoundTripEveryByteTh
   ASSERT_CUDA_OK(cudaHostGetDevicePointer(&alloc_dev, alloc.host(), 0));
   // 2 MiB aligned with THP asked for: where THP is on, faulting and pinning the gibibyte take a
   // fraction of the time 4 KiB pages do (the full tier's budget).
-  Mapping map(kSize, /*huge_aligned=*/true);
+  Mapping map(kSize, Mapping::kHugeAligned);
+  if (map) (void)map.Advise(MADV_HUGEPAGE);  // a hint; where THP is off the pages stay 4 KiB
   ASSERT_NE(map.data(), nullptr) << "mmap of 1 GiB failed";
   HostRegistration reg(map.data(), kSize, cudaHostRegisterMapped);
   if (!sizes::PinnedOrRefusedCleanly("pin_cudaHostRegister", reg.status(), PinRoute::kHostRegister,

@@ -32,7 +32,6 @@ namespace {
 
 using sizes::Counters;
 using sizes::kMiB;
-using sizes::Mapping;
 
 constexpr size_t kFourGiB = size_t{4} << 30;
 constexpr size_t kGuard = 64;

@@ -7,6 +7,7 @@
 // byte of each window and 64 guard bytes on either side are checked. Full tier, small (about
 // 20 MiB copied per case). Rule ids refer to suites/rules.tsv.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -29,7 +30,6 @@ namespace {
 using sizes::Counters;
 using sizes::kHugePage;
 using sizes::kMiB;
-using sizes::Mapping;
 
 constexpr size_t kBuffer = 8 * kMiB;
 constexpr size_t kGuard = 64;
@@ -114,7 +114,8 @@ TEST_P(SizePathsTest, CopiesAtPathThresholdsAndPageBoundariesDeliverEveryByteAnd
     ASSERT_CUDA_OK(pinned.status());
     host = pinned.host();
   } else {
-    map = std::make_unique<Mapping>(kBuffer, /*huge_aligned=*/true);
+    map = std::make_unique<Mapping>(kBuffer, Mapping::kHugeAligned);
+    if (*map) (void)map->Advise(MADV_HUGEPAGE);  // a hint; where THP is off the pages stay 4 KiB
     ASSERT_NE(map->data(), nullptr) << "mmap failed";
     host = map->data();
     if (source() == HostKind::kRegisteredMmap) {

@@ -85,12 +85,12 @@ RC_GTEST_FIXTURE_PROP(SizesProperty, AnySizeAndRouteCarriesEveryByteOfAnyWindowB
 
   // The memory, by the route; released (unregistered first) when an RC_ASSERT throws, too.
   PinnedBuffer pinned;
-  std::unique_ptr<sizes::Mapping> map;
+  std::unique_ptr<Mapping> map;
   HostRegistration reg;
   unsigned char* host = nullptr;
   if (!Require(RequireAttr(cudaDevAttrCanMapHostMemory, 1))) return;  // the mismatch counters are mapped
   if (route.route == PinRoute::kHostRegister) {
-    map = std::make_unique<sizes::Mapping>(n);
+    map = std::make_unique<Mapping>(n);
     RC_ASSERT(map->data() != nullptr);
     RC_ASSERT(cudaHostRegister(map->data(), n, route.flags) == cudaSuccess);
     reg = HostRegistration::Adopt(map->data(), n);

@@ -1,11 +1,11 @@
-// Helpers of the size suites: an mmap the test owns (2 MiB aligned when asked, so its 2 MiB
-// boundaries are huge-page boundaries where THP backs it), device-side counts read back through
-// a mapped counter (no copy or memset of their own), the host-memory gate of the big cases, and
-// the judgement of a large pin that the driver may refuse (PinnedOrRefusedCleanly).
+// Helpers of the size suites: device-side counts read back through a mapped counter (no copy or
+// memset of their own), the host-memory gate of the big cases, and the judgement of a large pin
+// that the driver may refuse (PinnedOrRefusedCleanly). The mmap a case owns is the kit's Mapping
+// (fixtures/mapping.h; 2 MiB aligned when asked, so its 2 MiB boundaries are huge-page
+// boundaries where THP backs it).
 #pragma once
 
 #include <cuda_runtime.h>
-#include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "fixtures/cuda_check.h"
 #include "fixtures/host_kinds.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "kernels/sizes/size_kernels.h"
@@ -24,35 +25,6 @@ namespace sizes {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kGiBytes = size_t{1} << 30;
 constexpr size_t kHugePage = 2 * kMiB;
-
-// An anonymous private mapping of at least n bytes, unmapped at the end of scope; with
-// `huge_aligned` it starts on a 2 MiB boundary and asks for transparent huge pages.
-class Mapping {
- public:
-  explicit Mapping(size_t n, bool huge_aligned = false) : n_(n) {
-    const size_t extra = huge_aligned ? kHugePage : 0;
-    void* m = mmap(nullptr, n + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return;
-    map_ = static_cast<unsigned char*>(m);
-    map_n_ = n + extra;
-    const uintptr_t a = reinterpret_cast<uintptr_t>(m);
-    p_ = huge_aligned ? reinterpret_cast<unsigned char*>((a + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1)) : map_;
-    if (huge_aligned) (void)madvise(p_, n, MADV_HUGEPAGE);  // a hint; where THP is off the pages stay 4 KiB
-  }
-  ~Mapping() {
-    if (map_) munmap(map_, map_n_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  unsigned char* data() const { return p_; }
-  size_t size() const { return n_; }
-
- private:
-  unsigned char* map_ = nullptr;
-  unsigned char* p_ = nullptr;
-  size_t map_n_ = 0;
-  size_t n_ = 0;
-};
 
 // Mismatch counters in mapped pinned memory: the host zeroes them, kernels add to them, the host
 // reads them after a synchronisation.

@@ -13,6 +13,7 @@
 
 #include "fixtures/child_process.h"
 #include "fixtures/gpu_test.h"
+#include "fixtures/resources.h"
 #include "kernels/access_kernels.h"
 #include "kernels/streams/stream_kernels.h"
 #include "suites/streams/stream_util.h"
@@ -30,11 +31,11 @@ void ReportAftermath(ScenarioReport& report, const unsigned char* unrelated, uin
   streams::HostFillPatternFrom(out.data(), out.size(), 0, seed ^ 1);
   void* d = nullptr;
   cudaError_t e = cudaMalloc(&d, out.size());
+  const DeviceBuffer own_d = DeviceBuffer::Adopt(d);  // freed on return
   if (e == cudaSuccess) e = cudaMemcpy(d, out.data(), out.size(), cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaMemcpy(back.data(), d, back.size(), cudaMemcpyDeviceToHost);
   report.Error("next_work", e);
   report.Set("next_work_bad_bytes", static_cast<long long>(streams::HostCountPattern(back.data(), back.size(), 0, seed ^ 1)));
-  if (d) cudaFree(d);
 }
 
 // ScenarioArg: "<free|unregister>_<copy|kernel>".
@@ -45,6 +46,7 @@ PAGELOCK_SCENARIO(ReleaseWhileInFlight) {
   const uint32_t seed = 0x4a2a7d00u;
   void* unrelated = nullptr;
   report.Error("unrelated_alloc", cudaHostAlloc(&unrelated, 4096, cudaHostAllocDefault));
+  const PinnedBuffer own_unrelated = PinnedBuffer::Adopt(unrelated);  // freed last
   if (!unrelated) return;
   streams::HostFillPatternFrom(unrelated, 4096, 0, seed);
   void* x = nullptr;
@@ -60,6 +62,7 @@ PAGELOCK_SCENARIO(ReleaseWhileInFlight) {
   report.Error("device_pointer", cudaHostGetDevicePointer(&alias, x, 0));
   void* dev = nullptr;
   report.Error("device_alloc", cudaMalloc(&dev, kBytes));
+  const DeviceBuffer own_dev = DeviceBuffer::Adopt(dev);
   cudaStream_t s = nullptr;
   report.Error("stream", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   if (!alias || !dev || !s) return;
@@ -82,8 +85,6 @@ PAGELOCK_SCENARIO(ReleaseWhileInFlight) {
     report.Set("inverted_bad_bytes", static_cast<long long>(HostCountPatternMismatches(x, kBytes, seed ^ 2, 0xff)));
   }
   ReportAftermath(report, static_cast<unsigned char*>(unrelated), seed);
-  cudaFree(dev);
-  cudaFreeHost(unrelated);
 }
 
 // A copy's source rewritten by the host before the copy's event: what arrives is recorded. The
@@ -94,12 +95,15 @@ PAGELOCK_SCENARIO(ReuseBeforeEvent) {
   const uint32_t seed = 0x2e05e000u;
   void* unrelated = nullptr;
   report.Error("unrelated_alloc", cudaHostAlloc(&unrelated, 4096, cudaHostAllocDefault));
+  const PinnedBuffer own_unrelated = PinnedBuffer::Adopt(unrelated);  // freed last
   if (!unrelated) return;
   streams::HostFillPatternFrom(unrelated, 4096, 0, seed ^ 5);
   void* x = nullptr;
   report.Error("pin", cudaHostAlloc(&x, kBytes, cudaHostAllocDefault));
+  const PinnedBuffer own_x = PinnedBuffer::Adopt(x);
   void* dev = nullptr;
   report.Error("device_alloc", cudaMalloc(&dev, kBytes + 4096));
+  const DeviceBuffer own_dev = DeviceBuffer::Adopt(dev);  // the owners free dev, x, then unrelated
   if (dev) report.Error("device_tail", cudaMemset(static_cast<char*>(dev) + kBytes, 0x5a, 4096));
   cudaStream_t s = nullptr;
   report.Error("stream", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -124,9 +128,6 @@ PAGELOCK_SCENARIO(ReuseBeforeEvent) {
   ReportAftermath(report, static_cast<unsigned char*>(unrelated), seed ^ 5);
   cudaEventDestroy(ev);
   cudaStreamDestroy(s);
-  cudaFree(dev);
-  cudaFreeHost(x);
-  cudaFreeHost(unrelated);
 }
 
 class HazardTest : public GpuTest, public ::testing::WithParamInterface<const char*> {

@@ -34,6 +34,8 @@
 #include "fixtures/driver_api.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
 #include "fixtures/time_scale.h"
 #include "kernels/stress/stress_kernels.h"
@@ -119,6 +121,7 @@ PAGELOCK_SCENARIO(Exhaust) {
   // The device fills and checks every chunk; the host spot-checks both ends of each.
   unsigned long long* bad = nullptr;
   cudaError_t e = cudaMalloc(&bad, sizeof *bad);
+  DeviceBuffer own_bad = DeviceBuffer::Adopt(bad);
   if (e == cudaSuccess) e = cudaMemset(bad, 0, sizeof *bad);
   const auto check_start = std::chrono::steady_clock::now();
   long long host_bad = 0;
@@ -139,7 +142,7 @@ PAGELOCK_SCENARIO(Exhaust) {
   report.Set("device_bad_words", static_cast<long long>(device_bad));
   report.Set("host_bad_words", host_bad);
   report.Set("checksum_ms", static_cast<long long>(Seconds(check_start) * 1e3));
-  (void)cudaFree(bad);
+  own_bad = DeviceBuffer();  // freed before the chunks are
 
   // Everything frees, and the same total pins again.
   long long release_failures = 0;
@@ -297,9 +300,10 @@ PAGELOCK_SCENARIO(MemlockLimit) {
   struct rlimit rl = {limit, limit};
   report.Set("setrlimit", setrlimit(RLIMIT_MEMLOCK, &rl) == 0 ? "ok" : std::strerror(errno));
   report.Set("cap_ipc_lock", HasCapIpcLock() ? "1" : "0");
-  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  report.Set("mlock", m != MAP_FAILED && mlock(m, n) == 0 ? "ok" : std::strerror(errno));
-  if (m != MAP_FAILED) munmap(m, n);
+  {
+    const Mapping m(n);
+    report.Set("mlock", !m ? m.error() : mlock(m.data(), n) == 0 ? "ok" : std::strerror(errno));
+  }
   for (PinRoute p : kStressRoutes) {
     if (IsDriverRoute(p) && !Driver().loaded) continue;
     void* host = nullptr;

@@ -29,6 +29,8 @@
 #include "fixtures/containment.h"
 #include "fixtures/gpu_test.h"
 #include "fixtures/kernel_accounting.h"
+#include "fixtures/mapping.h"
+#include "fixtures/resources.h"
 #include "fixtures/settings.h"
 #include "kernels/stress/stress_kernels.h"
 #include "suites/stress/pin_paths.h"
@@ -87,14 +89,11 @@ std::string PinPortable(PinRoute path, size_t n, void** host) {
     return e == cudaSuccess ? "ok" : cudaGetErrorName(e);
   }
   // Not touched first: the registration faults the pages in (and is charged for them).
-  void* map = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) return "mmap failed";
-  const cudaError_t e = cudaHostRegister(map, n, cudaHostRegisterPortable | cudaHostRegisterMapped);
-  if (e != cudaSuccess) {
-    munmap(map, n);
-    return cudaGetErrorName(e);
-  }
-  *host = map;
+  Mapping map(n);  // unmapped here if the registration fails, else Release()'s
+  if (!map) return "mmap failed";
+  const cudaError_t e = cudaHostRegister(map.data(), n, cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (e != cudaSuccess) return cudaGetErrorName(e);
+  *host = map.release();
   return "ok";
 }
 
@@ -125,6 +124,7 @@ std::vector<long long> EveryDeviceCountsEveryByte(char* host, size_t n, int devi
   void* counter_host = nullptr;
   *e = cudaHostAlloc(&counter_host, sizeof(unsigned long long), cudaHostAllocPortable | cudaHostAllocMapped);
   if (*e != cudaSuccess) return bad;
+  const PinnedBuffer own_counter = PinnedBuffer::Adopt(counter_host);  // freed on return, after cudaSetDevice(0)
   auto* counter = static_cast<volatile unsigned long long*>(counter_host);
   for (int d = 0; d < devices && *e == cudaSuccess; ++d) {
     void* dev = nullptr;
@@ -141,7 +141,6 @@ std::vector<long long> EveryDeviceCountsEveryByte(char* host, size_t n, int devi
     if (*e == cudaSuccess) bad[d] = static_cast<long long>(*counter);
   }
   (void)cudaSetDevice(0);
-  (void)cudaFreeHost(counter_host);
   return bad;
 }
 

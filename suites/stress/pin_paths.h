@@ -8,11 +8,14 @@
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "fixtures/driver_api.h"
 #include "fixtures/host_kinds.h"
+#include "fixtures/mapping.h"
 
 namespace pagelock {
 
@@ -41,11 +44,14 @@ inline std::string CuName(CUresult r) {
 inline std::string Pin(PinRoute path, size_t n, void** host, void** dev) {
   *host = nullptr;
   *dev = nullptr;
+  // A registration's memory: unmapped here if the registration fails, else the caller's (Release).
+  Mapping own;
   void* map = nullptr;
   if (IsRegisterRoute(path)) {
     // Not touched first: the registration faults the pages in (and is charged for them).
-    map = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED) return "mmap failed";
+    own = Mapping(n);
+    if (!own) return "mmap failed";
+    map = own.data();
   }
   switch (path) {
     case PinRoute::kHostAlloc: {
@@ -56,11 +62,8 @@ inline std::string Pin(PinRoute path, size_t n, void** host, void** dev) {
     }
     case PinRoute::kHostRegister: {
       cudaError_t e = cudaHostRegister(map, n, cudaHostRegisterMapped);
-      if (e != cudaSuccess) {
-        munmap(map, n);
-        return cudaGetErrorName(e);
-      }
-      *host = map;
+      if (e != cudaSuccess) return cudaGetErrorName(e);
+      *host = own.release();
       e = cudaHostGetDevicePointer(dev, *host, 0);
       return e == cudaSuccess ? "ok" : std::string("devptr ") + cudaGetErrorName(e);
     }
@@ -74,11 +77,8 @@ inline std::string Pin(PinRoute path, size_t n, void** host, void** dev) {
     }
     case PinRoute::kCuMemHostRegister: {
       CUresult r = Driver().cuMemHostRegister(map, n, CU_MEMHOSTREGISTER_DEVICEMAP);
-      if (r != CUDA_SUCCESS) {
-        munmap(map, n);
-        return CuName(r);
-      }
-      *host = map;
+      if (r != CUDA_SUCCESS) return CuName(r);
+      *host = own.release();
       CUdeviceptr d = 0;
       r = Driver().cuMemHostGetDevicePointer(&d, *host, 0);
       *dev = reinterpret_cast<void*>(d);
@@ -101,7 +101,7 @@ inline std::string Release(PinRoute path, void* host, size_t n) {
     case PinRoute::kHostRegister: {
       cudaError_t e = cudaHostUnregister(host);
       if (e != cudaSuccess) result = cudaGetErrorName(e);
-      munmap(host, n);
+      if (munmap(host, n) != 0 && result == "ok") result = std::string("munmap: ") + std::strerror(errno);
       break;
     }
     case PinRoute::kCuMemHostAlloc: {
@@ -112,7 +112,7 @@ inline std::string Release(PinRoute path, void* host, size_t n) {
     case PinRoute::kCuMemHostRegister: {
       CUresult r = Driver().cuMemHostUnregister(host);
       if (r != CUDA_SUCCESS) result = CuName(r);
-      munmap(host, n);
+      if (munmap(host, n) != 0 && result == "ok") result = std::string("munmap: ") + std::strerror(errno);
       break;
     }
     default:

@@ -19,6 +19,7 @@
 #include "fixtures/gpu_test.h"
 #include "fixtures/host_memory.h"
 #include "fixtures/link_health.h"
+#include "fixtures/mapping.h"
 #include "fixtures/outcome.h"
 #include "fixtures/resources.h"
 #include "fixtures/settings.h"
@@ -55,9 +56,9 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   const size_t n = static_cast<size_t>(settings::PositiveNumber("PAGELOCK_STRESS_REGISTRATIONS"));
   const size_t page = PageSize(), region = 16 * page, stride = region + page;  // a gap between
   Budget("registrations_count", n, "count");
-  void* map = mmap(nullptr, n * stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  char* base = static_cast<char*>(map);
+  const Mapping map = Mapping::Adopt(mmap(nullptr, n * stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), n * stride);
+  ASSERT_TRUE(map) << "mmap failed";
+  char* base = reinterpret_cast<char*>(map.data());
   size_t registered = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (; registered < n; ++registered) {
@@ -85,7 +86,6 @@ TEST_F(PinnedStressTest, ThousandsOfRegistrationsAreIndependent) {
   for (size_t i = 0; i < registered; ++i) {
     EXPECT_CUDA_OK(cudaHostUnregister(base + i * stride));
   }
-  munmap(map, n * stride);
 }
 
 // Counts lines of a /proc file (VMAs in /proc/self/maps).
@@ -108,9 +108,11 @@ TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
   Budget("time_s", budget_s, "s");
   Observe("vm_max_map_count", static_cast<long long>(std::atoll(ReadSmallFile("/proc/sys/vm/max_map_count").c_str())));
   Observe("vmas_before", static_cast<long long>(CountLines("/proc/self/maps")));
-  void* map = mmap(nullptr, 2 * cap * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  char* base = static_cast<char*>(map);
+  const Mapping map = Mapping::Adopt(
+      mmap(nullptr, 2 * cap * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+      2 * cap * page);
+  ASSERT_TRUE(map) << "mmap failed";
+  char* base = reinterpret_cast<char*>(map.data());
   size_t registered = 0;
   cudaError_t stop = cudaSuccess;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
@@ -137,7 +139,6 @@ TEST_F(PinnedStressTest, RegistrationsUpToTheCountCeilingFailOnlyCleanly) {
   for (size_t i = 0; i < registered; ++i) failures += cudaHostUnregister(base + 2 * i * page) != cudaSuccess;
   EXPECT_EQ(failures, 0u) << "unregistering failed " << failures << " times";
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
-  munmap(map, 2 * cap * page);
 }
 
 TEST_F(PinnedStressTest, EventOrderedStreamsNeverSeeStaleMappedData) {
