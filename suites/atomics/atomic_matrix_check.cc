@@ -456,6 +456,191 @@ cudaError_t Scratch(int device, size_t slots, DeviceScratch** out) {
   return cudaSuccess;
 }
 
+// The steps of RunAtomics, in its order. A step that fails returns the CUDA error and says in
+// `what` which step it was; RunAtomics then cleans up and reports it.
+
+// The word host thread h touches in its k-th atomic.
+uint64_t HostWord(const AtomicRun& run, AtomicType t, int h, int k) {
+  return AtomicWordIndex(run.pattern, t, 0, static_cast<uint64_t>(h) * run.host_iters + k);
+}
+
+// Who touches which word, with which id: one launch per device, ids numbered device after
+// device; the host threads' ids follow from *host_base.
+std::vector<DeviceLaunch> PlanLaunches(const AtomicRun& run, uint64_t* host_base) {
+  std::vector<DeviceLaunch> launches;
+  uint64_t next_id = 0;
+  for (int d : run.devices) {
+    DeviceLaunch dl{d, {}};
+    AtomicLaunch& l = dl.launch;
+    l.op = run.ot.op;
+    l.type = run.ot.type;
+    l.scope = run.scope;
+    l.pattern = run.pattern;
+    l.blocks = run.blocks;
+    l.threads = run.threads;
+    l.iters = run.iters;
+    l.id_base = next_id;
+    l.seed = run.seed;
+    l.wrap = kAtomicWrap;
+    next_id += static_cast<uint64_t>(l.blocks) * l.threads * l.iters;
+    launches.push_back(dl);
+  }
+  *host_base = next_id;
+  return launches;
+}
+
+// The initial value of every word: what the op starts from where agents touch it, a canary
+// where none does.
+std::vector<uint64_t> InitialWords(const AtomicRun& run, const std::vector<DeviceLaunch>& launches,
+                                   size_t nwords) {
+  const AtomicType t = run.ot.type;
+  const unsigned bytes = AtomicTypeBytes(t);
+  std::vector<size_t> touched_count(nwords, 0);
+  for (const DeviceLaunch& dl : launches) {
+    const AtomicLaunch& l = dl.launch;
+    for (int b = 0; b < l.blocks; ++b)
+      for (int th = 0; th < l.threads; ++th)
+        for (int k = 0; k < l.iters; ++k)
+          ++touched_count[AtomicWordIndex(l.pattern, t, AtomicGroup(l, b), AtomicSlot(th, k))];
+  }
+  for (int h = 0; h < run.host_threads; ++h)
+    for (int k = 0; k < run.host_iters; ++k) ++touched_count[HostWord(run, t, h, k)];
+
+  std::vector<uint64_t> initial(nwords);
+  for (size_t i = 0; i < nwords; ++i) {
+    initial[i] = touched_count[i] ? AtomicInitialBits(run.ot.op, t, touched_count[i], run.seed)
+                                  : Canary(i, run.seed) & (bytes == 4 ? 0xFFFFFFFFull : ~0ull);
+  }
+  return initial;
+}
+
+// Each device's stream and zeroed slots (old values, then the failure counter), and the start
+// flag's device pointer when there is one (go).
+cudaError_t PrepareDevices(std::vector<DeviceLaunch>& launches, unsigned* go,
+                           unsigned long long timeout_cycles, std::string* what) {
+  cudaError_t e = cudaSuccess;
+  for (DeviceLaunch& dl : launches) {
+    const size_t n = static_cast<size_t>(dl.launch.blocks) * dl.launch.threads * dl.launch.iters;
+    // One set of slots: the old values, then the failure counter.
+    DeviceScratch* scratch = nullptr;
+    if ((e = cudaSetDevice(dl.device)) != cudaSuccess || (e = Scratch(dl.device, n + 1, &scratch)) != cudaSuccess ||
+        // copy-check: zeroed slots are read back below and every old value is judged
+        (e = cudaMemsetAsync(scratch->slots, 0, (n + 1) * sizeof(unsigned long long), scratch->stream)) != cudaSuccess) {
+      *what = "preparing device " + std::to_string(dl.device);
+      return e;
+    }
+    dl.stream = scratch->stream;
+    dl.olds = scratch->slots;
+    dl.failures = dl.olds + n;
+    if (go) {
+      void* dev_go = nullptr;
+      if ((e = cudaHostGetDevicePointer(&dev_go, go, 0)) != cudaSuccess) {
+        *what = "device pointer of the start flag";
+        return e;
+      }
+      dl.launch.go = static_cast<const unsigned*>(dev_go);
+      dl.launch.timeout_cycles = timeout_cycles;
+    }
+  }
+  return cudaSuccess;
+}
+
+// Queues every launch. On a failure the launches already queued are released (go) and waited for.
+cudaError_t LaunchAll(std::vector<DeviceLaunch>& launches, AtomicWords& words, unsigned* go, std::string* what) {
+  cudaError_t e = cudaSuccess;
+  for (DeviceLaunch& dl : launches) {
+    (void)cudaSetDevice(dl.device);
+    if ((e = LaunchAtomicMatrix(dl.launch, words.device(), dl.olds, dl.failures, dl.stream)) != cudaSuccess) {
+      if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);  // release launches already queued
+      for (DeviceLaunch& other : launches) (void)cudaStreamSynchronize(other.stream);
+      *what = "launching on device " + std::to_string(dl.device);
+      return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+// Host agents start with the devices: the host threads and the start flag (go) are released
+// together. Returns each host thread's old values.
+std::vector<std::vector<uint64_t>> RaceHostThreads(AtomicWords& words, const AtomicRun& run, uint64_t host_base,
+                                                   unsigned* go) {
+  const AtomicType t = run.ot.type;
+  const unsigned bytes = AtomicTypeBytes(t);
+  std::atomic<bool> host_go{false};
+  std::vector<std::vector<uint64_t>> host_olds(run.host_threads, std::vector<uint64_t>(run.host_iters));
+  std::vector<std::thread> threads;
+  for (int h = 0; h < run.host_threads; ++h) {
+    threads.emplace_back([&, h] {
+      while (!host_go.load()) {
+      }
+      for (int k = 0; k < run.host_iters; ++k) {
+        const uint64_t id = host_base + static_cast<uint64_t>(h) * run.host_iters + k;
+        void* p = static_cast<char*>(words.host()) + HostWord(run, t, h, k) * bytes;
+        host_olds[h][k] = HostAtomic(run.ot.op, t, p, AtomicOperand(run.ot.op, t, id, run.seed, kAtomicWrap));
+      }
+    });
+  }
+  host_go.store(true);
+  if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);
+  for (std::thread& th : threads) th.join();
+  return host_olds;
+}
+
+// Waits for each device, reads its old values and failure counter back, and files every old
+// value under its word (history); the failures add to out->gave_up.
+cudaError_t CollectDevices(const std::vector<DeviceLaunch>& launches, AtomicType t,
+                           std::vector<std::vector<Contribution>>* history, AtomicOutcome* out, std::string* what) {
+  cudaError_t e = cudaSuccess;
+  for (const DeviceLaunch& dl : launches) {
+    (void)cudaSetDevice(dl.device);
+    const DeviceLaunch& l = dl;
+    const size_t n = static_cast<size_t>(l.launch.blocks) * l.launch.threads * l.launch.iters;
+    std::vector<unsigned long long> olds(n);
+    unsigned long long failures = 0;
+    if ((e = cudaStreamSynchronize(dl.stream)) != cudaSuccess ||
+        // copy-check: every old value is judged by the history check below
+        (e = cudaMemcpy(olds.data(), dl.olds, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        // copy-check: the failure counter read back is itself checked (gave_up)
+        (e = cudaMemcpy(&failures, dl.failures, sizeof failures, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+      *what = "running on device " + std::to_string(dl.device);
+      return e;
+    }
+    out->gave_up += failures;
+    for (int b = 0; b < l.launch.blocks; ++b)
+      for (int th = 0; th < l.launch.threads; ++th)
+        for (int k = 0; k < l.launch.iters; ++k) {
+          const uint64_t local = AtomicLocalIndex(l.launch, b, th, k);
+          (*history)[AtomicWordIndex(l.launch.pattern, t, AtomicGroup(l.launch, b), AtomicSlot(th, k))]
+              .push_back({l.launch.id_base + local, olds[local]});
+        }
+  }
+  return cudaSuccess;
+}
+
+// Judges every word against what each agent got back: the tallies and the first bad word go
+// into *out.
+void JudgeWords(const AtomicRun& run, const std::vector<uint64_t>& initial, const std::vector<uint64_t>& final_words,
+                const std::vector<std::vector<Contribution>>& history, AtomicOutcome* out) {
+  const AtomicType t = run.ot.type;
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].empty()) {
+      if (final_words[i] != initial[i]) {
+        ++out->clobbered;
+        if (out->detail.empty()) out->detail = "untouched word " + std::to_string(i) + " changed";
+      }
+      continue;
+    }
+    ++out->words;
+    out->contributions += history[i].size();
+    const WordVerdict v = JudgeWord(run.ot.op, t, initial[i], final_words[i], history[i], run.seed, kAtomicWrap);
+    out->lost += v.lost;
+    out->torn += v.torn;
+    out->wrong_finals += !v.final_ok;
+    out->repeated_olds += !v.olds_unique;
+    if (!v.exact() && out->detail.empty()) out->detail = "word " + std::to_string(i) + ": " + v.detail;
+  }
+}
+
 }  // namespace
 
 AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
@@ -469,46 +654,10 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
     return out;
   };
 
-  // Who touches which word, with which id.
   std::vector<std::vector<Contribution>> history(nwords);
-  std::vector<DeviceLaunch> launches;
-  uint64_t next_id = 0;
-  for (int d : run.devices) {
-    DeviceLaunch dl{d, {}};
-    AtomicLaunch& l = dl.launch;
-    l.op = run.ot.op;
-    l.type = t;
-    l.scope = run.scope;
-    l.pattern = run.pattern;
-    l.blocks = run.blocks;
-    l.threads = run.threads;
-    l.iters = run.iters;
-    l.id_base = next_id;
-    l.seed = run.seed;
-    l.wrap = kAtomicWrap;
-    next_id += static_cast<uint64_t>(l.blocks) * l.threads * l.iters;
-    launches.push_back(dl);
-  }
-  const uint64_t host_base = next_id;
-  auto host_word = [&](int h, int k) {
-    return AtomicWordIndex(run.pattern, t, 0, static_cast<uint64_t>(h) * run.host_iters + k);
-  };
-  std::vector<size_t> touched_count(nwords, 0);
-  for (const DeviceLaunch& dl : launches) {
-    const AtomicLaunch& l = dl.launch;
-    for (int b = 0; b < l.blocks; ++b)
-      for (int th = 0; th < l.threads; ++th)
-        for (int k = 0; k < l.iters; ++k)
-          ++touched_count[AtomicWordIndex(l.pattern, t, AtomicGroup(l, b), AtomicSlot(th, k))];
-  }
-  for (int h = 0; h < run.host_threads; ++h)
-    for (int k = 0; k < run.host_iters; ++k) ++touched_count[host_word(h, k)];
-
-  std::vector<uint64_t> initial(nwords);
-  for (size_t i = 0; i < nwords; ++i) {
-    initial[i] = touched_count[i] ? AtomicInitialBits(run.ot.op, t, touched_count[i], run.seed)
-                                  : Canary(i, run.seed) & (bytes == 4 ? 0xFFFFFFFFull : ~0ull);
-  }
+  uint64_t host_base = 0;
+  std::vector<DeviceLaunch> launches = PlanLaunches(run, &host_base);
+  const std::vector<uint64_t> initial = InitialWords(run, launches, nwords);
   cudaError_t e = words.Write(t, initial);
   if (e != cudaSuccess) return fail("writing the initial words", e);
 
@@ -528,105 +677,25 @@ AtomicOutcome RunAtomics(AtomicWords& words, const AtomicRun& run) {
 
   const unsigned long long timeout_cycles =
       static_cast<unsigned long long>(run.go_timeout_s * 2e9 * TimeScale());
-  for (DeviceLaunch& dl : launches) {
-    const size_t n = static_cast<size_t>(dl.launch.blocks) * dl.launch.threads * dl.launch.iters;
-    // One set of slots: the old values, then the failure counter.
-    DeviceScratch* scratch = nullptr;
-    if ((e = cudaSetDevice(dl.device)) != cudaSuccess || (e = Scratch(dl.device, n + 1, &scratch)) != cudaSuccess ||
-        // copy-check: zeroed slots are read back below and every old value is judged
-        (e = cudaMemsetAsync(scratch->slots, 0, (n + 1) * sizeof(unsigned long long), scratch->stream)) != cudaSuccess) {
-      cleanup();
-      return fail("preparing device " + std::to_string(dl.device), e);
-    }
-    dl.stream = scratch->stream;
-    dl.olds = scratch->slots;
-    dl.failures = dl.olds + n;
-    if (go) {
-      void* dev_go = nullptr;
-      if ((e = cudaHostGetDevicePointer(&dev_go, go, 0)) != cudaSuccess) {
-        cleanup();
-        return fail("device pointer of the start flag", e);
-      }
-      dl.launch.go = static_cast<const unsigned*>(dev_go);
-      dl.launch.timeout_cycles = timeout_cycles;
-    }
+  std::string what;
+  if ((e = PrepareDevices(launches, go, timeout_cycles, &what)) != cudaSuccess ||
+      (e = LaunchAll(launches, words, go, &what)) != cudaSuccess) {
+    cleanup();
+    return fail(what, e);
   }
-  for (DeviceLaunch& dl : launches) {
-    (void)cudaSetDevice(dl.device);
-    if ((e = LaunchAtomicMatrix(dl.launch, words.device(), dl.olds, dl.failures, dl.stream)) != cudaSuccess) {
-      if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);  // release launches already queued
-      for (DeviceLaunch& other : launches) (void)cudaStreamSynchronize(other.stream);
-      cleanup();
-      return fail("launching on device " + std::to_string(dl.device), e);
-    }
-  }
-
-  // Host agents start with the devices.
-  std::atomic<bool> host_go{false};
-  std::vector<std::vector<uint64_t>> host_olds(run.host_threads, std::vector<uint64_t>(run.host_iters));
-  std::vector<std::thread> threads;
-  for (int h = 0; h < run.host_threads; ++h) {
-    threads.emplace_back([&, h] {
-      while (!host_go.load()) {
-      }
-      for (int k = 0; k < run.host_iters; ++k) {
-        const uint64_t id = host_base + static_cast<uint64_t>(h) * run.host_iters + k;
-        void* p = static_cast<char*>(words.host()) + host_word(h, k) * bytes;
-        host_olds[h][k] = HostAtomic(run.ot.op, t, p, AtomicOperand(run.ot.op, t, id, run.seed, kAtomicWrap));
-      }
-    });
-  }
-  host_go.store(true);
-  if (go) __atomic_store_n(go, 1u, __ATOMIC_SEQ_CST);
-  for (std::thread& th : threads) th.join();
-
-  for (DeviceLaunch& dl : launches) {
-    (void)cudaSetDevice(dl.device);
-    const DeviceLaunch& l = dl;
-    const size_t n = static_cast<size_t>(l.launch.blocks) * l.launch.threads * l.launch.iters;
-    std::vector<unsigned long long> olds(n);
-    unsigned long long failures = 0;
-    if ((e = cudaStreamSynchronize(dl.stream)) != cudaSuccess ||
-        // copy-check: every old value is judged by the history check below
-        (e = cudaMemcpy(olds.data(), dl.olds, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost)) != cudaSuccess ||
-        // copy-check: the failure counter read back is itself checked (gave_up)
-        (e = cudaMemcpy(&failures, dl.failures, sizeof failures, cudaMemcpyDeviceToHost)) != cudaSuccess) {
-      cleanup();
-      return fail("running on device " + std::to_string(dl.device), e);
-    }
-    out.gave_up += failures;
-    for (int b = 0; b < l.launch.blocks; ++b)
-      for (int th = 0; th < l.launch.threads; ++th)
-        for (int k = 0; k < l.launch.iters; ++k) {
-          const uint64_t local = AtomicLocalIndex(l.launch, b, th, k);
-          history[AtomicWordIndex(l.launch.pattern, t, AtomicGroup(l.launch, b), AtomicSlot(th, k))]
-              .push_back({l.launch.id_base + local, olds[local]});
-        }
+  const std::vector<std::vector<uint64_t>> host_olds = RaceHostThreads(words, run, host_base, go);
+  if ((e = CollectDevices(launches, t, &history, &out, &what)) != cudaSuccess) {
+    cleanup();
+    return fail(what, e);
   }
   cleanup();
   for (int h = 0; h < run.host_threads; ++h)
     for (int k = 0; k < run.host_iters; ++k)
-      history[host_word(h, k)].push_back({host_base + static_cast<uint64_t>(h) * run.host_iters + k, host_olds[h][k]});
+      history[HostWord(run, t, h, k)].push_back({host_base + static_cast<uint64_t>(h) * run.host_iters + k, host_olds[h][k]});
 
   std::vector<uint64_t> final_words;
   if ((e = words.Read(t, &final_words)) != cudaSuccess) return fail("reading the words back", e);
-  for (size_t i = 0; i < nwords; ++i) {
-    if (history[i].empty()) {
-      if (final_words[i] != initial[i]) {
-        ++out.clobbered;
-        if (out.detail.empty()) out.detail = "untouched word " + std::to_string(i) + " changed";
-      }
-      continue;
-    }
-    ++out.words;
-    out.contributions += history[i].size();
-    const WordVerdict v = JudgeWord(run.ot.op, t, initial[i], final_words[i], history[i], run.seed, kAtomicWrap);
-    out.lost += v.lost;
-    out.torn += v.torn;
-    out.wrong_finals += !v.final_ok;
-    out.repeated_olds += !v.olds_unique;
-    if (!v.exact() && out.detail.empty()) out.detail = "word " + std::to_string(i) + ": " + v.detail;
-  }
+  JudgeWords(run, initial, final_words, history, &out);
   return out;
 }
 
