@@ -319,11 +319,11 @@ const Fault kFaults[] = {
     PL_FAULT(97, "non_blocking_stream_query_lies", "S06", "streams", "sync", "variant", "shapes",
              "cuStreamQuery of a non-blocking stream reports idle while work is pending.",
              InstallNonBlockingStreamQueryLies),
-    PL_FAULT(108, "wait_value64_eq_compares_low_word", "R98", "streammemops", "sync",
+    PL_FAULT(108, "wait_value64_eq_compares_low_word", "R98", "streams", "sync",
              "variant", "blind-10",
              "cuStreamWaitValue64 with EQ compares only the low 32 bits of the word.",
              InstallWaitValue64EqComparesLowWord),
-    PL_FAULT(112, "batch_memop_writes_hoisted_before_wait", "R170", "streammemops", "sync",
+    PL_FAULT(112, "batch_memop_writes_hoisted_before_wait", "R170", "streams", "sync",
              "variant", "blind-11",
              "cuStreamBatchMemOp with a write after a wait enqueues the batch's writes before its "
              "waits.", InstallBatchMemOpWritesHoistedBeforeWait),

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "fixtures/outcome.h"
-#include "suites/streammemops/wait_values.h"
+#include "suites/streams/wait_values.h"
 
 namespace pagelock {
 namespace memops64 {

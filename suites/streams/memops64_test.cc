@@ -51,7 +51,7 @@
 #include "fixtures/kind_buffer.h"
 #include "fixtures/seed.h"
 #include "fixtures/time_scale.h"
-#include "suites/streammemops/wait_values.h"
+#include "suites/streams/wait_values.h"
 
 namespace pagelock {
 namespace {
