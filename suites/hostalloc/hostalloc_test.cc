@@ -258,7 +258,9 @@ TEST_P(HostAllocUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
   Observe("unknown_bit_code", ErrName(e));
   EXPECT_NE(e, cudaSuccess) << "cudaHostAlloc accepted undefined flag bits " << GetParam()
                             << " (inference: the flags parameter defines no such bit)";
-  if (p && e == cudaSuccess) EXPECT_CUDA_OK(cudaFreeHost(p));
+  if (p && e == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaFreeHost(p));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, HostAllocUnknownFlagTest,
@@ -339,7 +341,9 @@ TEST_P(HostAllocImpossibleSizeTest, FailsWithMemoryAllocationAndIsNotSticky) {
   PAGELOCK_RULE("R06,R87");
   void* p = nullptr;
   EXPECT_CUDA_ERROR(cudaErrorMemoryAllocation, cudaHostAlloc(&p, GetParam(), 0));
-  if (p) EXPECT_CUDA_OK(cudaFreeHost(p));
+  if (p) {
+    EXPECT_CUDA_OK(cudaFreeHost(p));
+  }
   void* q = nullptr;
   ASSERT_CUDA_OK(cudaHostAlloc(&q, kSize, 0)) << "the failure was sticky";
   EXPECT_CUDA_OK(cudaDeviceSynchronize());

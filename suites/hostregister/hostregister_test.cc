@@ -202,7 +202,9 @@ TEST_F(HostRegisterTest, ReadOnlyMappingWithoutTheReadOnlyFlagFails) {
   (void)cudaGetLastError();
   Observe("register_read_only_mapping_code", ErrName(e));
   EXPECT_NE(e, cudaSuccess) << "a read-only mapping registered without cudaHostRegisterReadOnly";
-  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  if (e == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  }
 }
 
 TEST_F(HostRegisterTest, ReadOnlyFlagWithoutSupportReturnsNotSupported) {
@@ -327,7 +329,9 @@ TEST_F(HostRegisterTest, RegisteringHostAllocMemoryReturnsInvalidValue) {
   EXPECT_DOCUMENTED_ONE_OF("register_host_alloc_code", e,
                            (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorHostMemoryAlreadyRegistered}),
                            "13.0 cudaHostRegister and the 712 enum text");
-  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(p));
+  if (e == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaHostUnregister(p));
+  }
   EXPECT_CUDA_OK(cudaFreeHost(p));
 }
 
@@ -409,7 +413,9 @@ TEST_P(HostRegisterUnknownFlagTest, UnknownFlagBitsReturnInvalidValue) {
   Observe("unknown_bit_code", ErrName(e));
   EXPECT_NE(e, cudaSuccess) << "cudaHostRegister accepted undefined flag bits " << GetParam()
                             << " (inference: the flags parameter defines no such bit)";
-  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  if (e == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaHostUnregister(buf.data()));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, HostRegisterUnknownFlagTest,
@@ -427,7 +433,9 @@ TEST_F(HostRegisterTest, IoMemoryFlagOnOrdinaryMemoryIsRejected) {
                            (std::vector<cudaError_t>{cudaErrorInvalidValue, cudaErrorNotPermitted,
                                                      cudaErrorNotSupported}),
                            "13.0 CU_MEMHOSTREGISTER_IOMEMORY");
-  if (e == cudaSuccess) EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  if (e == cudaSuccess) {
+    EXPECT_CUDA_OK(cudaHostUnregister(region->data()));
+  }
 }
 
 PAGELOCK_SCENARIO(RegisterPciBar) {
