@@ -385,7 +385,14 @@ TEST_F(VmmHostTest, TheRetainedHandleOfAMappedAddressDescribesTheHostAllocation)
     EXPECT_EQ(h, m.handle()) << "the retained handle is not the one the memory was mapped with";
     CUmemAllocationProp got{};
     EXPECT_CU_OK(d.cuMemGetAllocationPropertiesFromHandle(&got, h));
-    EXPECT_EQ(got.location.type, type) << vmm::LocationName(type);
+    // A HOST allocation lives on some host node, and the driver may name it so: r580 answers
+    // HOST_NUMA for HOST. Either is the allocation's location; which came is recorded.
+    Observe("retained_location", vmm::LocationName(got.location.type) + " id " + std::to_string(got.location.id));
+    if (type == CU_MEM_LOCATION_TYPE_HOST && got.location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+      EXPECT_GE(got.location.id, 0) << "HOST answered as HOST_NUMA with no node";
+    } else {
+      EXPECT_EQ(got.location.type, type) << vmm::LocationName(type);
+    }
     if (type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
       EXPECT_EQ(got.location.id, id);
     }
@@ -513,7 +520,7 @@ TEST_F(VmmErrorsTest, UnmappingASubRangeIsInvalidValueAndKeepsTheMapping) {
 // cuMemMap: "Both ptr, size, and offset must be a multiple of the value given via
 // cuMemGetAllocationGranularity with the CU_MEM_ALLOC_GRANULARITY_MINIMUM flag." A driver that
 // maps at an unaligned address or for a partial granule fails this.
-TEST_F(VmmErrorsTest, MappingAtAnUnalignedAddressOrSizeIsInvalidValue) {
+TEST_F(VmmErrorsTest, MappingAtAnUnalignedAddressOrSizeIsRefused) {
   PAGELOCK_RULE("R172");
   if (gran_ <= 4096) PAGELOCK_NOT_SUPPORTED("granularity " + std::to_string(gran_) + " (no unaligned page inside it)");
   CUmemGenericAllocationHandle h = 0;
@@ -522,13 +529,19 @@ TEST_F(VmmErrorsTest, MappingAtAnUnalignedAddressOrSizeIsInvalidValue) {
   const CUresult reserve = d.cuMemAddressReserve(&va, 3 * gran_, gran_, 0, 0);
   EXPECT_CU_OK(reserve);
   if (reserve == CUDA_SUCCESS) {
+    // The page names no code for misalignment; of cuMemMap's documented codes INVALID_VALUE
+    // and NOT_SUPPORTED (r580's answer for host memory) both say "refused"; which came is recorded.
+    const auto refused = [&](CUresult r, const std::string& key) {
+      EXPECT_DOCUMENTED_ONE_OF(key, r, (std::vector<CUresult>{CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED}),
+                               "cuMemMap's error list (no code named for misalignment)");
+    };
     CUresult r = d.cuMemMap(va + 4096, gran_, 0, h, 0);
-    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, r) << "an address 4 KiB past a granule";
+    refused(r, "unaligned_map_address");
     if (r == CUDA_SUCCESS) {
       EXPECT_CU_OK(d.cuMemUnmap(va + 4096, gran_));
     }
     r = d.cuMemMap(va, gran_ + 4096, 0, h, 0);
-    EXPECT_CU_ERROR(CUDA_ERROR_INVALID_VALUE, r) << "a size of a granule and 4 KiB";
+    refused(r, "unaligned_map_size");
     if (r == CUDA_SUCCESS) {
       EXPECT_CU_OK(d.cuMemUnmap(va, gran_ + 4096));
     }
