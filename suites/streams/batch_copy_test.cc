@@ -390,7 +390,8 @@ TEST_P(HeldStreamBatchTest, SourcesRewrittenAfterTheCallHoldTheBytesTheOrderProm
   flag[0] = 0;
   flag[1] = kKernelOk;
   // Outlasts the host's rewrite of the sources (milliseconds) by far; it bounds, and so costs, a
-  // call that waits for the held stream (r580's answer for DuringApiCall with pageable sources).
+  // call that waits for the held stream (the three DuringApiCall cases, whose sources include
+  // pageable memory, waited on r580).
   const double hold_s = 2;
   Budget("hold_timeout_s", hold_s * TimeScale(), "s");
   ASSERT_CUDA_OK(LaunchAwaitFlag(reinterpret_cast<unsigned*>(hold.dev()), 1,
