@@ -73,6 +73,9 @@ const Batch kBatches[] = {
     {"blind-12", true,
      "written from rules.tsv R171-R175, S24-S29, P15-P18, C23, the documentation and the shim "
      "alone, without sight of the tests"},
+    {"refusals", false,
+     "faults in the refusals the tests accept where the documentation allows them (a refused "
+     "call must have moved nothing), each written after the case it proves"},
 };
 
 // Every row of one catalogue (faults or variations) of every area, by order. Never freed: a

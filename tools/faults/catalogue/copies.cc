@@ -331,6 +331,50 @@ void InstallEvery16thHtodCorrupts() {
   });
 }
 
+// V11: a copy whose host range starts in page-locked memory and ends outside it (a registration
+// seam) is refused as the seam-aware copy APIs document, but only after its first byte moved.
+bool StartsPinnedEndsNot(const void* host, size_t n) {
+  return n > 1 && IsPinnedHost(host) && !IsPinnedHost(static_cast<const unsigned char*>(host) + n - 1);
+}
+
+void InstallSeamCopyRefusedAfterPartialWrite() {
+  HookMemcpyHtoD([](Real_MemcpyHtoD real, CUdeviceptr d, const void* s, size_t n) -> CUresult {
+    if (!StartsPinnedEndsNot(s, n)) return real(d, s, n);
+    real(d, s, 1);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+  HookMemcpyDtoH([](Real_MemcpyDtoH real, void* d, CUdeviceptr s, size_t n) -> CUresult {
+    if (!StartsPinnedEndsNot(d, n)) return real(d, s, n);
+    real(d, s, 1);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+  HookMemcpy([](Real_Memcpy real, CUdeviceptr d, CUdeviceptr s, size_t n) -> CUresult {
+    const CUdeviceptr host = IsHtoD(d, s) ? s : IsDtoH(d, s) ? d : 0;
+    if (!host || !StartsPinnedEndsNot(reinterpret_cast<const void*>(host), n)) return real(d, s, n);
+    real(d, s, 1);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+  HookMemcpyHtoDAsync([](Real_MemcpyHtoDAsync real, CUdeviceptr d, const void* s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!StartsPinnedEndsNot(s, n)) return real(d, s, n, st);
+    real(d, s, 1, st);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+  HookMemcpyDtoHAsync([](Real_MemcpyDtoHAsync real, void* d, CUdeviceptr s, size_t n,
+                         CUstream st) -> CUresult {
+    if (!StartsPinnedEndsNot(d, n)) return real(d, s, n, st);
+    real(d, s, 1, st);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+  HookMemcpyAsync([](Real_MemcpyAsync real, CUdeviceptr d, CUdeviceptr s, size_t n,
+                     CUstream st) -> CUresult {
+    const CUdeviceptr host = IsHtoD(d, s) ? s : IsDtoH(d, s) ? d : 0;
+    if (!host || !StartsPinnedEndsNot(reinterpret_cast<const void*>(host), n)) return real(d, s, n, st);
+    real(d, s, 1, st);
+    return CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
 const Fault kFaults[] = {
     PL_FAULT(1, "htod_corrupts_last_byte", "R76", "hostalloc", "data", "baseline", "catalogue-1",
              "A synchronous host-to-device copy delivers a wrong last byte.",
@@ -378,6 +422,11 @@ const Fault kFaults[] = {
     PL_FAULT(115, "every_16th_htod_corrupts", "S01", "streams", "data", "stateful", "shapes",
              "Every 16th synchronous host-to-device copy delivers a wrong last byte.",
              InstallEvery16thHtodCorrupts),
+    PL_FAULT(176, "seam_copy_refused_after_partial_write", "V11", "pagestates", "data", "variant",
+             "refusals",
+             "A copy whose host range starts in page-locked memory and ends outside it returns "
+             "CUDA_ERROR_INVALID_VALUE after moving its first byte.",
+             InstallSeamCopyRefusedAfterPartialWrite),
 };
 
 }  // namespace
