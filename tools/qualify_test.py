@@ -761,6 +761,21 @@ class NewPlatformTest(FakeSuiteCase):
         self.assertEqual(self.qualify("--seed", "4242", **self.H100), 0, self.output)
         self.assertIn(f"baselines/{sku}/results.json", self.last()["info"]["baseline"])
 
+    def test_the_draft_says_where_a_failing_case_passes_on_another_sku(self):
+        with open(os.path.join(self.exp, "common.txt"), "w") as f:
+            f.write("")
+        # Another SKU's reference run, where the case passes (its seed is not the bad one).
+        self.assertEqual(self.qualify("--seed", "7", "--write-baseline"), cmp.EXIT_FIRST_NIGHT, self.output)
+        other = glob.glob(os.path.join(self.tmp, "baselines", "*", "results.json"))
+        self.assertEqual(len(other), 1, other)
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_REGRESSION, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        with open(os.path.join(self.exp, "nvidia-h100-80gb-hbm3.txt")) as f:
+            drafted = f.read()
+        rel = os.path.relpath(other[0], self.tmp)
+        self.assertRegex(drafted, r"# passes in " + re.escape(rel) + r" \(driver [^)]+\) \(look at this GPU")
+        self.assertNotIn("# new:", drafted)
+
     def test_a_drafted_entry_must_be_explained_before_it_loads(self):
         with open(os.path.join(self.exp, "common.txt"), "w") as f:
             f.write("")
@@ -770,6 +785,9 @@ class NewPlatformTest(FakeSuiteCase):
             drafted = f.read()
         self.assertIn("driver=580", drafted)
         self.assertIn("bug=TODO", drafted)
+        # No other SKU has a committed baseline here: the case never ran elsewhere.
+        self.assertIn("# new: no other SKU's committed baseline has this case", drafted)
+        self.assertIn("# 1 of these 1 are cases no other SKU's committed baseline has", drafted)
         self.assertEqual(self.qualify("--seed", "4242", **self.H100), 2, self.output)
         self.assertRegex(self.output, r"nvidia-h100-80gb-hbm3\.txt:\d+: bug=TODO is a placeholder")
 

@@ -3,7 +3,10 @@ folder, the files a new SKU needs (docs/platforms/new-platform.md is the checkli
 
   expectations/<sku>.txt          the failures nothing explained, as `fail` entries keyed by the
                                   driver branch, each with bug=TODO: the loader refuses TODO
-                                  (file:line), so nothing unexplained can be committed by mistake
+                                  (file:line), so nothing unexplained can be committed by mistake;
+                                  each says how the case ended in the other SKUs' committed
+                                  baselines (a case none of them has never ran anywhere before:
+                                  suspect the test before the GPU)
   baselines/<sku>[/cuda-X.Y]/<tier file>   the run as the SKU's baseline
   baselines/<sku>/README.md       where the baseline came from (run, commit, machine, host setup)
   docs/platforms/<sku>.md         the SKU's page: the machine, what it inherited, what did not run
@@ -14,6 +17,7 @@ exists without --force).
 """
 
 import datetime
+import glob
 import os
 
 from reports import ciout
@@ -100,6 +104,37 @@ def _branch(driver):
     return driver.split(".", 1)[0] if driver else ""
 
 
+def elsewhere(sku):
+    """How each case ended in the committed baselines of the other SKUs (every tier and runtime):
+    {case id: [(path in the checkout, status, driver)]}. An unreadable baseline is skipped (the
+    loader that compares with it says why)."""
+    found = {}
+    pattern = os.path.join(common.ROOT, "baselines", "*", "**", "*.json")
+    for path in sorted(glob.glob(pattern, recursive=True)):
+        rel = os.path.relpath(path, common.ROOT)
+        if rel.split(os.sep)[1] == sku:
+            continue
+        try:
+            run, _info, _doc = model.read_results(path)
+        except model.ResultsError:
+            continue
+        driver = run.fingerprint.get("nvidia_driver", "?")
+        for c in run.cases:
+            found.setdefault(str(c.id), []).append((rel.replace(os.sep, "/"), str(c.status), driver))
+    return found
+
+
+def where_else(case_id, seen):
+    """One line on how a failing case ended elsewhere, for the reviewer of a drafted entry."""
+    where = seen.get(case_id)
+    if not where:
+        return "new: no other SKU's committed baseline has this case (suspect the test first)"
+    passed = [f"{p} (driver {d})" for p, status, d in where if status == "PASS"]
+    if passed:
+        return "passes in " + ", ".join(passed[:2]) + " (look at this GPU, host or driver)"
+    return "also " + "/".join(sorted({status for _, status, _ in where})) + " in " + where[0][0]
+
+
 def expectations_text(run, info, comparison, sku):
     """The SKU's expectations file: a header, then one `fail` entry per failure nothing
     explained (REGRESSION), keyed by the driver branch, bug=TODO until someone explains it."""
@@ -117,10 +152,16 @@ def expectations_text(run, info, comparison, sku):
              "# bug report or the docs/platforms/ section: the loader refuses TODO (file:line).", ""]
     failures = [c for c in run.cases if comparison.get(str(c.id)) == str(model.Change.REGRESSION)
                 and c.status.is_fail]
+    seen = elsewhere(sku) if failures else {}
+    new = sum(1 for c in failures if str(c.id) not in seen)
+    if new:
+        lines += [f"# {new} of these {len(failures)} are cases no other SKU's committed baseline has: they",
+                  "# never ran on another platform, so suspect the test before this GPU.", ""]
     for c in failures:
-        glob = ciout.message_glob(c.message)
+        pattern = ciout.message_glob(c.message)
         cond = f" driver={branch}" if branch else ""
-        lines.append(f"fail {c.id} status={c.status}{cond}" + (f" message={glob}" if glob else "")
+        lines.append(f"# {where_else(str(c.id), seen)}")
+        lines.append(f"fail {c.id} status={c.status}{cond}" + (f" message={pattern}" if pattern else "")
                      + f" bug=TODO  # {ciout.one_line(c)[:100]}")
     if not failures:
         lines.append("# No failure of the first night needed an entry of this SKU's own.")
