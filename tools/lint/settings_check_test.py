@@ -4,8 +4,6 @@ and lists every setting, and each rule catches what it is for (in a small tree o
 import contextlib
 import io
 import os
-import shutil
-import tempfile
 import unittest
 
 if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
@@ -18,7 +16,7 @@ if __name__ == "__main__" and not __package__:  # run by its path: run as its mo
                               "-m", _module, *sys.argv[1:]])
 
 from reports import settings
-from tools.lint import settings_check
+from tools.lint import source_tree, settings_check
 from tools.runner import config as runner_config
 
 
@@ -50,17 +48,7 @@ class CheckoutTest(unittest.TestCase):
         self.assertEqual(runner_config.MAX_CASES_PER_BINARY, settings.default_number(runner_config.MAX_CASES_ENV))
 
 
-class RulesTest(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        self.addCleanup(shutil.rmtree, self.root)
-
-    def write(self, rel, text):
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-
+class RulesTest(source_tree.SourceTreeCase):
     def problems(self):
         return [p for p in settings_check.check(self.root) if not p.startswith(settings_check.PAGE)]
 

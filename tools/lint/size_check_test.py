@@ -6,7 +6,6 @@ import io
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 
 if __name__ == "__main__" and not __package__:  # run by its path: run as its module (docs/python.md)
@@ -18,7 +17,7 @@ if __name__ == "__main__" and not __package__:  # run by its path: run as its mo
     os.execv(sys.executable, [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),
                               "-m", _module, *sys.argv[1:]])
 
-from tools.lint import size_check
+from tools.lint import source_tree, size_check
 
 
 def checkout():
@@ -56,17 +55,7 @@ class CheckoutTest(unittest.TestCase):
         self.assertFalse([f for f in files if f.startswith(("examples/", "third_party/")) or "/testdata/" in f])
 
 
-class RulesTest(unittest.TestCase):
-    def setUp(self):
-        self.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
-        self.addCleanup(shutil.rmtree, self.root)
-
-    def write(self, rel, text):
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-
+class RulesTest(source_tree.SourceTreeCase):
     def problems(self):
         return size_check.check(self.root)
 
