@@ -77,8 +77,24 @@ std::string Hex(uint64_t v) { return ::pagelock::Hex(v, 16); }
 uint64_t* HostWord(const KindBuffer& b, size_t off) { return reinterpret_cast<uint64_t*>(b.host() + off); }
 CUdeviceptr DevWord(const KindBuffer& b, size_t off) { return reinterpret_cast<CUdeviceptr>(b.dev() + off); }
 
+// Reports the first poll's answer `first`; a wait still held then is rescued (the host stores
+// `rescue`, which satisfies any correct comparison) and polled again. False when the stream
+// still does not drain (the caller then stops and leaks).
+bool Drained(ScenarioReport& report, const std::string& k, cudaEvent_t ev, uint64_t* word, uint64_t rescue,
+             cudaError_t first) {
+  cudaError_t r = first;
+  report.Error(k + "released", r);
+  if (r == cudaErrorNotReady) {
+    __atomic_store_n(word, rescue, __ATOMIC_RELEASE);
+    report.Set(k + "rescued", 1);
+    r = PollEvent(ev, kReleaseBoundS);
+  }
+  report.Set(k + "drained", r == cudaErrorNotReady ? 0 : 1);
+  return r != cudaErrorNotReady;
+}
+
 // The wait, a 64-bit write behind it and an event; a host thread satisfies the wait after a
-// delay. False when the stream could not be drained (the caller then stops and leaks).
+// delay. False when the stream could not be drained.
 bool RunWait(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf, cudaStream_t s, Op op, bool flush,
              uint64_t random) {
   const std::string k = VariantName(op, flush) + ".";
@@ -102,16 +118,9 @@ bool RunWait(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf, 
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     __atomic_store_n(word, release, __ATOMIC_RELEASE);
   });
-  cudaError_t r = PollEvent(ev, kReleaseBoundS);
+  const cudaError_t first = PollEvent(ev, kReleaseBoundS);
   releaser.join();
-  report.Error(k + "released", r);
-  if (r == cudaErrorNotReady) {
-    __atomic_store_n(word, v.rescue, __ATOMIC_RELEASE);
-    report.Set(k + "rescued", 1);
-    r = PollEvent(ev, kReleaseBoundS);
-  }
-  report.Set(k + "drained", r == cudaErrorNotReady ? 0 : 1);
-  if (r == cudaErrorNotReady) return false;
+  if (!Drained(report, k, ev, word, v.rescue, first)) return false;
   report.Set(k + "done_word", Hex(__atomic_load_n(done, __ATOMIC_ACQUIRE)));
   report.Set(k + "marker", Hex(marker));
   report.Error(k + "event_destroy", cudaEventDestroy(ev));
@@ -145,15 +154,7 @@ bool RunWriter(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf
                                                   value, CU_STREAM_WRITE_VALUE_DEFAULT));
   report.Cu(k + "writer_write", d.cuStreamWriteValue64(reinterpret_cast<CUstream>(writer), DevWord(buf, kWriterMarkOff),
                                                        writer_marker, CU_STREAM_WRITE_VALUE_DEFAULT));
-  cudaError_t r = PollEvent(ev, kReleaseBoundS);
-  report.Error(k + "released", r);
-  if (r == cudaErrorNotReady) {
-    __atomic_store_n(word, value, __ATOMIC_RELEASE);
-    report.Set(k + "rescued", 1);
-    r = PollEvent(ev, kReleaseBoundS);
-  }
-  report.Set(k + "drained", r == cudaErrorNotReady ? 0 : 1);
-  if (r == cudaErrorNotReady) return false;
+  if (!Drained(report, k, ev, word, value, PollEvent(ev, kReleaseBoundS))) return false;
   report.Error(k + "writer_sync", cudaStreamSynchronize(writer));
   report.Set(k + "word", Hex(__atomic_load_n(word, __ATOMIC_ACQUIRE)));
   report.Set(k + "value", Hex(value));
@@ -201,15 +202,7 @@ bool RunBatch(ScenarioReport& report, const DriverApi& d, const KindBuffer& buf,
   report.Error(k + "held", cudaEventQuery(ev));
   report.Set(k + "early", Hex(__atomic_load_n(done, __ATOMIC_ACQUIRE) | __atomic_load_n(done32, __ATOMIC_ACQUIRE)));
   __atomic_store_n(word, v.release, __ATOMIC_RELEASE);
-  cudaError_t r = PollEvent(ev, kReleaseBoundS);
-  report.Error(k + "released", r);
-  if (r == cudaErrorNotReady) {
-    __atomic_store_n(word, v.rescue, __ATOMIC_RELEASE);
-    report.Set(k + "rescued", 1);
-    r = PollEvent(ev, kReleaseBoundS);
-  }
-  report.Set(k + "drained", r == cudaErrorNotReady ? 0 : 1);
-  if (r == cudaErrorNotReady) return false;
+  if (!Drained(report, k, ev, word, v.rescue, PollEvent(ev, kReleaseBoundS))) return false;
   report.Set(k + "done_word", Hex(__atomic_load_n(done, __ATOMIC_ACQUIRE)));
   report.Set(k + "marker", Hex(marker));
   report.Set(k + "done32", Hex(__atomic_load_n(done32, __ATOMIC_ACQUIRE)));
