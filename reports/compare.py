@@ -228,12 +228,13 @@ def stale_entries(expectations, platform, matched, used_fail, run_targets, known
 
 
 # Rates judged against the baseline (J3: a floor that catches a halved DMA rate on any link): the
-# large-transfer copy-engine and SM rates, whose run-to-run spread on one machine is about 1 %,
-# and the registration throughputs. Bidirectional, pageable, small-size and host-read figures
-# move by 15-45 % between healthy runs and are only trended. A rate below FLOOR of the
-# baseline's, on the same SKU and PCIe link, fails its case.
+# large-transfer copy-engine and SM rates, whose run-to-run spread on one machine is about 1 %.
+# Bidirectional, pageable, small-size and host-read figures move by 15-45 % between healthy runs
+# and are only trended, and so are the registration throughputs: host kernel work whose 64 MiB
+# figures moved from 15.6 to 27.3 GiB/s between four healthy runs on one H100 host (2026-12-07).
+# A rate below FLOOR of the baseline's, on the same SKU and PCIe link, fails its case.
 JUDGED_RATES = re.compile(r"^(?:(?:h2d|d2h)_(?:pinned|registered|allocated|writecombined|link_check)_ce|"
-                          r"(?:h2d|d2h)_sm|(?:register|unregister)_\w+)_(?:GBps|GiBps)$")
+                          r"(?:h2d|d2h)_sm)_(?:GBps|GiBps)$")
 BASELINE_RATE_FLOOR = 0.80
 
 

@@ -761,6 +761,23 @@ class NewPlatformTest(FakeSuiteCase):
         self.assertEqual(self.qualify("--seed", "4242", **self.H100), 0, self.output)
         self.assertIn(f"baselines/{sku}/results.json", self.last()["info"]["baseline"])
 
+    def test_committed_files_name_no_path_of_the_machine_that_ran_it(self):
+        # An --out outside the checkout (a lab's scratch disk): the drafted baseline and one
+        # written by --write-baseline say runs/ for it, never its absolute path.
+        scratch = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.addCleanup(shutil.rmtree, scratch, True)
+        self.out = os.path.join(scratch, "nightly")
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_FIRST_NIGHT, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        baseline = os.path.join(self.tmp, "baselines", "nvidia-h100-80gb-hbm3", "results.json")
+        for qualify_args, rc in ((None, None), (("--seed", "4242", "--write-baseline"), 0)):
+            if qualify_args:
+                self.assertEqual(self.qualify(*qualify_args, **self.H100), rc, self.output)
+            with open(baseline, encoding="utf-8") as f:
+                text = f.read()
+            self.assertNotIn(scratch, text)
+            self.assertIn("--out runs", json.loads(text)["info"]["command"])
+
     def test_the_draft_says_where_a_failing_case_passes_on_another_sku(self):
         with open(os.path.join(self.exp, "common.txt"), "w") as f:
             f.write("")

@@ -424,7 +424,8 @@ TEST_F(WholeGraphUpdateTest, AnUpdateChangingTheTopologyOrAMemoryTypeIsRefusedAn
   cudaGraphExecUpdateResult result = cudaGraphExecUpdateSuccess;
   EXPECT_CUDA_ERROR(cudaErrorGraphExecUpdateFailure, ExecUpdate(exec.get(), topology.get(), &result))
       << "an update with one more node";
-  EXPECT_EQ(result, cudaGraphExecUpdateErrorTopologyChanged);
+  EXPECT_EQ(result, cudaGraphExecUpdateErrorTopologyChanged)
+      << "the result of an update with one more node (documented: TopologyChanged when the count of nodes differs)";
   result = cudaGraphExecUpdateSuccess;
   EXPECT_CUDA_ERROR(cudaErrorGraphExecUpdateFailure, ExecUpdate(exec.get(), memtype.get(), &result))
       << "an update copying from device memory where the graph copied from pinned memory";

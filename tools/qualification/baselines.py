@@ -1,6 +1,6 @@
 """Baselines: reading a results.json (every field's type checked), the run stored last for a SKU,
 CUDA runtime and tier (--baseline auto), the reference baselines/<sku>[/cuda-X.Y]/<tier's file>,
-and where --write-baseline writes."""
+where --write-baseline writes, and what a committed baseline keeps of a run's info."""
 
 import os
 import re
@@ -159,3 +159,47 @@ def baseline_dest(sku, runtime):
     if same_runtime(run, runtime):
         return default
     return os.path.join(default, f"cuda-{runtime_name(runtime)}")
+
+
+# An absolute path in a line of text: what follows a '/' that starts a word, up to a separator.
+ABSOLUTE_PATH_RE = re.compile(r"(?<![\w.~/-])/[^\s,;:()'\"]+")
+
+
+def portable_command(command):
+    """The command as a committed baseline records it: the bundle as BUNDLE, --out as runs, any
+    other absolute path by its last part (no path of the machine that ran it)."""
+    words, out = command.split(" "), []
+    for i, w in enumerate(words):
+        opt, eq, value = w.partition("=") if w.startswith("--") else ("", "", w)
+        before = words[i - 1] if i else ""
+        if os.path.isabs(value):
+            value = ("BUNDLE" if "bundle" in (opt or before) else "runs" if (opt or before) == "--out"
+                     else os.path.basename(value.rstrip("/")) or value)
+        out.append(opt + eq + value)
+    return " ".join(out)
+
+
+def portable_text(text, out=None):
+    """text with no absolute path of the machine that wrote it: --out (`out`) and what lies under
+    it as runs/..., the checkout's paths relative to it, any other by its last part."""
+    root = os.path.abspath(out).rstrip("/") if out else None
+
+    def one(m):
+        path = m.group(0)
+        if root and (path == root or path.startswith(root + "/")):
+            return "runs" + path[len(root):]
+        return in_checkout(path) or os.path.basename(path.rstrip("/")) or path
+    return ABSOLUTE_PATH_RE.sub(one, text)
+
+
+def portable_info(info, out=None):
+    """A run's info as a committed baseline keeps it (--draft-expectations, --write-baseline): no
+    path of the machine that ran it, in the command or in any other line (the baseline it was
+    compared with names the --out it looked in)."""
+    result = {k: portable_text(v, out) if isinstance(v, str) else v for k, v in info.items()}
+    result["command"] = portable_command(info.get("command", ""))
+    if isinstance(info.get("expectations"), dict):
+        result["expectations"] = {portable_text(k, out): v for k, v in info["expectations"].items()}
+    if result.get("first_night"):
+        result["first_night"] = {k: v for k, v in result["first_night"].items() if k != "draft_command"}
+    return result

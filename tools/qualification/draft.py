@@ -58,34 +58,14 @@ def draft(run_dir, expectations_dir, force=False):
     for p, text in files.items():
         os.makedirs(os.path.dirname(p), exist_ok=True)
         if text is None:
-            model.write_results(p, run, portable_info(info), _Comparison(doc))
+            # The run folder's parent is the run's --out (runs/ in the committed command).
+            out = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+            model.write_results(p, run, baselines.portable_info(info, out), _Comparison(doc))
         else:
             with open(p, "w", encoding="utf-8") as f:
                 f.write(text)
         written.append(p)
     return written
-
-
-def portable_command(command):
-    """The command as a committed baseline records it: the bundle as BUNDLE, --out as runs, any
-    other absolute path by its last part (no path of the machine that ran it)."""
-    words, out = command.split(" "), []
-    for i, w in enumerate(words):
-        opt, eq, value = w.partition("=") if w.startswith("--") else ("", "", w)
-        before = words[i - 1] if i else ""
-        if os.path.isabs(value):
-            value = ("BUNDLE" if "bundle" in (opt or before) else "runs" if (opt or before) == "--out"
-                     else os.path.basename(value.rstrip("/")) or value)
-        out.append(opt + eq + value)
-    return " ".join(out)
-
-
-def portable_info(info):
-    """The run's info as a committed baseline keeps it: no path of the machine that ran it."""
-    out = dict(info, command=portable_command(info.get("command", "")))
-    if out.get("first_night"):
-        out["first_night"] = {k: v for k, v in out["first_night"].items() if k != "draft_command"}
-    return out
 
 
 class _Comparison:

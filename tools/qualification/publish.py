@@ -107,7 +107,7 @@ def write_baseline(plan, run, comp, info):
     dest = baselines.baseline_dest(plan.sku, baselines.runtime_of(run.fingerprint))
     os.makedirs(dest, exist_ok=True)
     path = os.path.join(dest, baselines.tier_file(info.get("tier")))
-    model.write_results(path, run, info, comp)
+    model.write_results(path, run, baselines.portable_info(info, os.path.dirname(plan.run_dir)), comp)
     say(f"baseline written: {path} (commit it)")
 
 
