@@ -1,5 +1,5 @@
 """A first night: the first qualification of a SKU with no baseline to compare with (no earlier run
-in --out, no baselines/<sku>/). Its verdict is its own (FIRST NIGHT, exit 8) when nothing failed
+in --out, no baselines/<sku>/, or only a baseline of another CUDA runtime). Its verdict is its own (FIRST NIGHT, exit 8) when nothing failed
 that a known deviation does not explain; a real failure is still REGRESSIONS. Its first screen
 says what a reviewer needs before adopting the run as the SKU's baseline:
 
@@ -11,7 +11,7 @@ says what a reviewer needs before adopting the run as the SKU's baseline:
 - whether the run may become the baseline, and the one command that drafts the SKU's files
   (tools/qualify --draft-expectations RUN_DIR; docs/platforms/new-platform.md).
 
-  ctx = context(run, comp, sku, sku_file, run_dir)   # a dict: results.json info.first_night
+  ctx = context(run, comp, sku, sku_file, run_dir, baseline_note)   # results.json info.first_night
 """
 
 from reports import compare as cmp
@@ -22,9 +22,10 @@ SHOWN = 20  # new failures listed by name on the first screen; the cases table h
 FIXABLE = ("host setup", "operator setting")  # not-run reasons the lab can fix
 
 
-def context(run, comp, sku, sku_file, run_dir):
+def context(run, comp, sku, sku_file, run_dir, baseline_note=""):
     """The first night's facts as plain data. sku_file: the SKU's expectations file if it
-    exists ('' if not)."""
+    exists ('' if not); baseline_note: why no baseline was found (qualify's "none (...)"
+    description: a SKU known on another CUDA runtime has a baseline that is not this run's)."""
     new = sorted(cid for cid, st in comp.status.items() if st == Change.REGRESSION)
     not_run = coverage_reasons.summary(run.cases)
     host_setup = [g for g in not_run if g["category"] in FIXABLE]
@@ -51,8 +52,17 @@ def context(run, comp, sku, sku_file, run_dir):
         "not_run_count": sum(g["cases"] for g in not_run),
         "may_become_baseline": not blocking,
         "adopt": adopt,
+        "baseline_note": _inside_none(baseline_note),
         "draft_command": f"tools/qualify --draft-expectations {run_dir}",
     }
+
+
+def _inside_none(note):
+    """'none (why)' -> 'why'; '' stays ''."""
+    note = (note or "").strip()
+    if note.startswith("none (") and note.endswith(")"):
+        return note[len("none ("):-1]
+    return "" if note == "none" else note
 
 
 def inherited(applied):
@@ -71,8 +81,9 @@ def inherited(applied):
 
 def terminal_lines(ctx):
     """The first night in a few lines for the terminal."""
-    lines = [f"first night of {ctx['sku']}: no baseline and "
-             + (f"{ctx['sku_file']}" if ctx["sku_file"] else f"no expectations/{ctx['sku']}.txt")]
+    why = f" ({ctx['baseline_note']})" if ctx.get("baseline_note") else ""
+    lines = [f"first night of {ctx['sku']}: no baseline{why}; "
+             + (f"its expectations: {ctx['sku_file']}" if ctx["sku_file"] else f"no expectations/{ctx['sku']}.txt")]
     if ctx["inherited"]:
         lines.append("inherited known deviations: " + ", ".join(
             f"{i['anchor'] or i['entry']} ({i['known_on'] or 'everywhere'}; {i['cases']} case(s))"
@@ -87,5 +98,6 @@ def terminal_lines(ctx):
                          + (f" -> {g['fix']}" if g["fix"] else ""))
     lines.append(f"may become the baseline: {ctx['adopt']}")
     if ctx["may_become_baseline"]:
-        lines.append(f"draft the SKU's files: {ctx['draft_command']} (docs/platforms/new-platform.md)")
+        what = "write this runtime's baseline" if ctx["sku_file"] else "draft the SKU's files"
+        lines.append(f"{what}: {ctx['draft_command']} (docs/platforms/new-platform.md)")
     return lines

@@ -300,7 +300,8 @@ class QualifyTest(unittest.TestCase):
 
 FAKE_SUITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "fake_suite.py")
 FAKE_ENV = ("FAKE_DEVICE_STATUS", "FAKE_GPU_COUNT", "FAKE_CAN_MAP", "FAKE_EXTRA_CASES", "FAKE_NAN",
-            "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED", "FAKE_GPU_NAME", "FAKE_DRIVER")
+            "FAKE_HANG", "FAKE_PID_FILE", "FAKE_BAD_SEED", "FAKE_GPU_NAME", "FAKE_DRIVER",
+            "FAKE_RUNTIME")
 NO_GPU = "cudaGetDeviceCount=35 (cudaErrorInsufficientDriver)"
 
 
@@ -760,6 +761,42 @@ class NewPlatformTest(FakeSuiteCase):
         self.out = os.path.join(self.tmp, "runs2")
         self.assertEqual(self.qualify("--seed", "4242", **self.H100), 0, self.output)
         self.assertIn(f"baselines/{sku}/results.json", self.last()["info"]["baseline"])
+
+    def test_a_known_sku_on_another_runtime_says_why_it_has_no_baseline_and_gets_one_of_its_own(self):
+        sku = "nvidia-h100-80gb-hbm3"
+        self.assertEqual(self.qualify("--seed", "4242", **self.H100), cmp.EXIT_FIRST_NIGHT, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        reviewed = [os.path.join(self.exp, f"{sku}.txt"), os.path.join(self.tmp, "baselines", sku, "README.md"),
+                    os.path.join(self.tmp, "docs", "platforms", f"{sku}.md")]
+        before = [open(p, encoding="utf-8").read() for p in reviewed]
+        # The same GPU, binaries built with CUDA 11.8: the 13.0 baseline is not this run's.
+        self.out = os.path.join(self.tmp, "runs-11.8")
+        rc = self.qualify("--seed", "4242", FAKE_RUNTIME="11080", **self.H100)
+        self.assertEqual(rc, cmp.EXIT_FIRST_NIGHT, self.output)
+        self.assertIn("is for CUDA runtime 13.0, this run's is 11.8", self.output)
+        self.assertIn("its expectations:", self.output)
+        self.assertIn("write this runtime's baseline: tools/qualify --draft-expectations", self.output)
+        self.assertIn("this run's is 11.8", self.last()["info"]["first_night"]["baseline_note"])
+        with open(os.path.join(self.runs()[-1], "index.html"), encoding="utf-8") as f:
+            self.assertIn("is for CUDA runtime 13.0", f.read())
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        self.assertTrue(os.path.isfile(os.path.join(self.tmp, "baselines", sku, "cuda-11.8", "results.json")))
+        self.assertEqual([open(p, encoding="utf-8").read() for p in reviewed], before)  # kept as reviewed
+        self.out = os.path.join(self.tmp, "runs-11.8-next")
+        self.assertEqual(self.qualify("--seed", "4242", FAKE_RUNTIME="11080", **self.H100), 0, self.output)
+        self.assertIn(f"baselines/{sku}/cuda-11.8/results.json", self.last()["info"]["baseline"])
+
+    def test_a_known_sku_on_another_runtime_with_an_unexplained_failure_is_not_drafted(self):
+        with open(os.path.join(self.exp, "common.txt"), "w") as f:
+            f.write("")
+        self.assertEqual(self.qualify("--seed", "7", **self.H100), cmp.EXIT_FIRST_NIGHT, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 0, self.output)
+        self.out = os.path.join(self.tmp, "runs-11.8")
+        rc = self.qualify("--seed", "4242", FAKE_RUNTIME="11080", **self.H100)
+        self.assertEqual(rc, cmp.EXIT_REGRESSION, self.output)
+        self.assertEqual(self.qualify("--draft-expectations", self.runs()[-1]), 2, self.output)
+        self.assertIn("1 failure(s) of this run nothing explains", self.output)
+        self.assertFalse(os.path.lexists(os.path.join(self.tmp, "baselines", "nvidia-h100-80gb-hbm3", "cuda-11.8")))
 
     def test_committed_files_name_no_path_of_the_machine_that_ran_it(self):
         # An --out outside the checkout (a lab's scratch disk): the drafted baseline and one

@@ -200,6 +200,7 @@ def portable_info(info, out=None):
     result["command"] = portable_command(info.get("command", ""))
     if isinstance(info.get("expectations"), dict):
         result["expectations"] = {portable_text(k, out): v for k, v in info["expectations"].items()}
-    if result.get("first_night"):
-        result["first_night"] = {k: v for k, v in result["first_night"].items() if k != "draft_command"}
+    if isinstance(result.get("first_night"), dict):
+        result["first_night"] = {k: portable_text(v, out) if isinstance(v, str) else v
+                                 for k, v in result["first_night"].items() if k != "draft_command"}
     return result

@@ -11,7 +11,9 @@ folder, the files a new SKU needs (docs/platforms/new-platform.md is the checkli
   baselines/<sku>/README.md       where the baseline came from (run, commit, machine, host setup)
   docs/platforms/<sku>.md         the SKU's page: the machine, what it inherited, what did not run
 
-An existing file is never overwritten without --force. No GPU is needed: it reads results.json.
+An existing file is never overwritten without --force. A SKU already known (its expectations file
+exists) run on a CUDA runtime or tier it has no baseline for gets only that baseline
+(baselines/<sku>/cuda-X.Y/): its reviewed files are kept. No GPU is needed: it reads results.json.
 Exit codes: 0 drafted; 2 bad input (no such run folder, not a qualify results.json, a file that
 exists without --force).
 """
@@ -44,12 +46,24 @@ def draft(run_dir, expectations_dir, force=False):
     comparison = doc.get("comparison", {})
     runtime = baselines.runtime_of(run.fingerprint)
     dest = baselines.baseline_dest(sku, runtime)
+    baseline_file = os.path.join(dest, baselines.tier_file(info.get("tier")))
+    sku_txt = os.path.join(expectations_dir, f"{sku}.txt")
     files = {
-        os.path.join(expectations_dir, f"{sku}.txt"): expectations_text(run, info, comparison, sku),
-        os.path.join(dest, baselines.tier_file(info.get("tier"))): None,  # the run itself
+        sku_txt: expectations_text(run, info, comparison, sku),
+        baseline_file: None,  # the run itself
         os.path.join(common.ROOT, "baselines", sku, "README.md"): baseline_readme(run, info, sku, dest),
         os.path.join(common.ROOT, "docs", "platforms", f"{sku}.md"): platform_page(run, info, doc, sku),
     }
+    if not force and os.path.lexists(sku_txt) and not os.path.lexists(baseline_file):
+        # A known SKU on a CUDA runtime (or tier) it has no baseline for: only that baseline is
+        # new; the SKU's expectations, README and page stay as reviewed.
+        unexplained = sorted(cid for cid, st in comparison.items() if st == "REGRESSION")
+        if unexplained:
+            raise Stop(cmp.EXIT_CONFIG, f"--draft-expectations: {sku} is known ({in_checkout(sku_txt) or sku_txt}) "
+                                        f"and {len(unexplained)} failure(s) of this run nothing explains "
+                                        f"(first: {unexplained[0]}): add their entries there by hand, "
+                                        "or --force to redraft every file")
+        files = {baseline_file: None}
     existing = [p for p in files if os.path.lexists(p)]
     if existing and not force:
         raise Stop(cmp.EXIT_CONFIG, "--draft-expectations: these exist already (review them, or --force to "
@@ -199,6 +213,9 @@ def run_draft(args):
     written = draft(args.draft_expectations, args.expectations, args.force)
     for p in written:
         say(f"drafted {in_checkout(p) or p}")
-    say("next: replace each bug=TODO (python3 -m reports.expectations --check FILE says where), "
-        "review the baseline's not-run reasons, commit (docs/platforms/new-platform.md)")
+    if len(written) == 1:  # a known SKU's baseline for another runtime or tier
+        say("next: review the baseline's not-run reasons, commit it (docs/platforms/new-platform.md)")
+    else:
+        say("next: replace each bug=TODO (python3 -m reports.expectations --check FILE says where), "
+            "review the baseline's not-run reasons, commit (docs/platforms/new-platform.md)")
     return 0

@@ -42,7 +42,8 @@ def first_night(plan, run, comp, info):
         return None
     if comp.exit_code == cmp.EXIT_QUALIFIED:
         comp.exit_code = cmp.EXIT_FIRST_NIGHT
-    info["first_night"] = first_night_mod.context(run, comp, plan.sku, plan.sku_file, plan.run_dir)
+    info["first_night"] = first_night_mod.context(run, comp, plan.sku, plan.sku_file, plan.run_dir,
+                                                  plan.baseline_name)
     return info["first_night"]
 
 

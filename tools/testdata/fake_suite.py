@@ -8,6 +8,7 @@ fails in ways the environment asks for:
   FAKE_GPU_COUNT       fingerprint gpu_count (default 1)
   FAKE_GPU_NAME        fingerprint gpu0_name (default NVIDIA H200)
   FAKE_DRIVER          fingerprint nvidia_driver (default 580.159.04)
+  FAKE_RUNTIME         fingerprint cuda_runtime_version (default 13000)
   FAKE_CAN_MAP         gpu0_cudaDevAttrCanMapHostMemory (default 1); 0 makes the Mapped* cases
                        NOT_SUPPORTED, as PAGELOCK_REQUIRE does
   FAKE_EXTRA_CASES     number of extra passing cases Extra.CaseNNN (default 0)
@@ -37,7 +38,7 @@ def fingerprint(seed=None):
     fp = {"host": "fakehost", "device_status": env("FAKE_DEVICE_STATUS", "usable")}
     if fp["device_status"] == "usable":
         fp.update({"gpu_count": env("FAKE_GPU_COUNT", "1"), "gpu0_name": env("FAKE_GPU_NAME", "NVIDIA H200"),
-                   "nvidia_driver": env("FAKE_DRIVER", "580.159.04"), "cuda_runtime_version": "13000",
+                   "nvidia_driver": env("FAKE_DRIVER", "580.159.04"), "cuda_runtime_version": env("FAKE_RUNTIME", "13000"),
                    "gpu0_cudaDevAttrCanMapHostMemory": env("FAKE_CAN_MAP", "1"),
                    "gpu0_cudaDevAttrHostRegisterSupported": "1"})
     else:
