@@ -1,7 +1,8 @@
 """A first night: the first qualification of a SKU with no baseline to compare with (no earlier run
-in --out, no baselines/<sku>/, or only a baseline of another CUDA runtime). Its verdict is its own (FIRST NIGHT, exit 8) when nothing failed
-that a known deviation does not explain; a real failure is still REGRESSIONS. Its first screen
-says what a reviewer needs before adopting the run as the SKU's baseline:
+in --out, no baselines/<sku>/, or only a baseline of another CUDA runtime). Its verdict is its own
+(FIRST NIGHT, exit 8) when nothing failed that a known deviation does not explain; a real failure
+is still REGRESSIONS. Its first screen says what a reviewer needs before adopting the run as the
+SKU's baseline:
 
 - inherited: the known deviations (expectations/common.txt, keyed by driver, runtime and host)
   that excused failures here, and the entries known only on other platforms, judged as the rule;

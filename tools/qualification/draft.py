@@ -57,7 +57,7 @@ def draft(run_dir, expectations_dir, force=False):
     if not force and os.path.lexists(sku_txt) and not os.path.lexists(baseline_file):
         # A known SKU on a CUDA runtime (or tier) it has no baseline for: only that baseline is
         # new; the SKU's expectations, README and page stay as reviewed.
-        unexplained = sorted(cid for cid, st in comparison.items() if st == "REGRESSION")
+        unexplained = sorted(cid for cid, st in comparison.items() if st == model.Change.REGRESSION)
         if unexplained:
             raise Stop(cmp.EXIT_CONFIG, f"--draft-expectations: {sku} is known ({in_checkout(sku_txt) or sku_txt}) "
                                         f"and {len(unexplained)} failure(s) of this run nothing explains "
