@@ -48,12 +48,6 @@ def draft(run_dir, expectations_dir, force=False):
     dest = baselines.baseline_dest(sku, runtime)
     baseline_file = os.path.join(dest, baselines.tier_file(info.get("tier")))
     sku_txt = os.path.join(expectations_dir, f"{sku}.txt")
-    files = {
-        sku_txt: expectations_text(run, info, comparison, sku),
-        baseline_file: None,  # the run itself
-        os.path.join(common.ROOT, "baselines", sku, "README.md"): baseline_readme(run, info, sku, dest),
-        os.path.join(common.ROOT, "docs", "platforms", f"{sku}.md"): platform_page(run, info, doc, sku),
-    }
     if not force and os.path.lexists(sku_txt) and not os.path.lexists(baseline_file):
         # A known SKU on a CUDA runtime (or tier) it has no baseline for: only that baseline is
         # new; the SKU's expectations, README and page stay as reviewed.
@@ -64,6 +58,13 @@ def draft(run_dir, expectations_dir, force=False):
                                         f"(first: {unexplained[0]}): add their entries there by hand, "
                                         "or --force to redraft every file")
         files = {baseline_file: None}
+    else:
+        files = {
+            sku_txt: expectations_text(run, info, comparison, sku),
+            baseline_file: None,  # the run itself
+            os.path.join(common.ROOT, "baselines", sku, "README.md"): baseline_readme(run, info, sku, dest),
+            os.path.join(common.ROOT, "docs", "platforms", f"{sku}.md"): platform_page(run, info, doc, sku),
+        }
     existing = [p for p in files if os.path.lexists(p)]
     if existing and not force:
         raise Stop(cmp.EXIT_CONFIG, "--draft-expectations: these exist already (review them, or --force to "
